@@ -1,0 +1,24 @@
+#pragma once
+/// @file Basic linear-algebra types shared by every module.
+///
+/// Convention: a batch of inputs is a matrix with one column per example ([input_dim, n]);
+/// outputs are [output_dim, n]. Column-major storage keeps each example contiguous, which is
+/// what the dense layers' matrix products want. Parameters are one flat vector `theta`.
+#include <Eigen/Dense>
+#include <cstdint>
+
+namespace uqnn {
+
+using Index = Eigen::Index;
+using Vec = Eigen::VectorXd;
+using Mat = Eigen::MatrixXd;
+using IndexVec = std::vector<Index>;
+
+template <typename T>
+using VecT = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+template <typename T>
+using MatT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+template <typename T>
+using RowMajorMatT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+}  // namespace uqnn
