@@ -7,15 +7,25 @@
 
 namespace uqnn {
 
-Index ParamLayout::add(std::string name, Index rows, Index cols, Index fan_in) {
+Index ParamLayout::add_matrix(std::string name, Index rows, Index cols, Index fan_in) {
   const Index offset = size_;
-  blocks_.push_back(ParamBlock{std::move(name), offset, rows, cols, fan_in});
+  blocks_.push_back(ParamBlock{std::move(name), offset, rows, cols, fan_in, true});
   size_ += rows * cols;
   return offset;
 }
 
+Index ParamLayout::add_vector(std::string name, Index size, Index fan_in) {
+  const Index offset = size_;
+  blocks_.push_back(ParamBlock{std::move(name), offset, size, 1, fan_in, false});
+  size_ += size;
+  return offset;
+}
+
 void ParamLayout::append(const ParamLayout& other, const std::string& prefix) {
-  for (const auto& b : other.blocks()) add(prefix + b.name, b.rows, b.cols, b.fan_in);
+  for (const auto& b : other.blocks()) {
+    if (b.matrix) add_matrix(prefix + b.name, b.rows, b.cols, b.fan_in);
+    else add_vector(prefix + b.name, b.rows, b.fan_in);
+  }
 }
 
 const ParamBlock& ParamLayout::block(const std::string& name) const {
@@ -35,7 +45,7 @@ std::size_t ParamLayout::block_of(Index index) const {
 std::string ParamLayout::name_of(Index index) const {
   const ParamBlock& b = blocks_[block_of(index)];
   const Index local = index - b.offset;
-  if (b.cols == 1) return fmt::format("{}[{}]", b.name, local);
+  if (!b.matrix) return fmt::format("{}[{}]", b.name, local);
   return fmt::format("{}[{},{}]", b.name, local / b.cols, local % b.cols);
 }
 
@@ -51,7 +61,7 @@ bool ParamLayout::operator==(const ParamLayout& other) const {
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     const auto& a = blocks_[i];
     const auto& b = other.blocks_[i];
-    if (a.name != b.name || a.offset != b.offset || a.rows != b.rows || a.cols != b.cols) return false;
+    if (a.name != b.name || a.offset != b.offset || a.rows != b.rows || a.cols != b.cols || a.matrix != b.matrix) return false;
   }
   return true;
 }

@@ -7,8 +7,8 @@ namespace uqnn {
 
 TEST(ParamLayout, NamesEveryCoordinate) {
   ParamLayout layout;
-  layout.add("layer1.weight", 2, 3, 3);
-  layout.add("layer1.bias", 2, 1, 3);
+  layout.add_matrix("layer1.weight", 2, 3, 3);
+  layout.add_vector("layer1.bias", 2, 3);
   EXPECT_EQ(layout.size(), 8);
   EXPECT_EQ(layout.name_of(0), "layer1.weight[0,0]");
   EXPECT_EQ(layout.name_of(5), "layer1.weight[1,2]");

@@ -17,13 +17,16 @@ struct ParamBlock {
   Index rows = 0;     ///< for a weight: fan_out
   Index cols = 1;     ///< for a weight: fan_in; 1 for vectors
   Index fan_in = 1;   ///< fan-in used by scaled initialisation and per-layer priors
+  bool matrix = true; ///< named with two indices ("w[i,j]") rather than one
   Index size() const { return rows * cols; }
 };
 
 class ParamLayout {
  public:
-  /// Appends a block and returns its offset.
-  Index add(std::string name, Index rows, Index cols, Index fan_in);
+  /// Appends a matrix block [rows, cols] (row-major) and returns its offset.
+  Index add_matrix(std::string name, Index rows, Index cols, Index fan_in);
+  /// Appends a vector block and returns its offset.
+  Index add_vector(std::string name, Index size, Index fan_in);
   /// Appends every block of `other`, with names prefixed by `prefix` (e.g. "branch.").
   void append(const ParamLayout& other, const std::string& prefix);
 

@@ -1,0 +1,52 @@
+#pragma once
+/// @file Multilayer perceptron; with no hidden layers it is the Linear model.
+#include "uqnn/nn/dense_stack.hpp"
+#include "uqnn/nn/model.hpp"
+
+namespace uqnn {
+
+struct MlpSpec {
+  Index input_dim = 1;
+  std::vector<Index> hidden;  ///< hidden widths; empty gives the Linear model W x + b
+  Index output_dim = 1;
+  Activation activation = Activation::Tanh;
+  InitScheme init = InitScheme::Glorot;
+};
+
+/// f(x) = W_L act(... act(W_1 x + b_1) ...) + b_L. Layout: "layer{l}.weight", "layer{l}.bias".
+class Mlp : public ModelBase<Mlp> {
+ public:
+  explicit Mlp(MlpSpec spec);
+  /// The Linear model f(x) = W x + b.
+  static Mlp linear(Index input_dim, Index output_dim) { return Mlp(MlpSpec{input_dim, {}, output_dim, Activation::Identity, InitScheme::Glorot}); }
+
+  std::string kind() const override { return "mlp"; }
+  Index input_dim() const override { return spec_.input_dim; }
+  Index output_dim() const override { return spec_.output_dim; }
+  const ParamLayout& layout() const override { return layout_; }
+  const MlpSpec& spec() const { return spec_; }
+  const DenseStackSpec& stack() const { return stack_; }
+  Vec initial_params(Rng& rng) const override;
+  nlohmann::json to_json() const override;
+
+  template <typename T>
+  MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
+                   VecT<T>* grad) const {
+    DenseStackTape<T> tape;
+    dense_forward(stack_, theta.data(), X, tape);
+    MatT<T> Y = tape.output();
+    if (loss) {
+      MatT<T> dY(Y.rows(), Y.cols());
+      *loss_value = (*loss)(Y, dY);
+      dense_backward(stack_, theta.data(), tape, dY, grad->data(), static_cast<MatT<T>*>(nullptr));
+    }
+    return Y;
+  }
+
+ private:
+  MlpSpec spec_;
+  DenseStackSpec stack_;
+  ParamLayout layout_;
+};
+
+}  // namespace uqnn

@@ -1,0 +1,99 @@
+#pragma once
+/// @file Model: a differentiable function f(theta, X) of one flat parameter vector.
+///
+/// Every model provides, on a batch X [input_dim, n]: the outputs [output_dim, n]; the value and
+/// gradient of a scalar loss of the outputs (reverse mode); exact Hessian-vector products of that
+/// loss (forward-over-reverse with dual numbers); per-example Jacobians. Concrete models write one
+/// templated `evaluate<T>` (forward and reverse pass) and inherit the rest from ModelBase.
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "uqnn/core/param_layout.hpp"
+#include "uqnn/core/rng.hpp"
+#include "uqnn/nn/dual.hpp"
+
+namespace uqnn {
+
+/// A scalar loss of the model outputs: returns loss(Y) and writes dloss/dY (same shape as Y).
+template <typename T>
+using OutputLoss = std::function<T(const MatT<T>& outputs, MatT<T>& output_grad)>;
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  /// "mlp", "rnet" or "deeponet"; the key of `to_json()` round trips.
+  virtual std::string kind() const = 0;
+  virtual Index input_dim() const = 0;
+  virtual Index output_dim() const = 0;
+  virtual const ParamLayout& layout() const = 0;
+  Index num_params() const { return layout().size(); }
+
+  /// Initial parameters (Glorot / He per the model's scheme) from `rng`.
+  virtual Vec initial_params(Rng& rng) const = 0;
+  /// Outputs f(theta, X), [output_dim, n].
+  virtual Mat forward(const Vec& theta, const Mat& X) const = 0;
+  /// loss(f(theta, X)); adds its gradient w.r.t. theta to `grad` (which must have num_params()).
+  virtual double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
+                                    Vec& grad) const = 0;
+  /// Exact H v where H is the Hessian of theta -> loss(f(theta, X)).
+  virtual Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,
+                                     const OutputLoss<Dual>& loss) const = 0;
+  /// Per-example Jacobian, [n * output_dim, num_params]: row i * output_dim + o is d f_o(x_i) / d theta.
+  virtual Mat jacobian(const Vec& theta, const Mat& X) const;
+  /// Architecture description (no parameter values); `make_model(json)` rebuilds the model.
+  virtual nlohmann::json to_json() const = 0;
+};
+
+/// Rebuilds a model from `Model::to_json()`; throws InputError on an unknown or invalid description.
+std::unique_ptr<Model> make_model(const nlohmann::json& description);
+
+/// Implements Model's virtual interface from the derived class's single templated pass:
+///   template <class T> MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X,
+///                                       const OutputLoss<T>* loss, T* loss_value, VecT<T>* grad) const;
+/// which returns the outputs and, when `loss` is given, the loss value and its gradient (added).
+template <typename Derived>
+class ModelBase : public Model {
+ public:
+  Mat forward(const Vec& theta, const Mat& X) const override {
+    check_shapes(theta, X);
+    return self().template evaluate<double>(theta, X, nullptr, nullptr, nullptr);
+  }
+
+  double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
+                            Vec& grad) const override {
+    check_shapes(theta, X);
+    if (grad.size() != num_params()) grad = Vec::Zero(num_params());
+    double value = 0.0;
+    self().template evaluate<double>(theta, X, &loss, &value, &grad);
+    return value;
+  }
+
+  Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,
+                             const OutputLoss<Dual>& loss) const override {
+    check_shapes(theta, X);
+    const VecT<Dual> theta_dual = make_dual_vector(theta, v);
+    VecT<Dual> grad(theta.size());
+    for (Index i = 0; i < grad.size(); ++i) grad[i] = make_dual(0.0, 0.0);
+    Dual value = make_dual(0.0, 0.0);
+    const MatT<Dual> X_dual = X.cast<Dual>();
+    self().template evaluate<Dual>(theta_dual, X_dual, &loss, &value, &grad);
+    Vec hv(theta.size());
+    for (Index i = 0; i < hv.size(); ++i) hv[i] = dual_tangent(grad[i]);
+    return hv;
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+  void check_shapes(const Vec& theta, const Mat& X) const;
+};
+
+void check_model_shapes(const Model& model, const Vec& theta, const Mat& X);
+
+template <typename Derived>
+void ModelBase<Derived>::check_shapes(const Vec& theta, const Mat& X) const {
+  check_model_shapes(*this, theta, X);
+}
+
+}  // namespace uqnn

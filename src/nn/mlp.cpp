@@ -1,0 +1,34 @@
+#include "uqnn/nn/mlp.hpp"
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+Mlp::Mlp(MlpSpec spec) : spec_(std::move(spec)) {
+  require(spec_.input_dim >= 1, "mlp input_dim", ">= 1");
+  require(spec_.output_dim >= 1, "mlp output_dim", ">= 1");
+  for (Index h : spec_.hidden) require(h >= 1, "mlp hidden width", ">= 1");
+  stack_.widths.push_back(spec_.input_dim);
+  stack_.widths.insert(stack_.widths.end(), spec_.hidden.begin(), spec_.hidden.end());
+  stack_.widths.push_back(spec_.output_dim);
+  stack_.activation = spec_.activation;
+  stack_.activate_last = false;
+  stack_.add_to_layout(layout_, "layer");
+}
+
+Vec Mlp::initial_params(Rng& rng) const {
+  Vec theta(num_params());
+  stack_.initialize(theta, 0, spec_.init, rng);
+  return theta;
+}
+
+nlohmann::json Mlp::to_json() const {
+  return {{"kind", "mlp"},
+          {"input_dim", spec_.input_dim},
+          {"hidden", spec_.hidden},
+          {"output_dim", spec_.output_dim},
+          {"activation", to_string(spec_.activation)},
+          {"init", to_string(spec_.init)}};
+}
+
+}  // namespace uqnn

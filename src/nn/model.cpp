@@ -1,0 +1,100 @@
+#include "uqnn/nn/model.hpp"
+
+#include <fmt/format.h>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/mlp.hpp"
+#include "uqnn/nn/rnet.hpp"
+
+namespace uqnn {
+
+void check_model_shapes(const Model& model, const Vec& theta, const Mat& X) {
+  if (theta.size() != model.num_params())
+    throw std::invalid_argument(fmt::format("{} model: theta has {} entries, the model has {} parameters",
+                                            model.kind(), theta.size(), model.num_params()));
+  if (X.rows() != model.input_dim())
+    throw std::invalid_argument(fmt::format("{} model: inputs have {} rows, the model takes {} inputs",
+                                            model.kind(), X.rows(), model.input_dim()));
+}
+
+Mat Model::jacobian(const Vec& theta, const Mat& X) const {
+  // One reverse pass per example and output with a unit cotangent: exact, and generic over models.
+  const Index n = X.cols(), out = output_dim();
+  Mat J(n * out, num_params());
+  Vec grad(num_params());
+  for (Index i = 0; i < n; ++i) {
+    const Mat xi = X.col(i);
+    for (Index o = 0; o < out; ++o) {
+      grad.setZero();
+      const OutputLoss<double> pick = [o](const Mat& Y, Mat& dY) {
+        dY.setZero();
+        dY(o, 0) = 1.0;
+        return Y(o, 0);
+      };
+      value_and_gradient(theta, xi, pick, grad);
+      J.row(i * out + o) = grad.transpose();
+    }
+  }
+  return J;
+}
+
+namespace {
+
+std::vector<Index> index_list(const nlohmann::json& j) { return j.get<std::vector<Index>>(); }
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const nlohmann::json& d) {
+  try {
+    const std::string kind = d.at("kind").get<std::string>();
+    if (kind == "mlp") {
+      MlpSpec s;
+      s.input_dim = d.at("input_dim").get<Index>();
+      s.hidden = index_list(d.at("hidden"));
+      s.output_dim = d.at("output_dim").get<Index>();
+      s.activation = parse_activation(d.at("activation").get<std::string>());
+      s.init = parse_init_scheme(d.value("init", std::string("glorot")));
+      return std::make_unique<Mlp>(s);
+    }
+    if (kind == "rnet") {
+      RNetSpec s;
+      s.input_dim = d.at("input_dim").get<Index>();
+      s.output_dim = d.at("output_dim").get<Index>();
+      s.width = d.at("width").get<Index>();
+      s.num_layers = d.at("num_layers").get<Index>();
+      s.weight_order = d.at("weight_order").get<int>();
+      s.residual = d.value("residual", true);
+      s.pre_layer = d.value("pre_layer", false);
+      s.post_layer = d.value("post_layer", false);
+      s.activation = parse_activation(d.at("activation").get<std::string>());
+      s.init = parse_init_scheme(d.value("init", std::string("torch")));
+      return std::make_unique<RNet>(s);
+    }
+    if (kind == "deeponet") {
+      DeepOnetSpec s;
+      s.branch_input = d.at("branch_input").get<Index>();
+      s.trunk_input = d.at("trunk_input").get<Index>();
+      s.branch_hidden = index_list(d.at("branch_hidden"));
+      s.trunk_hidden = index_list(d.at("trunk_hidden"));
+      s.latent = d.at("latent").get<Index>();
+      s.activation = parse_activation(d.at("activation").get<std::string>());
+      s.trunk_last_activation = d.value("trunk_last_activation", true);
+      s.init = parse_init_scheme(d.value("init", std::string("glorot")));
+      DeepOnet net(s);
+      if (d.contains("query_grid")) {
+        const auto rows = d.at("query_grid").get<std::vector<std::vector<double>>>();
+        Mat grid(s.trunk_input, static_cast<Index>(rows.size()));
+        for (std::size_t j = 0; j < rows.size(); ++j)
+          for (Index r = 0; r < s.trunk_input; ++r) grid(r, static_cast<Index>(j)) = rows[j].at(static_cast<std::size_t>(r));
+        return std::make_unique<DeepOnet>(net.with_query_grid(grid));
+      }
+      return std::make_unique<DeepOnet>(net);
+    }
+    throw InputError("unknown model kind '" + kind + "': valid are mlp, rnet, deeponet");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("invalid model description: ") + e.what());
+  }
+}
+
+}  // namespace uqnn

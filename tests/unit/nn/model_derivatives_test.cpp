@@ -1,0 +1,219 @@
+// Every derivative every model provides (gradient, per-example Jacobian, Hessian-vector product),
+// for every activation and architecture, against central finite differences.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/mlp.hpp"
+#include "uqnn/nn/rnet.hpp"
+
+namespace uqnn {
+namespace {
+
+struct Case {
+  std::string name;
+  std::shared_ptr<Model> model;
+};
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (Activation a : {Activation::Tanh, Activation::Relu, Activation::Silu, Activation::Sigmoid, Activation::Sine,
+                       Activation::Identity}) {
+    cases.push_back({"mlp_" + to_string(a), std::make_shared<Mlp>(MlpSpec{3, {5, 4}, 2, a, default_init_scheme(a)})});
+  }
+  cases.push_back({"linear", std::make_shared<Mlp>(Mlp::linear(3, 2))});
+  for (int order : {0, 2, -1})
+    for (bool residual : {true, false})
+      for (Activation a : {Activation::Tanh, Activation::Silu}) {
+        RNetSpec s;
+        s.input_dim = 2;
+        s.output_dim = 1;
+        s.width = 3;
+        s.num_layers = 3;
+        s.weight_order = order;
+        s.residual = residual;
+        s.activation = a;
+        cases.push_back({"rnet_order" + (order < 0 ? std::string("nonpar") : std::to_string(order)) + (residual ? "_res_" : "_plain_") + to_string(a),
+                         std::make_shared<RNet>(s)});
+      }
+  {
+    RNetSpec s;  // same width in and out: no pre / post layers unless forced
+    s.input_dim = 3;
+    s.output_dim = 3;
+    s.width = 3;
+    cases.push_back({"rnet_no_pre_post", std::make_shared<RNet>(s)});
+    s.pre_layer = s.post_layer = true;
+    cases.push_back({"rnet_forced_pre_post", std::make_shared<RNet>(s)});
+  }
+  for (Activation a : {Activation::Tanh, Activation::Relu, Activation::Sine}) {
+    DeepOnetSpec s{4, 2, {6}, {5}, 3, a, true, default_init_scheme(a)};
+    DeepOnet pairs(s);
+    cases.push_back({"deeponet_pairs_" + to_string(a), std::make_shared<DeepOnet>(pairs)});
+    Rng rng(3);
+    Mat grid(2, 7);
+    for (Index i = 0; i < grid.size(); ++i) grid.data()[i] = rng.uniform(-1, 1);
+    cases.push_back({"deeponet_grid_" + to_string(a), std::make_shared<DeepOnet>(pairs.with_query_grid(grid))});
+  }
+  return cases;
+}
+
+// A loss with curvature in the outputs, so the Hessian has both the Gauss-Newton and the
+// second-derivative-of-the-network parts: L(Y) = sum C .* Y + 0.5 sum Y.^2.
+template <typename T>
+OutputLoss<T> make_loss(const Mat& C) {
+  return [C](const MatT<T>& Y, MatT<T>& dY) -> T {
+    const MatT<T> Ct = C.cast<T>();
+    dY = Ct + Y;
+    return (Ct.cwiseProduct(Y)).sum() + T(0.5) * Y.cwiseProduct(Y).sum();
+  };
+}
+
+class ModelDerivatives : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    model_ = GetParam().model;
+    Rng rng(11);
+    theta_ = model_->initial_params(rng);
+    // Perturb so biases are non-zero and relu kinks are unlikely to sit near a finite-difference step.
+    theta_ += 0.3 * rng.normal_vector(theta_.size());
+    X_ = Mat(model_->input_dim(), 5);
+    for (Index i = 0; i < X_.size(); ++i) X_.data()[i] = rng.uniform(-1.5, 1.5);
+    C_ = Mat(model_->output_dim(), X_.cols());
+    for (Index i = 0; i < C_.size(); ++i) C_.data()[i] = rng.normal();
+  }
+  double loss_value(const Vec& theta) const {
+    Vec g = Vec::Zero(theta.size());
+    return model_->value_and_gradient(theta, X_, make_loss<double>(C_), g);
+  }
+  Vec gradient(const Vec& theta) const {
+    Vec g = Vec::Zero(theta.size());
+    model_->value_and_gradient(theta, X_, make_loss<double>(C_), g);
+    return g;
+  }
+  std::shared_ptr<Model> model_;
+  Vec theta_;
+  Mat X_, C_;
+};
+
+constexpr double kStep = 1e-5;
+
+TEST_P(ModelDerivatives, GradientMatchesFiniteDifferences) {
+  const Vec g = gradient(theta_);
+  for (Index k = 0; k < theta_.size(); ++k) {
+    Vec plus = theta_, minus = theta_;
+    plus[k] += kStep;
+    minus[k] -= kStep;
+    const double fd = (loss_value(plus) - loss_value(minus)) / (2 * kStep);
+    EXPECT_NEAR(g[k], fd, 1e-6 * (1 + std::abs(fd))) << GetParam().name << " parameter " << model_->layout().name_of(k);
+  }
+}
+
+TEST_P(ModelDerivatives, ValueEqualsLossOfForward) {
+  const Mat Y = model_->forward(theta_, X_);
+  ASSERT_EQ(Y.rows(), model_->output_dim());
+  ASSERT_EQ(Y.cols(), X_.cols());
+  const double direct = C_.cwiseProduct(Y).sum() + 0.5 * Y.squaredNorm();
+  EXPECT_NEAR(loss_value(theta_), direct, 1e-12 * (1 + std::abs(direct)));
+}
+
+TEST_P(ModelDerivatives, JacobianMatchesFiniteDifferences) {
+  const Mat J = model_->jacobian(theta_, X_);
+  const Index out = model_->output_dim();
+  ASSERT_EQ(J.rows(), X_.cols() * out);
+  ASSERT_EQ(J.cols(), theta_.size());
+  for (Index k = 0; k < theta_.size(); ++k) {
+    Vec plus = theta_, minus = theta_;
+    plus[k] += kStep;
+    minus[k] -= kStep;
+    const Mat fd = (model_->forward(plus, X_) - model_->forward(minus, X_)) / (2 * kStep);
+    for (Index i = 0; i < X_.cols(); ++i)
+      for (Index o = 0; o < out; ++o)
+        ASSERT_NEAR(J(i * out + o, k), fd(o, i), 1e-6 * (1 + std::abs(fd(o, i))))
+            << GetParam().name << " example " << i << " output " << o << " parameter " << model_->layout().name_of(k);
+  }
+}
+
+TEST_P(ModelDerivatives, HessianVectorProductMatchesFiniteDifferencesOfGradient) {
+  Rng rng(5);
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    const Vec v = rng.normal_vector(theta_.size());
+    const Vec hv = model_->hessian_vector_product(theta_, v, X_, make_loss<Dual>(C_));
+    const Vec fd = (gradient(theta_ + kStep * v) - gradient(theta_ - kStep * v)) / (2 * kStep);
+    for (Index k = 0; k < theta_.size(); ++k)
+      EXPECT_NEAR(hv[k], fd[k], 2e-6 * (1 + std::abs(fd[k]))) << GetParam().name << " component " << model_->layout().name_of(k);
+  }
+}
+
+TEST_P(ModelDerivatives, HessianIsSymmetric) {
+  // e_i^T H e_j == e_j^T H e_i: exact for an exact Hessian-vector product, not for a finite-difference one.
+  const Index n = std::min<Index>(theta_.size(), 12);
+  Mat H(n, n);
+  for (Index j = 0; j < n; ++j) {
+    Vec e = Vec::Zero(theta_.size());
+    e[j] = 1.0;
+    H.col(j) = model_->hessian_vector_product(theta_, e, X_, make_loss<Dual>(C_)).head(n);
+  }
+  EXPECT_LT((H - H.transpose()).cwiseAbs().maxCoeff(), 1e-10 * (1 + H.cwiseAbs().maxCoeff())) << GetParam().name;
+}
+
+TEST_P(ModelDerivatives, DescriptionRoundTrips) {
+  const auto rebuilt = make_model(model_->to_json());
+  EXPECT_EQ(rebuilt->layout(), model_->layout());
+  EXPECT_LT((rebuilt->forward(theta_, X_) - model_->forward(theta_, X_)).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, ModelDerivatives, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(DeepOnet, GridModeEqualsPairsMode) {
+  DeepOnetSpec s{4, 2, {6}, {5}, 3, Activation::Tanh, true, InitScheme::Glorot};
+  DeepOnet pairs(s);
+  Rng rng(2);
+  const Vec theta = pairs.initial_params(rng) + 0.1 * rng.normal_vector(pairs.num_params());
+  Mat grid(2, 6), U(4, 3);
+  for (Index i = 0; i < grid.size(); ++i) grid.data()[i] = rng.uniform(-1, 1);
+  for (Index i = 0; i < U.size(); ++i) U.data()[i] = rng.uniform(-1, 1);
+  const Mat on_grid = pairs.with_query_grid(grid).forward(theta, U);  // [points, functions]
+  Mat X(6, grid.cols() * U.cols());
+  for (Index f = 0; f < U.cols(); ++f)
+    for (Index p = 0; p < grid.cols(); ++p) {
+      X.col(f * grid.cols() + p) << U.col(f), grid.col(p);
+    }
+  const Mat per_pair = pairs.forward(theta, X);
+  for (Index f = 0; f < U.cols(); ++f)
+    for (Index p = 0; p < grid.cols(); ++p) EXPECT_NEAR(on_grid(p, f), per_pair(0, f * grid.cols() + p), 1e-13);
+}
+
+TEST(Mlp, LayoutFollowsPyTorchOrder) {
+  Mlp mlp(MlpSpec{1, {10, 10}, 1, Activation::Tanh, InitScheme::Glorot});
+  EXPECT_EQ(mlp.num_params(), 141);
+  EXPECT_EQ(mlp.layout().name_of(0), "layer1.weight[0,0]");
+  EXPECT_EQ(mlp.layout().name_of(10), "layer1.bias[0]");
+  EXPECT_EQ(mlp.layout().name_of(20), "layer2.weight[0,0]");
+  EXPECT_EQ(mlp.layout().name_of(140), "layer3.bias[0]");
+}
+
+TEST(Mlp, FloatAndDoubleAgree) {
+  Mlp mlp(MlpSpec{5, {16, 16}, 1, Activation::Tanh, InitScheme::Glorot});
+  Rng rng(4);
+  const Vec theta = mlp.initial_params(rng);
+  Mat X(5, 50);
+  for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.normal();
+  const Mat yd = mlp.forward(theta, X);
+  const MatT<float> yf = mlp.evaluate<float>(theta.cast<float>(), X.cast<float>(), nullptr, nullptr, nullptr);
+  EXPECT_LT((yf.cast<double>() - yd).cwiseAbs().maxCoeff(), 1e-4);
+}
+
+TEST(Activation, FastTanhIsAccurate) {
+  Mat z(1, 2001);
+  for (Index i = 0; i < z.cols(); ++i) z(0, i) = -20.0 + 0.02 * static_cast<double>(i);
+  z(0, 1000) = 1e-300;
+  MatT<double> a;
+  activate(Activation::Tanh, z, a);
+  for (Index i = 0; i < z.cols(); ++i)
+    EXPECT_NEAR(a(0, i), std::tanh(z(0, i)), 2e-15 * std::abs(std::tanh(z(0, i))) + 1e-300) << z(0, i);
+}
+
+}  // namespace
+}  // namespace uqnn
