@@ -1,0 +1,64 @@
+#pragma once
+/// @file Likelihoods p(y | f(x)) on the model outputs.
+///
+/// A likelihood may own extra parameters (the learned log-sigma), which the Posterior appends to
+/// theta after the network's parameters, together with their prior.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "uqnn/core/param_layout.hpp"
+#include "uqnn/core/rng.hpp"
+#include "uqnn/nn/dual.hpp"
+
+namespace uqnn {
+
+class Likelihood {
+ public:
+  virtual ~Likelihood() = default;
+  virtual std::string kind() const = 0;
+  /// Number of network outputs needed for targets of dimension `target_dim`.
+  virtual Index model_outputs(Index target_dim) const = 0;
+  /// Names of the extra parameters (appended to theta); empty for most likelihoods.
+  virtual ParamLayout extra_layout() const { return {}; }
+  Index num_extra() const { return extra_layout().size(); }
+  virtual Vec initial_extra() const { return Vec(0); }
+  /// Checks the targets (e.g. 0/1 for Bernoulli); throws InputError naming the first bad value.
+  virtual void validate_targets(const Mat& targets) const;
+
+  /// sum_i log p(y_i | Y_i); writes dY and adds to d_extra when given.
+  virtual double log_likelihood(const Mat& Y, const Mat& targets, const Vec& extra, Mat* dY, Vec* d_extra) const = 0;
+  /// The same on dual numbers (for exact Hessian-vector products).
+  virtual Dual log_likelihood(const MatT<Dual>& Y, const Mat& targets, const VecT<Dual>& extra, MatT<Dual>* dY,
+                              VecT<Dual>* d_extra) const = 0;
+  /// log p(y_i | Y_i) per example (no prior term): the pointwise log-likelihood for LPPD.
+  virtual Vec pointwise_log_likelihood(const Mat& Y, const Mat& targets, const Vec& extra) const = 0;
+  /// log prior of the extra parameters (0 when there are none); gradient added when given.
+  virtual double extra_log_prior(const Vec& /*extra*/, Vec* /*grad*/) const { return 0.0; }
+  /// Diagonal of the Hessian of extra_log_prior.
+  virtual Vec extra_prior_hessian_diagonal(const Vec& extra) const { return Vec::Zero(extra.size()); }
+
+  /// Predictive mean of y given outputs Y (identity for Gaussians, probabilities for classifiers).
+  virtual Mat mean(const Mat& Y) const = 0;
+  /// Observation-noise variance of y given outputs Y (zero for classifiers); [target_dim, n].
+  virtual Mat noise_variance(const Mat& Y, const Vec& extra) const = 0;
+
+  virtual nlohmann::json to_json() const = 0;
+};
+
+/// y ~ N(f(x), sigma^2) with sigma fixed.
+std::shared_ptr<Likelihood> make_gaussian_likelihood(double sigma);
+/// y ~ N(f(x), sigma^2) with log sigma a parameter (extra "likelihood.log_sigma"), prior
+/// log sigma ~ N(log_sigma_prior_mean, log_sigma_prior_sd^2).
+std::shared_ptr<Likelihood> make_learned_sigma_likelihood(double initial_sigma, double log_sigma_prior_mean = 0.0,
+                                                          double log_sigma_prior_sd = 3.0);
+/// y ~ N(f_mean(x), exp(f_logsigma(x))^2): the network outputs mean and log-sigma (2 t outputs).
+std::shared_ptr<Likelihood> make_heteroscedastic_likelihood();
+/// y in {0, 1} ~ Bernoulli(sigmoid(f(x))): one output, a logit.
+std::shared_ptr<Likelihood> make_bernoulli_likelihood();
+/// y in {0, ..., K-1} ~ Categorical(softmax(f(x))): K outputs, logits.
+std::shared_ptr<Likelihood> make_categorical_likelihood(Index num_classes);
+/// Rebuilds a likelihood from `to_json()`.
+std::shared_ptr<Likelihood> make_likelihood(const nlohmann::json& description);
+
+}  // namespace uqnn

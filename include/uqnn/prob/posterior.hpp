@@ -1,0 +1,67 @@
+#pragma once
+/// @file Posterior: log p(theta | D) = sum_i log p(y_i | f(x_i; theta)) + log p(theta), with value,
+/// gradient (backprop), exact Hessian-vector products and unbiased minibatch estimates.
+///
+/// theta = [network parameters; likelihood extras (e.g. log sigma)]; `layout()` names all of it.
+#include <memory>
+
+#include "uqnn/nn/model.hpp"
+#include "uqnn/prob/likelihood.hpp"
+#include "uqnn/prob/log_density.hpp"
+#include "uqnn/prob/prior.hpp"
+
+namespace uqnn {
+
+class Posterior : public StochasticLogDensity {
+ public:
+  /// inputs [input_dim, N], targets [target_dim, N]; checks shapes and target values.
+  Posterior(std::shared_ptr<const Model> model, std::shared_ptr<const Likelihood> likelihood,
+            std::shared_ptr<const Prior> prior, Mat inputs, Mat targets);
+
+  Index dim() const override { return layout_.size(); }
+  Index num_data() const override { return inputs_.cols(); }
+  const ParamLayout& layout() const { return layout_; }
+  const Model& model() const { return *model_; }
+  const Likelihood& likelihood() const { return *likelihood_; }
+  const Prior& prior() const { return *prior_; }
+  std::shared_ptr<const Model> model_ptr() const { return model_; }
+  std::shared_ptr<const Likelihood> likelihood_ptr() const { return likelihood_; }
+  std::shared_ptr<const Prior> prior_ptr() const { return prior_; }
+  const Mat& inputs() const { return inputs_; }
+  const Mat& targets() const { return targets_; }
+
+  double log_density_and_grad(const Vec& theta, Vec& grad) const override;
+  double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+  Vec hessian_vector_product(const Vec& theta, const Vec& v) const override;
+
+  /// sum_i log p(y_i | f(x_i)) on other data (no prior, no extras' prior); gradient added when given.
+  double log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets, Vec* grad = nullptr) const;
+  /// log p(y_i | f(x_i)) for each example of (inputs, targets).
+  Vec pointwise_log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets) const;
+  /// log p(theta) including the likelihood extras' prior; gradient added when given.
+  double log_prior(const Vec& theta, Vec* grad = nullptr) const;
+  /// A draw of theta from the prior (network parameters and extras).
+  Vec sample_prior(Rng& rng) const;
+  /// Network parameters followed by the likelihood's initial extras.
+  Vec initial_point(Rng& rng) const;
+
+  /// The network parameters / extras of theta.
+  Eigen::Ref<const Vec> network_params(const Vec& theta) const { return theta.head(model_->num_params()); }
+  Vec extra_params(const Vec& theta) const { return theta.tail(likelihood_->num_extra()); }
+
+ private:
+  /// (N / n) sum over the batch of log lik + log prior; grad overwritten.
+  double evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double likelihood_scale, Vec& grad,
+                  bool include_prior) const;
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Likelihood> likelihood_;
+  std::shared_ptr<const Prior> prior_;
+  Mat inputs_, targets_;
+  ParamLayout layout_;
+};
+
+/// Gathers the columns `indices` of a matrix.
+Mat gather_columns(const Mat& m, const IndexVec& indices);
+
+}  // namespace uqnn

@@ -1,0 +1,263 @@
+#include "uqnn/prob/likelihood.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+void Likelihood::validate_targets(const Mat& targets) const {
+  for (Index i = 0; i < targets.size(); ++i)
+    if (!std::isfinite(targets.data()[i]))
+      throw InputError(fmt::format("{} likelihood: target value {} is not finite", kind(), targets.data()[i]));
+}
+
+namespace {
+
+constexpr double kHalfLog2Pi = 0.91893853320467274178;  // 0.5 log(2 pi)
+
+using std::exp;
+using std::log;
+
+/// Shared implementation of the virtual double / Dual pair from one template per likelihood.
+template <typename Derived>
+class LikelihoodBase : public Likelihood {
+ public:
+  double log_likelihood(const Mat& Y, const Mat& targets, const Vec& extra, Mat* dY, Vec* d_extra) const override {
+    return self().template evaluate<double>(Y, targets, extra, dY, d_extra, nullptr);
+  }
+  Dual log_likelihood(const MatT<Dual>& Y, const Mat& targets, const VecT<Dual>& extra, MatT<Dual>* dY,
+                      VecT<Dual>* d_extra) const override {
+    return self().template evaluate<Dual>(Y, targets, extra, dY, d_extra, nullptr);
+  }
+  Vec pointwise_log_likelihood(const Mat& Y, const Mat& targets, const Vec& extra) const override {
+    Vec out = Vec::Zero(Y.cols());
+    self().template evaluate<double>(Y, targets, extra, nullptr, nullptr, &out);
+    return out;
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+/// Gaussian with sigma fixed or learned (extra = log sigma).
+class Gaussian : public LikelihoodBase<Gaussian> {
+ public:
+  Gaussian(bool learned, double sigma, double prior_mean, double prior_sd)
+      : learned_(learned), sigma_(sigma), prior_mean_(prior_mean), prior_sd_(prior_sd) {
+    require(sigma > 0 && std::isfinite(sigma), "likelihood sigma", "a finite number > 0");
+    require(prior_sd > 0, "log-sigma prior sd", "> 0");
+  }
+  std::string kind() const override { return learned_ ? "gaussian_learned_sigma" : "gaussian"; }
+  Index model_outputs(Index target_dim) const override { return target_dim; }
+  ParamLayout extra_layout() const override {
+    ParamLayout l;
+    if (learned_) l.add_vector("likelihood.log_sigma", 1, 1);
+    return l;
+  }
+  Vec initial_extra() const override { return learned_ ? Vec::Constant(1, std::log(sigma_)) : Vec(0); }
+  double extra_log_prior(const Vec& extra, Vec* grad) const override {
+    if (!learned_) return 0.0;
+    const double z = (extra[0] - prior_mean_) / prior_sd_;
+    if (grad) (*grad)[0] -= z / prior_sd_;
+    return -0.5 * z * z - std::log(prior_sd_) - kHalfLog2Pi;
+  }
+  Vec extra_prior_hessian_diagonal(const Vec& extra) const override {
+    return Vec::Constant(extra.size(), -1.0 / (prior_sd_ * prior_sd_));
+  }
+
+  template <typename T>
+  T evaluate(const MatT<T>& Y, const Mat& targets, const VecT<T>& extra, MatT<T>* dY, VecT<T>* d_extra,
+             Vec* pointwise) const {
+    const T log_sigma = learned_ ? extra[0] : T(std::log(sigma_));
+    const T inv_var = exp(T(-2) * log_sigma);
+    T total = T(0);
+    T sum_sq = T(0);
+    for (Index i = 0; i < Y.cols(); ++i) {
+      T point = T(0);
+      for (Index o = 0; o < Y.rows(); ++o) {
+        const T r = T(targets(o, i)) - Y(o, i);
+        point += T(-0.5) * r * r * inv_var - log_sigma - T(kHalfLog2Pi);
+        sum_sq += r * r;
+        if (dY) (*dY)(o, i) = r * inv_var;
+      }
+      if (pointwise) (*pointwise)[i] = value_of(point);
+      total += point;
+    }
+    // d/d log_sigma of sum [-0.5 r^2 e^{-2 s} - s] = sum r^2 e^{-2 s} - count.
+    if (learned_ && d_extra) (*d_extra)[0] += sum_sq * inv_var - T(static_cast<double>(Y.size()));
+    return total;
+  }
+
+  Mat mean(const Mat& Y) const override { return Y; }
+  Mat noise_variance(const Mat& Y, const Vec& extra) const override {
+    const double s = learned_ ? std::exp(extra[0]) : sigma_;
+    return Mat::Constant(Y.rows(), Y.cols(), s * s);
+  }
+  nlohmann::json to_json() const override {
+    if (!learned_) return {{"kind", "gaussian"}, {"sigma", sigma_}};
+    return {{"kind", "gaussian_learned_sigma"}, {"initial_sigma", sigma_}, {"log_sigma_prior_mean", prior_mean_},
+            {"log_sigma_prior_sd", prior_sd_}};
+  }
+
+ private:
+  bool learned_;
+  double sigma_, prior_mean_, prior_sd_;
+};
+
+/// Heteroscedastic Gaussian: rows [0, t) of Y are the mean, rows [t, 2t) log sigma.
+class Heteroscedastic : public LikelihoodBase<Heteroscedastic> {
+ public:
+  std::string kind() const override { return "heteroscedastic"; }
+  Index model_outputs(Index target_dim) const override { return 2 * target_dim; }
+
+  template <typename T>
+  T evaluate(const MatT<T>& Y, const Mat& targets, const VecT<T>& /*extra*/, MatT<T>* dY, VecT<T>* /*d_extra*/,
+             Vec* pointwise) const {
+    const Index t = targets.rows();
+    T total = T(0);
+    for (Index i = 0; i < Y.cols(); ++i) {
+      T point = T(0);
+      for (Index o = 0; o < t; ++o) {
+        const T s = Y(t + o, i);
+        const T inv_var = exp(T(-2) * s);
+        const T r = T(targets(o, i)) - Y(o, i);
+        point += T(-0.5) * r * r * inv_var - s - T(kHalfLog2Pi);
+        if (dY) {
+          (*dY)(o, i) = r * inv_var;
+          (*dY)(t + o, i) = r * r * inv_var - T(1);
+        }
+      }
+      if (pointwise) (*pointwise)[i] = value_of(point);
+      total += point;
+    }
+    return total;
+  }
+  Mat mean(const Mat& Y) const override { return Y.topRows(Y.rows() / 2); }
+  Mat noise_variance(const Mat& Y, const Vec& /*extra*/) const override {
+    return (2.0 * Y.bottomRows(Y.rows() / 2).array()).exp().matrix();
+  }
+  nlohmann::json to_json() const override { return {{"kind", "heteroscedastic"}}; }
+};
+
+/// Bernoulli on a logit: log p = y f - log(1 + e^f).
+class Bernoulli : public LikelihoodBase<Bernoulli> {
+ public:
+  std::string kind() const override { return "bernoulli"; }
+  Index model_outputs(Index target_dim) const override { return target_dim; }
+  void validate_targets(const Mat& targets) const override {
+    for (Index i = 0; i < targets.size(); ++i) {
+      const double y = targets.data()[i];
+      if (y != 0.0 && y != 1.0)
+        throw InputError(fmt::format("bernoulli likelihood: target value {} (example {}) must be 0 or 1", y, i / targets.rows()));
+    }
+  }
+  template <typename T>
+  T evaluate(const MatT<T>& Y, const Mat& targets, const VecT<T>& /*extra*/, MatT<T>* dY, VecT<T>* /*d_extra*/,
+             Vec* pointwise) const {
+    T total = T(0);
+    for (Index i = 0; i < Y.cols(); ++i) {
+      T point = T(0);
+      for (Index o = 0; o < Y.rows(); ++o) {
+        const T f = Y(o, i);
+        const double y = targets(o, i);
+        // log(1 + e^f) computed stably on either side of 0.
+        const T log1pexp = f > T(0) ? T(f + log(T(1) + exp(-f))) : T(log(T(1) + exp(f)));
+        point += T(y) * f - log1pexp;
+        if (dY) (*dY)(o, i) = T(y) - T(1) / (T(1) + exp(-f));
+      }
+      if (pointwise) (*pointwise)[i] = value_of(point);
+      total += point;
+    }
+    return total;
+  }
+  Mat mean(const Mat& Y) const override { return (1.0 / (1.0 + (-Y.array()).exp())).matrix(); }
+  Mat noise_variance(const Mat& Y, const Vec& /*extra*/) const override { return Mat::Zero(Y.rows(), Y.cols()); }
+  nlohmann::json to_json() const override { return {{"kind", "bernoulli"}}; }
+};
+
+/// Categorical on K logits; the single target row holds the class index.
+class Categorical : public LikelihoodBase<Categorical> {
+ public:
+  explicit Categorical(Index k) : k_(k) { require(k >= 2, "categorical num_classes", ">= 2"); }
+  std::string kind() const override { return "categorical"; }
+  Index model_outputs(Index target_dim) const override {
+    require(target_dim == 1, "categorical target columns", "exactly 1 (the class index)");
+    return k_;
+  }
+  void validate_targets(const Mat& targets) const override {
+    for (Index i = 0; i < targets.size(); ++i) {
+      const double y = targets.data()[i];
+      if (y != std::floor(y) || y < 0 || y >= static_cast<double>(k_))
+        throw InputError(fmt::format("categorical likelihood: target value {} (example {}) must be an integer class in [0, {}]",
+                                     y, i, k_ - 1));
+    }
+  }
+  template <typename T>
+  T evaluate(const MatT<T>& Y, const Mat& targets, const VecT<T>& /*extra*/, MatT<T>* dY, VecT<T>* /*d_extra*/,
+             Vec* pointwise) const {
+    T total = T(0);
+    for (Index i = 0; i < Y.cols(); ++i) {
+      T m = Y(0, i);
+      for (Index c = 1; c < k_; ++c)
+        if (Y(c, i) > m) m = Y(c, i);
+      T sum = T(0);
+      for (Index c = 0; c < k_; ++c) sum += exp(Y(c, i) - m);
+      const T log_norm = m + log(sum);
+      const Index label = static_cast<Index>(targets(0, i));
+      const T point = Y(label, i) - log_norm;
+      if (dY)
+        for (Index c = 0; c < k_; ++c) (*dY)(c, i) = (c == label ? T(1) : T(0)) - exp(Y(c, i) - log_norm);
+      if (pointwise) (*pointwise)[i] = value_of(point);
+      total += point;
+    }
+    return total;
+  }
+  Mat mean(const Mat& Y) const override {
+    Mat p = Y;
+    for (Index i = 0; i < Y.cols(); ++i) {
+      p.col(i) = (Y.col(i).array() - Y.col(i).maxCoeff()).exp().matrix();
+      p.col(i) /= p.col(i).sum();
+    }
+    return p;
+  }
+  Mat noise_variance(const Mat& Y, const Vec& /*extra*/) const override { return Mat::Zero(1, Y.cols()); }
+  nlohmann::json to_json() const override { return {{"kind", "categorical"}, {"num_classes", k_}}; }
+
+ private:
+  Index k_;
+};
+
+}  // namespace
+
+std::shared_ptr<Likelihood> make_gaussian_likelihood(double sigma) {
+  return std::make_shared<Gaussian>(false, sigma, 0.0, 1.0);
+}
+std::shared_ptr<Likelihood> make_learned_sigma_likelihood(double initial_sigma, double prior_mean, double prior_sd) {
+  return std::make_shared<Gaussian>(true, initial_sigma, prior_mean, prior_sd);
+}
+std::shared_ptr<Likelihood> make_heteroscedastic_likelihood() { return std::make_shared<Heteroscedastic>(); }
+std::shared_ptr<Likelihood> make_bernoulli_likelihood() { return std::make_shared<Bernoulli>(); }
+std::shared_ptr<Likelihood> make_categorical_likelihood(Index k) { return std::make_shared<Categorical>(k); }
+
+std::shared_ptr<Likelihood> make_likelihood(const nlohmann::json& d) {
+  try {
+    const std::string kind = d.at("kind").get<std::string>();
+    if (kind == "gaussian") return make_gaussian_likelihood(d.at("sigma").get<double>());
+    if (kind == "gaussian_learned_sigma")
+      return make_learned_sigma_likelihood(d.at("initial_sigma").get<double>(), d.at("log_sigma_prior_mean").get<double>(),
+                                           d.at("log_sigma_prior_sd").get<double>());
+    if (kind == "heteroscedastic") return make_heteroscedastic_likelihood();
+    if (kind == "bernoulli") return make_bernoulli_likelihood();
+    if (kind == "categorical") return make_categorical_likelihood(d.at("num_classes").get<Index>());
+    throw InputError("unknown likelihood '" + kind +
+                     "': valid are gaussian, gaussian_learned_sigma, heteroscedastic, bernoulli, categorical");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("invalid likelihood description: ") + e.what());
+  }
+}
+
+}  // namespace uqnn

@@ -1,0 +1,129 @@
+#include "uqnn/prob/posterior.hpp"
+
+#include <fmt/format.h>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+Mat gather_columns(const Mat& m, const IndexVec& indices) {
+  Mat out(m.rows(), static_cast<Index>(indices.size()));
+  for (std::size_t j = 0; j < indices.size(); ++j) out.col(static_cast<Index>(j)) = m.col(indices[j]);
+  return out;
+}
+
+Posterior::Posterior(std::shared_ptr<const Model> model, std::shared_ptr<const Likelihood> likelihood,
+                     std::shared_ptr<const Prior> prior, Mat inputs, Mat targets)
+    : model_(std::move(model)), likelihood_(std::move(likelihood)), prior_(std::move(prior)),
+      inputs_(std::move(inputs)), targets_(std::move(targets)) {
+  if (inputs_.cols() != targets_.cols())
+    throw std::invalid_argument(fmt::format("posterior: {} input columns but {} target columns", inputs_.cols(), targets_.cols()));
+  if (inputs_.rows() != model_->input_dim())
+    throw std::invalid_argument(fmt::format("posterior: inputs have {} rows, the model takes {}", inputs_.rows(), model_->input_dim()));
+  if (likelihood_->model_outputs(targets_.rows()) != model_->output_dim())
+    throw std::invalid_argument(fmt::format("posterior: the {} likelihood needs {} network outputs for {} target(s), the model has {}",
+                                            likelihood_->kind(), likelihood_->model_outputs(targets_.rows()), targets_.rows(),
+                                            model_->output_dim()));
+  if (prior_->dim() != model_->num_params())
+    throw std::invalid_argument(fmt::format("posterior: the prior has dimension {}, the model {} parameters", prior_->dim(), model_->num_params()));
+  likelihood_->validate_targets(targets_);
+  layout_ = model_->layout();
+  layout_.append(likelihood_->extra_layout(), "");
+}
+
+double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double scale, Vec& grad,
+                           bool include_prior) const {
+  if (theta.size() != dim())
+    throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
+  const Index P = model_->num_params();
+  const Vec extra = extra_params(theta);
+  Vec d_extra = Vec::Zero(extra.size());
+  grad = Vec::Zero(dim());
+  Vec grad_net = Vec::Zero(P);
+  const OutputLoss<double> loss = [&](const Mat& Y, Mat& dY) {
+    const double value = likelihood_->log_likelihood(Y, targets, extra, &dY, &d_extra);
+    dY *= scale;
+    return value;
+  };
+  const Vec theta_net = theta.head(P);
+  double value = scale * model_->value_and_gradient(theta_net, inputs, loss, grad_net);
+  grad.head(P) = grad_net;
+  grad.tail(extra.size()) = scale * d_extra;
+  if (include_prior) {
+    Vec prior_grad = Vec::Zero(dim());
+    value += log_prior(theta, &prior_grad);
+    grad += prior_grad;
+  }
+  return value;
+}
+
+double Posterior::log_density_and_grad(const Vec& theta, Vec& grad) const {
+  return evaluate(theta, inputs_, targets_, 1.0, grad, true);
+}
+
+double Posterior::minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const {
+  if (batch.empty()) throw std::invalid_argument("posterior: empty minibatch");
+  const double scale = 1.0;
+  return evaluate(theta, gather_columns(inputs_, batch), gather_columns(targets_, batch), scale, grad, true);
+}
+
+Vec Posterior::hessian_vector_product(const Vec& theta, const Vec& v) const {
+  if (theta.size() != dim() || v.size() != dim())
+    throw std::invalid_argument(fmt::format("posterior: theta and v must have {} entries", dim()));
+  const Index P = model_->num_params(), E = likelihood_->num_extra();
+  // Extras travel as dual numbers with their own tangent, so the cross terms between network
+  // parameters and extras come out of the same forward-over-reverse pass.
+  const VecT<Dual> extra = make_dual_vector(theta.tail(E), v.tail(E));
+  VecT<Dual> d_extra(E);
+  for (Index e = 0; e < E; ++e) d_extra[e] = make_dual(0.0, 0.0);
+  const OutputLoss<Dual> loss = [&](const MatT<Dual>& Y, MatT<Dual>& dY) {
+    return likelihood_->log_likelihood(Y, targets_, extra, &dY, &d_extra);
+  };
+  Vec hv(dim());
+  hv.head(P) = model_->hessian_vector_product(theta.head(P), v.head(P), inputs_, loss);
+  for (Index e = 0; e < E; ++e) hv[P + e] = dual_tangent(d_extra[e]);
+
+  hv.tail(E) += likelihood_->extra_prior_hessian_diagonal(theta.tail(E)).cwiseProduct(v.tail(E));
+  return hv;
+}
+
+double Posterior::log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets, Vec* grad) const {
+  Vec g;
+  const double value = evaluate(theta, inputs, targets, 1.0, g, false);
+  if (grad) *grad += g;
+  return value;
+}
+
+Vec Posterior::pointwise_log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets) const {
+  const Mat Y = model_->forward(theta.head(model_->num_params()), inputs);
+  return likelihood_->pointwise_log_likelihood(Y, targets, extra_params(theta));
+}
+
+double Posterior::log_prior(const Vec& theta, Vec* grad) const {
+  const Index P = model_->num_params();
+  Vec g = Vec::Zero(dim());
+  Vec gp = Vec::Zero(P);
+  double value = prior_->log_density(theta.head(P), &gp);
+  g.head(P) = gp;
+  Vec d_extra = Vec::Zero(likelihood_->num_extra());
+  value += likelihood_->extra_log_prior(extra_params(theta), &d_extra);
+  g.tail(d_extra.size()) = d_extra;
+  if (grad) *grad += g;
+  return value;
+}
+
+Vec Posterior::sample_prior(Rng& rng) const {
+  Vec theta(dim());
+  theta.head(model_->num_params()) = prior_->sample(rng);
+  theta.tail(likelihood_->num_extra()) = likelihood_->initial_extra();
+  return theta;
+}
+
+Vec Posterior::initial_point(Rng& rng) const {
+  Vec theta(dim());
+  theta.head(model_->num_params()) = model_->initial_params(rng);
+  theta.tail(likelihood_->num_extra()) = likelihood_->initial_extra();
+  return theta;
+}
+
+}  // namespace uqnn

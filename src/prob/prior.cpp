@@ -1,0 +1,154 @@
+#include "uqnn/prob/prior.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+namespace {
+constexpr double kHalfLog2Pi = 0.91893853320467274178;
+}
+
+GaussianPrior::GaussianPrior(Vec mean, Vec sd) : mean_(std::move(mean)), sd_(std::move(sd)) {
+  require(mean_.size() == sd_.size(), "gaussian prior mean and sd", "vectors of the same length");
+  for (Index k = 0; k < sd_.size(); ++k)
+    require(sd_[k] > 0 && std::isfinite(sd_[k]), "gaussian prior sd", "a finite number > 0");
+  log_normaliser_ = -sd_.array().log().sum() - kHalfLog2Pi * static_cast<double>(sd_.size());
+}
+
+std::shared_ptr<GaussianPrior> GaussianPrior::isotropic(Index dim, double sigma) {
+  require(sigma > 0 && std::isfinite(sigma), "prior sigma", "a finite number > 0");
+  return std::make_shared<GaussianPrior>(Vec::Zero(dim), Vec::Constant(dim, sigma));
+}
+
+std::shared_ptr<GaussianPrior> GaussianPrior::per_layer(const ParamLayout& layout, const std::vector<double>& sigma_of_block) {
+  require(sigma_of_block.size() == layout.blocks().size(), "per-layer prior sigmas",
+          fmt::format("one per parameter block ({})", layout.blocks().size()));
+  Vec sd(layout.size());
+  for (std::size_t b = 0; b < layout.blocks().size(); ++b) {
+    const auto& block = layout.blocks()[b];
+    sd.segment(block.offset, block.size()).setConstant(sigma_of_block[b]);
+  }
+  return std::make_shared<GaussianPrior>(Vec::Zero(layout.size()), sd);
+}
+
+std::shared_ptr<GaussianPrior> GaussianPrior::fan_in_scaled(const ParamLayout& layout, double scale) {
+  std::vector<double> sigmas;
+  for (const auto& block : layout.blocks()) sigmas.push_back(scale / std::sqrt(static_cast<double>(block.fan_in)));
+  return per_layer(layout, sigmas);
+}
+
+double GaussianPrior::log_density(const Vec& theta, Vec* grad) const {
+  const Vec z = (theta - mean_).cwiseQuotient(sd_);
+  if (grad) *grad -= z.cwiseQuotient(sd_);
+  return -0.5 * z.squaredNorm() + log_normaliser_;
+}
+
+Vec GaussianPrior::hessian_diagonal(const Vec& /*theta*/) const { return -sd_.array().square().inverse().matrix(); }
+
+Vec GaussianPrior::sample(Rng& rng) const {
+  Vec theta(dim());
+  for (Index k = 0; k < dim(); ++k) theta[k] = mean_[k] + sd_[k] * rng.normal();
+  return theta;
+}
+
+nlohmann::json GaussianPrior::to_json() const {
+  return {{"kind", "gaussian"},
+          {"mean", std::vector<double>(mean_.data(), mean_.data() + mean_.size())},
+          {"sd", std::vector<double>(sd_.data(), sd_.data() + sd_.size())}};
+}
+
+ScaleMixturePrior::ScaleMixturePrior(Index dim, double pi, double sigma1, double sigma2)
+    : dim_(dim), pi_(pi), sigma1_(sigma1), sigma2_(sigma2) {
+  require(pi >= 0 && pi <= 1, "scale-mixture pi", "in [0, 1]");
+  require(sigma1 > 0 && sigma2 > 0, "scale-mixture sigma1 and sigma2", "> 0");
+}
+
+// Per coordinate: p = pi N(x; 0, s1^2) + (1 - pi) N(x; 0, s2^2). With responsibilities
+// r_j = w_j N_j / p: d log p / dx = -x sum_j r_j / s_j^2 and
+// d^2 log p / dx^2 = sum_j r_j (x^2 / s_j^4 - 1 / s_j^2) - (d log p / dx)^2.
+namespace {
+struct MixturePoint {
+  double log_p, d1, d2;
+};
+MixturePoint mixture_point(double x, double pi, double s1, double s2) {
+  const double l1 = std::log(pi) - 0.5 * x * x / (s1 * s1) - std::log(s1) - kHalfLog2Pi;
+  const double l2 = std::log1p(-pi) - 0.5 * x * x / (s2 * s2) - std::log(s2) - kHalfLog2Pi;
+  const double m = std::max(l1, l2);
+  const double log_p = m + std::log(std::exp(l1 - m) + std::exp(l2 - m));
+  const double r1 = std::exp(l1 - log_p), r2 = std::exp(l2 - log_p);
+  const double d1 = -x * (r1 / (s1 * s1) + r2 / (s2 * s2));
+  const double d2 = r1 * (x * x / std::pow(s1, 4) - 1 / (s1 * s1)) + r2 * (x * x / std::pow(s2, 4) - 1 / (s2 * s2)) - d1 * d1;
+  return {log_p, d1, d2};
+}
+}  // namespace
+
+double ScaleMixturePrior::log_density(const Vec& theta, Vec* grad) const {
+  double total = 0;
+  for (Index k = 0; k < dim_; ++k) {
+    const auto p = mixture_point(theta[k], pi_, sigma1_, sigma2_);
+    total += p.log_p;
+    if (grad) (*grad)[k] += p.d1;
+  }
+  return total;
+}
+
+Vec ScaleMixturePrior::hessian_diagonal(const Vec& theta) const {
+  Vec h(dim_);
+  for (Index k = 0; k < dim_; ++k) h[k] = mixture_point(theta[k], pi_, sigma1_, sigma2_).d2;
+  return h;
+}
+
+Vec ScaleMixturePrior::sample(Rng& rng) const {
+  Vec theta(dim_);
+  for (Index k = 0; k < dim_; ++k) theta[k] = rng.normal() * (rng.uniform() < pi_ ? sigma1_ : sigma2_);
+  return theta;
+}
+
+nlohmann::json ScaleMixturePrior::to_json() const {
+  return {{"kind", "scale_mixture"}, {"dim", dim_}, {"pi", pi_}, {"sigma1", sigma1_}, {"sigma2", sigma2_}};
+}
+
+LaplacePrior::LaplacePrior(Index dim, double scale) : dim_(dim), scale_(scale) {
+  require(scale > 0 && std::isfinite(scale), "laplace prior scale", "a finite number > 0");
+}
+
+double LaplacePrior::log_density(const Vec& theta, Vec* grad) const {
+  if (grad)
+    for (Index k = 0; k < dim_; ++k) (*grad)[k] -= (theta[k] > 0 ? 1.0 : (theta[k] < 0 ? -1.0 : 0.0)) / scale_;
+  return -theta.cwiseAbs().sum() / scale_ - static_cast<double>(dim_) * std::log(2 * scale_);
+}
+
+Vec LaplacePrior::hessian_diagonal(const Vec& /*theta*/) const { return Vec::Zero(dim_); }
+
+Vec LaplacePrior::sample(Rng& rng) const {
+  Vec theta(dim_);
+  for (Index k = 0; k < dim_; ++k) theta[k] = (rng.uniform() < 0.5 ? -1.0 : 1.0) * scale_ * rng.exponential();
+  return theta;
+}
+
+nlohmann::json LaplacePrior::to_json() const { return {{"kind", "laplace"}, {"dim", dim_}, {"scale", scale_}}; }
+
+std::shared_ptr<Prior> make_prior(const nlohmann::json& d) {
+  try {
+    const std::string kind = d.at("kind").get<std::string>();
+    if (kind == "gaussian") {
+      const auto mean = d.at("mean").get<std::vector<double>>();
+      const auto sd = d.at("sd").get<std::vector<double>>();
+      return std::make_shared<GaussianPrior>(Eigen::Map<const Vec>(mean.data(), static_cast<Index>(mean.size())),
+                                             Eigen::Map<const Vec>(sd.data(), static_cast<Index>(sd.size())));
+    }
+    if (kind == "scale_mixture")
+      return std::make_shared<ScaleMixturePrior>(d.at("dim").get<Index>(), d.at("pi").get<double>(),
+                                                 d.at("sigma1").get<double>(), d.at("sigma2").get<double>());
+    if (kind == "laplace") return std::make_shared<LaplacePrior>(d.at("dim").get<Index>(), d.at("scale").get<double>());
+    throw InputError("unknown prior '" + kind + "': valid are gaussian, scale_mixture, laplace");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("invalid prior description: ") + e.what());
+  }
+}
+
+}  // namespace uqnn
