@@ -1,0 +1,56 @@
+#pragma once
+/// @file Numeric CSV tables: one header row of column names, then rows of finite numbers.
+///
+/// Accepted input: comma-separated fields, LF or CRLF line endings, optional UTF-8 byte-order
+/// mark, spaces around fields, header names optionally in double quotes (RFC 4180, `""` inside a
+/// quoted name is a literal quote), blank lines ignored (as pandas does). Every data field must be a
+/// finite decimal number; missing values, NaN and infinity are rejected with an InputError naming the
+/// file, the line (1-based, the header is line 1), the column and the offending text, e.g.
+/// `data.csv:17: column 'x2' (3rd field): 'abc' is not a number`.
+/// Why so strict: a silently dropped or defaulted value in a benchmark file changes every downstream
+/// number; a precise message costs the user seconds.
+/// References: RFC 4180 (CSV); pandas.read_csv behaviour for blank lines and whitespace.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "uqnn/core/types.hpp"
+
+namespace uqnn {
+
+/// A numeric table read from a CSV file: `values(row, column)`, rows are the data rows in file order.
+struct CsvTable {
+  std::vector<std::string> column_names;  ///< header names, unquoted and trimmed
+  Mat values;                             ///< [num_rows, num_columns]
+  std::string source;                     ///< file name used in error messages
+
+  Index num_rows() const { return values.rows(); }
+  Index num_columns() const { return static_cast<Index>(column_names.size()); }
+  /// Position of the column called `name`, or -1 if there is none.
+  Index find_column(std::string_view name) const;
+};
+
+/// Reads a CSV file (see the file comment for the accepted format).
+/// Throws uqnn::InputError for a missing/unreadable file, an empty file, a header without data rows,
+/// an empty or duplicate column name, a row with the wrong number of fields, or a field that is not
+/// a finite number.
+CsvTable read_csv(const std::filesystem::path& path);
+
+/// Parses CSV text already in memory; `source` names it in error messages (e.g. the file name).
+CsvTable parse_csv(std::string_view text, const std::string& source);
+
+/// Writes a header row and `values` ([num_rows, column_names.size()]) atomically (see
+/// atomic_file.hpp), LF line endings, each number in the shortest form that reads back to the same
+/// double (at most 17 significant digits). Names containing a comma, quote or surrounding spaces are
+/// quoted. Non-finite values are written as `nan`/`inf`/`-inf` (read_csv rejects them).
+/// Throws std::invalid_argument when the column count does not match the names.
+void write_csv(const std::filesystem::path& path, const std::vector<std::string>& column_names, const Mat& values);
+
+/// Formats one double in the shortest text that round-trips exactly (e.g. `0.1`, `1e-300`).
+std::string format_double(double value);
+
+/// "1st", "2nd", "3rd", "4th", ..., "11th", "21st": used in error messages that name a field.
+std::string ordinal(Index n);
+
+}  // namespace uqnn

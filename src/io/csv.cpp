@@ -1,0 +1,273 @@
+#include "uqnn/io/csv.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/io/atomic_file.hpp"
+
+namespace uqnn {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && (is_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool is_blank(std::string_view line) { return trim(line).empty(); }
+
+/// Splits one line into fields. A field may be wrapped in double quotes (spaces outside the
+/// quotes are ignored, `""` inside is a quote); a comma inside quotes does not split.
+/// Returns false (and sets `error`) for an unterminated quote or text after a closing quote.
+bool split_fields(std::string_view line, std::vector<std::string_view>& fields, std::vector<std::string>& unquoted,
+                  std::string& error) {
+  fields.clear();
+  std::size_t pos = 0;
+  const std::size_t n = line.size();
+  while (true) {
+    std::size_t start = pos;
+    while (start < n && is_space(line[start])) ++start;
+    if (start < n && line[start] == '"') {
+      std::string value;
+      std::size_t i = start + 1;
+      bool closed = false;
+      while (i < n) {
+        if (line[i] == '"') {
+          if (i + 1 < n && line[i + 1] == '"') {
+            value.push_back('"');
+            i += 2;
+            continue;
+          }
+          closed = true;
+          ++i;
+          break;
+        }
+        value.push_back(line[i++]);
+      }
+      if (!closed) {
+        error = "unterminated quote in the " + ordinal(static_cast<Index>(fields.size()) + 1) + " field";
+        return false;
+      }
+      while (i < n && is_space(line[i])) ++i;
+      if (i < n && line[i] != ',') {
+        error = "unexpected text after the closing quote of the " + ordinal(static_cast<Index>(fields.size()) + 1) +
+                " field";
+        return false;
+      }
+      unquoted.push_back(std::move(value));
+      fields.push_back(unquoted.back());  // std::string storage is stable: `unquoted` reserved by caller
+      if (i >= n) return true;
+      pos = i + 1;
+    } else {
+      const std::size_t comma = line.find(',', pos);
+      const std::size_t end = comma == std::string_view::npos ? n : comma;
+      fields.push_back(trim(line.substr(pos, end - pos)));
+      if (comma == std::string_view::npos) return true;
+      pos = comma + 1;
+    }
+  }
+}
+
+/// Parses a finite double occupying the whole of `text`; returns an explanation when it is not one.
+bool parse_number(std::string_view text, double& value, const char*& problem) {
+  std::string_view digits = text;
+  // std::from_chars takes a leading '-' but not '+'; accept one '+' (as strtod does), not "+-1".
+  if (!digits.empty() && digits.front() == '+') {
+    digits.remove_prefix(1);
+    if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) digits = {};
+  }
+  if (digits.empty()) {
+    problem = "is not a number";
+    return false;
+  }
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    problem = "is out of the range of a double (about 1e-308 to 1e308 in magnitude)";
+    return false;
+  }
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
+    problem = "is not a number";
+    return false;
+  }
+  if (!std::isfinite(value)) {
+    problem = "is not a finite number (NaN and infinity are not allowed)";
+    return false;
+  }
+  return true;
+}
+
+std::string quote_name(const std::string& name) {
+  const bool needs_quotes = name.find_first_of(",\"\r\n") != std::string::npos ||
+                            (!name.empty() && (is_space(name.front()) || is_space(name.back())));
+  if (!needs_quotes) return name;
+  std::string quoted = "\"";
+  for (char c : name) {
+    if (c == '"') quoted.push_back('"');
+    quoted.push_back(c);
+  }
+  quoted.push_back('"');
+  return quoted;
+}
+
+}  // namespace
+
+std::string ordinal(Index n) {
+  const Index last_two = n % 100, last = n % 10;
+  const char* suffix = "th";
+  if (last_two < 11 || last_two > 13) {
+    if (last == 1) suffix = "st";
+    else if (last == 2) suffix = "nd";
+    else if (last == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
+}
+
+Index CsvTable::find_column(std::string_view name) const {
+  for (std::size_t j = 0; j < column_names.size(); ++j)
+    if (column_names[j] == name) return static_cast<Index>(j);
+  return -1;
+}
+
+CsvTable parse_csv(std::string_view text, const std::string& source) {
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
+  CsvTable table;
+  table.source = source;
+
+  std::size_t pos = 0;
+  Index line_number = 0;
+  auto next_line = [&](std::string_view& line) {
+    if (pos >= text.size()) return false;
+    const std::size_t newline = text.find('\n', pos);
+    const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
+    line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = newline == std::string_view::npos ? text.size() : newline + 1;
+    ++line_number;
+    return true;
+  };
+  auto where = [&]() { return source + ":" + std::to_string(line_number) + ": "; };
+
+  std::vector<std::string_view> fields;
+  std::vector<std::string> unquoted;
+  std::string error;
+
+  // Header: the first non-blank line.
+  std::string_view line;
+  bool have_header = false;
+  while (next_line(line)) {
+    if (!is_blank(line)) {
+      have_header = true;
+      break;
+    }
+  }
+  if (!have_header)
+    throw InputError(source + ": file is empty (expected a header row of column names and at least one data row)");
+  unquoted.reserve(line.size() + 1);  // at most one quoted field per character: views stay valid
+  if (!split_fields(line, fields, unquoted, error)) throw InputError(where() + "header: " + error);
+  const Index header_line = line_number;
+  std::unordered_map<std::string_view, std::size_t> seen;
+  for (std::size_t j = 0; j < fields.size(); ++j) {
+    const std::string_view name = fields[j];
+    if (name.empty())
+      throw InputError(where() + "header: the " + ordinal(static_cast<Index>(j) + 1) +
+                       " column name is empty; every column needs a name");
+    const auto [it, inserted] = seen.emplace(name, j);
+    if (!inserted)
+      throw InputError(where() + "header: column name '" + std::string(name) + "' appears twice (" +
+                       ordinal(static_cast<Index>(it->second) + 1) + " and " + ordinal(static_cast<Index>(j) + 1) +
+                       " fields); column names must be unique");
+    table.column_names.emplace_back(name);
+  }
+  const std::size_t num_columns = table.column_names.size();
+
+  // Data rows, stored row-major while reading, then copied into the column-major Mat.
+  std::vector<double> buffer;
+  buffer.reserve(num_columns * std::max<std::size_t>(16, text.size() / (8 * num_columns + 1)));
+  std::size_t num_rows = 0;
+  while (next_line(line)) {
+    if (is_blank(line)) continue;
+    unquoted.clear();
+    unquoted.reserve(line.size() + 1);
+    if (!split_fields(line, fields, unquoted, error)) throw InputError(where() + error);
+    if (fields.size() != num_columns)
+      throw InputError(where() + "expected " + std::to_string(num_columns) + " fields (as in the header on line " +
+                       std::to_string(header_line) + "), found " + std::to_string(fields.size()));
+    for (std::size_t j = 0; j < num_columns; ++j) {
+      double value = 0.0;
+      const char* problem = nullptr;
+      if (!parse_number(fields[j], value, problem)) {
+        const std::string shown = fields[j].empty() ? "empty field" : "'" + std::string(fields[j]) + "'";
+        throw InputError(where() + "column '" + table.column_names[j] + "' (" + ordinal(static_cast<Index>(j) + 1) +
+                         " field): " + shown + " " + (fields[j].empty() ? "is not a number (missing values are not supported)" : problem));
+      }
+      buffer.push_back(value);
+    }
+    ++num_rows;
+  }
+  if (num_rows == 0)
+    throw InputError(source + ": has a header row (" + std::to_string(num_columns) +
+                     " columns) but no data rows");
+
+  table.values = Eigen::Map<const RowMajorMatT<double>>(buffer.data(), static_cast<Index>(num_rows),
+                                                        static_cast<Index>(num_columns));
+  return table;
+}
+
+CsvTable read_csv(const std::filesystem::path& path) {
+  const std::string source = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    throw InputError(source + ": cannot open file (" + std::strerror(error) + ")");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(source + ": is a directory, not a CSV file");
+  std::string text;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) text.reserve(static_cast<std::size_t>(size));
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(source + ": read error");
+  return parse_csv(text, source);
+}
+
+std::string format_double(double value) { return fmt::format("{}", value); }
+
+void write_csv(const std::filesystem::path& path, const std::vector<std::string>& column_names, const Mat& values) {
+  if (values.cols() != static_cast<Index>(column_names.size()))
+    throw std::invalid_argument("write_csv: values has " + std::to_string(values.cols()) + " columns but " +
+                                std::to_string(column_names.size()) + " column names were given");
+  atomic_write(path, [&](std::ostream& out) {
+    fmt::memory_buffer buffer;
+    for (std::size_t j = 0; j < column_names.size(); ++j) {
+      if (j) buffer.push_back(',');
+      const std::string name = quote_name(column_names[j]);
+      buffer.append(name.data(), name.data() + name.size());
+    }
+    buffer.push_back('\n');
+    for (Index i = 0; i < values.rows(); ++i) {
+      for (Index j = 0; j < values.cols(); ++j) {
+        if (j) buffer.push_back(',');
+        fmt::format_to(std::back_inserter(buffer), "{}", values(i, j));
+      }
+      buffer.push_back('\n');
+      if (buffer.size() > (1u << 20)) {
+        out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        buffer.clear();
+      }
+    }
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  });
+}
+
+}  // namespace uqnn

@@ -1,0 +1,179 @@
+#include "uqnn/io/csv.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "uqnn/core/error.hpp"
+#include "unit/io/temp_dir.hpp"
+
+namespace uqnn {
+namespace {
+
+using testing::TempDir;
+
+/// Reads `contents` from a file called data.csv and returns the InputError message ("" if none).
+std::string read_error(const std::string& contents, const std::string& name = "data.csv") {
+  TempDir dir;
+  const auto file = dir.write(name, contents);
+  try {
+    read_csv(file);
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    // Error messages name the file as the user gave it.
+    EXPECT_EQ(message.rfind(file.string(), 0), 0u) << message;
+    return message.substr(file.parent_path().string().size() + 1);  // strip the temp directory
+  }
+  ADD_FAILURE() << "expected an InputError for:\n" << contents;
+  return "";
+}
+
+TEST(Csv, ReadsHeaderAndValuesRowMajorInFileOrder) {
+  TempDir dir;
+  const auto table = read_csv(dir.write("t.csv", "a,b,c\n1,2,3\n4.5,-5e-3,+6\n"));
+  EXPECT_EQ(table.column_names, (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(table.num_rows(), 2);
+  ASSERT_EQ(table.num_columns(), 3);
+  EXPECT_EQ(table.values(0, 0), 1.0);
+  EXPECT_EQ(table.values(0, 2), 3.0);
+  EXPECT_EQ(table.values(1, 0), 4.5);
+  EXPECT_EQ(table.values(1, 1), -5e-3);
+  EXPECT_EQ(table.values(1, 2), 6.0);
+  EXPECT_EQ(table.find_column("b"), 1);
+  EXPECT_EQ(table.find_column("z"), -1);
+  EXPECT_EQ(table.source, (dir.path() / "t.csv").string());
+}
+
+TEST(Csv, HandlesCrlfSpacesQuotesBomBlankLinesAndNoFinalNewline) {
+  const auto table = parse_csv("\xEF\xBB\xBF \"x 1\" , \"say \"\"hi\"\"\",\"a,b\"\r\n 1 , 2 ,3\r\n\r\n4,\"5\",6", "mem");
+  EXPECT_EQ(table.column_names, (std::vector<std::string>{"x 1", "say \"hi\"", "a,b"}));
+  ASSERT_EQ(table.num_rows(), 2);
+  EXPECT_EQ(table.values(0, 0), 1.0);
+  EXPECT_EQ(table.values(0, 1), 2.0);
+  EXPECT_EQ(table.values(1, 1), 5.0);
+  EXPECT_EQ(table.values(1, 2), 6.0);
+}
+
+TEST(Csv, ParsesDoublesExactly) {
+  const auto table = parse_csv("v\n0.1\n1e-300\n1.7976931348623157e308\n4.9406564584124654e-324\n", "mem");
+  EXPECT_EQ(table.values(0, 0), 0.1);
+  EXPECT_EQ(table.values(1, 0), 1e-300);
+  EXPECT_EQ(table.values(2, 0), std::numeric_limits<double>::max());
+  EXPECT_EQ(table.values(3, 0), std::numeric_limits<double>::denorm_min());
+}
+
+TEST(Csv, MissingFile) {
+  TempDir dir;
+  const auto file = dir.path() / "absent.csv";
+  try {
+    read_csv(file);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), file.string() + ": cannot open file (No such file or directory)");
+  }
+}
+
+TEST(Csv, EmptyFile) {
+  EXPECT_EQ(read_error(""), "data.csv: file is empty (expected a header row of column names and at least one data row)");
+  EXPECT_EQ(read_error("\n  \r\n"),
+            "data.csv: file is empty (expected a header row of column names and at least one data row)");
+}
+
+TEST(Csv, HeaderOnly) {
+  EXPECT_EQ(read_error("a,b\n"), "data.csv: has a header row (2 columns) but no data rows");
+  EXPECT_EQ(read_error("a,b\r\n\r\n"), "data.csv: has a header row (2 columns) but no data rows");
+}
+
+TEST(Csv, RaggedRowNamesLineAndFieldCounts) {
+  EXPECT_EQ(read_error("a,b,c\n1,2,3\n4,5\n"), "data.csv:3: expected 3 fields (as in the header on line 1), found 2");
+  EXPECT_EQ(read_error("a,b,c\n1,2,3\n4,5,6,7\n"), "data.csv:3: expected 3 fields (as in the header on line 1), found 4");
+  // Blank lines still count towards the line number.
+  EXPECT_EQ(read_error("a,b,c\n\n1,2,3\n\n4,5\n"), "data.csv:5: expected 3 fields (as in the header on line 1), found 2");
+}
+
+TEST(Csv, NonNumericFieldNamesLineColumnAndText) {
+  std::string text = "x0,x1,x2\n";
+  for (int i = 0; i < 15; ++i) text += "1,2,3\n";
+  text += "1,2,abc\n";  // line 17
+  EXPECT_EQ(read_error(text), "data.csv:17: column 'x2' (3rd field): 'abc' is not a number");
+  EXPECT_EQ(read_error("a,b\r\n1,2x\r\n"), "data.csv:2: column 'b' (2nd field): '2x' is not a number");
+  EXPECT_EQ(read_error("a,b\n1,+-2\n"), "data.csv:2: column 'b' (2nd field): '+-2' is not a number");
+  EXPECT_EQ(read_error("a,b\n,2\n"),
+            "data.csv:2: column 'a' (1st field): empty field is not a number (missing values are not supported)");
+  EXPECT_EQ(read_error("a,b\n1,1e999\n"),
+            "data.csv:2: column 'b' (2nd field): '1e999' is out of the range of a double (about 1e-308 to 1e308 in magnitude)");
+}
+
+TEST(Csv, NanAndInfinityAreRejected) {
+  for (const std::string token : {"nan", "NaN", "inf", "-inf", "Infinity"}) {
+    EXPECT_EQ(read_error("a,b\n1,2\n3," + token + "\n"),
+              "data.csv:3: column 'b' (2nd field): '" + token + "' is not a finite number (NaN and infinity are not allowed)");
+  }
+}
+
+TEST(Csv, DuplicateAndEmptyColumnNames) {
+  EXPECT_EQ(read_error("a,b,\"a\"\n1,2,3\n"),
+            "data.csv:1: header: column name 'a' appears twice (1st and 3rd fields); column names must be unique");
+  EXPECT_EQ(read_error("a,,c\n1,2,3\n"), "data.csv:1: header: the 2nd column name is empty; every column needs a name");
+  EXPECT_EQ(read_error("a,\"b\n1,2\n"), "data.csv:1: header: unterminated quote in the 2nd field");
+}
+
+TEST(Csv, Ordinals) {
+  EXPECT_EQ(ordinal(1), "1st");
+  EXPECT_EQ(ordinal(2), "2nd");
+  EXPECT_EQ(ordinal(3), "3rd");
+  EXPECT_EQ(ordinal(4), "4th");
+  EXPECT_EQ(ordinal(11), "11th");
+  EXPECT_EQ(ordinal(12), "12th");
+  EXPECT_EQ(ordinal(13), "13th");
+  EXPECT_EQ(ordinal(21), "21st");
+  EXPECT_EQ(ordinal(112), "112th");
+}
+
+TEST(Csv, WriteThenReadRoundTripsEveryBit) {
+  TempDir dir;
+  Mat values(3, 3);
+  values << 0.1, 1.0 / 3.0, -2.5e-310, 1e300, std::nextafter(1.0, 2.0), 123456789.123456789, -0.0, 42, M_PI;
+  const auto file = dir.path() / "out.csv";
+  write_csv(file, {"plain", "with,comma", " spaced"}, values);
+  const auto text = TempDir::read(file);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "plain,\"with,comma\",\" spaced\"");
+  const auto table = read_csv(file);
+  EXPECT_EQ(table.column_names, (std::vector<std::string>{"plain", "with,comma", " spaced"}));
+  ASSERT_EQ(table.values.rows(), 3);
+  ASSERT_EQ(table.values.cols(), 3);
+  for (Index i = 0; i < 3; ++i)
+    for (Index j = 0; j < 3; ++j) EXPECT_EQ(table.values(i, j), values(i, j)) << i << "," << j;
+  EXPECT_FALSE(std::filesystem::exists(file.string() + ".tmp." + std::to_string(::getpid())));
+}
+
+TEST(Csv, FormatDoubleIsShortestRoundTrip) {
+  EXPECT_EQ(format_double(0.1), "0.1");
+  EXPECT_EQ(format_double(2.0), "2");
+  EXPECT_EQ(format_double(1.0 / 3.0), "0.3333333333333333");
+  const double x = 0.1 + 0.2;
+  EXPECT_EQ(std::stod(format_double(x)), x);
+}
+
+TEST(Csv, WriteRejectsMismatchedColumnCount) {
+  TempDir dir;
+  EXPECT_THROW(write_csv(dir.path() / "x.csv", {"a"}, Mat::Zero(2, 2)), std::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "x.csv"));
+}
+
+TEST(Csv, ProteinLoadsWithExpectedShape) {
+  const std::filesystem::path file = std::filesystem::path(UQNN_SHARED_DIR) / "data/uci/protein.csv";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "shared data not found: " << file;
+  const auto table = read_csv(file);  // 45,730 x 10; takes a few tens of milliseconds in Release
+  EXPECT_EQ(table.num_rows(), 45730);
+  EXPECT_EQ(table.num_columns(), 10);
+  EXPECT_EQ(table.column_names.front(), "F1");
+  EXPECT_EQ(table.column_names.back(), "y");
+  EXPECT_EQ(table.values(0, 0), 13558.3);  // first data row: 13558.3,4305.35,...,17.284
+  EXPECT_EQ(table.values(0, 9), 17.284);
+  EXPECT_EQ(table.values(1, 4), 803446.6966);
+}
+
+}  // namespace
+}  // namespace uqnn
