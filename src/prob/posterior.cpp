@@ -63,7 +63,7 @@ double Posterior::log_density_and_grad(const Vec& theta, Vec& grad) const {
 
 double Posterior::minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const {
   if (batch.empty()) throw std::invalid_argument("posterior: empty minibatch");
-  const double scale = 1.0;
+  const double scale = static_cast<double>(num_data()) / static_cast<double>(batch.size());
   return evaluate(theta, gather_columns(inputs_, batch), gather_columns(targets_, batch), scale, grad, true);
 }
 
@@ -83,6 +83,7 @@ Vec Posterior::hessian_vector_product(const Vec& theta, const Vec& v) const {
   hv.head(P) = model_->hessian_vector_product(theta.head(P), v.head(P), inputs_, loss);
   for (Index e = 0; e < E; ++e) hv[P + e] = dual_tangent(d_extra[e]);
 
+  hv.head(P) += prior_->hessian_diagonal(theta.head(P)).cwiseProduct(v.head(P));
   hv.tail(E) += likelihood_->extra_prior_hessian_diagonal(theta.tail(E)).cwiseProduct(v.tail(E));
   return hv;
 }
