@@ -56,6 +56,7 @@ TEST(DiagnosticsDrawsCsv, MissingChainDrawHeader) {
 TEST(DiagnosticsDrawsCsv, RaggedRow) {
   EXPECT_EQ(error_of("chain,draw,a,b\n0,0,1,2\n0,1,3\n"),
             "draws.csv:3: expected 4 fields as in the header, found 3");
+  EXPECT_EQ(error_of("chain,draw,a\n0,0,1\n0,1,2,3\n"), "draws.csv:3: expected 3 fields as in the header, found 4");
 }
 
 TEST(DiagnosticsDrawsCsv, NonNumericField) {

@@ -141,6 +141,11 @@ TEST(DiagnosticsRhat, ClassicFormulaOnTwoChains) {
   Mat x(2, 2);
   x << 0.0, 2.0, 1.0, 3.0;
   EXPECT_DOUBLE_EQ(rhat(x), std::sqrt(4.5));
+  // Chains (0, 1, 2) and (3, 4, 8): variances 1 and 7, W = 4, B = 3 var(1, 5) = 24,
+  // R = sqrt((2/3 * 4 + 24/3) / 4) = sqrt(8/3).
+  Mat y(3, 2);
+  y << 0.0, 3.0, 1.0, 4.0, 2.0, 8.0;
+  EXPECT_NEAR(rhat(y), std::sqrt(8.0 / 3.0), 1e-15);
   EXPECT_THROW(rhat(column({1.0, 2.0})), std::invalid_argument);
 }
 
@@ -161,6 +166,24 @@ TEST(DiagnosticsEss, AutocovarianceIsTheBiasedDirectSum) {
   EXPECT_DOUBLE_EQ(gamma(1), (0.0 + 0.0 - 2.0) / 4.0);
   EXPECT_DOUBLE_EQ(gamma(2), (-2.0 + 0.0) / 4.0);
   EXPECT_DOUBLE_EQ(gamma(3), 1.0 / 4.0);
+}
+
+// With discrete draws the quantile is itself a draw: the tail indicator is x <= q (Stan), so the
+// lowest value counts as below the 5% quantile and the indicator is not constant.
+TEST(DiagnosticsEss, TailIndicatorIncludesTheQuantile) {
+  Mat x(20, 2);
+  for (Index t = 0; t < 20; ++t) {
+    x(t, 0) = static_cast<double>((t * 7) % 5);
+    x(t, 1) = static_cast<double>((t * 3 + 1) % 5);
+  }
+  const double q05 = quantile(x, 0.05), q95 = quantile(x, 0.95);
+  EXPECT_EQ(q05, 0.0);
+  EXPECT_EQ(q95, 4.0);
+  const Mat below05 = (x.array() <= q05).cast<double>().matrix();
+  EXPECT_EQ(ess_quantile(x, 0.05), ess_basic(split_chains(below05, 2)));
+  EXPECT_TRUE(std::isnan(ess_quantile(x, 0.95)));  // every draw <= 4: constant indicator
+  EXPECT_TRUE(std::isnan(ess_tail(x)));
+  EXPECT_TRUE(std::isfinite(ess_quantile(x, 0.05)));
 }
 
 }  // namespace
