@@ -48,6 +48,8 @@ Mat split_chains(const Mat& draws, int kappa) {
 }
 
 Mat rank_normalize(const Mat& draws) {
+  // NaN has no rank (and would break the sort's ordering): no defined result, as in rstan.
+  if (detail::has_non_finite(draws)) return Mat::Constant(draws.rows(), draws.cols(), detail::kNaN);
   const Index n = draws.size();
   std::vector<Index> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), Index{0});

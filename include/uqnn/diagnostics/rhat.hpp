@@ -22,7 +22,8 @@ namespace uqnn::diagnostics {
 Mat split_chains(const Mat& draws, int kappa = 2);
 
 /// Rank normalisation: ranks r over all entries (average ranks for ties), then
-/// z = Phi^-1((r - 1/2) / N) with N the number of entries; the shape is kept.
+/// z = Phi^-1((r - 1/2) / N) with N the number of entries; the shape is kept. All NaN when a draw
+/// is not finite.
 /// References: Vehtari et al. (2021), eq. 14 (rstan's `z_scale` uses the (r - 1/2)/N offset).
 Mat rank_normalize(const Mat& draws);
 

@@ -157,6 +157,7 @@ TEST(DiagnosticsRhat, UndefinedForConstantOrNonFiniteDraws) {
   EXPECT_TRUE(std::isnan(split_rhat(x)));
   EXPECT_TRUE(std::isnan(rank_normalized_rhat(x).max));
   EXPECT_TRUE(std::isnan(ess_tail(x)));
+  EXPECT_TRUE(rank_normalize(x).array().isNaN().all());
 }
 
 TEST(DiagnosticsEss, AutocovarianceIsTheBiasedDirectSum) {
