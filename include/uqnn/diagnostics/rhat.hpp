@@ -1,0 +1,65 @@
+#pragma once
+/// @file Potential scale reduction factors (R-hat): classic, split, rank-normalised, chain-wise.
+///
+/// Draws of one scalar quantity are a matrix `[draws, chains]`: column j holds chain j in draw
+/// order (S draws per chain, M chains). All functions are pure. Like rstan they return NaN
+/// (rstan: NA / NaN) when a draw is not finite or all draws are equal (within machine epsilon).
+#include <vector>
+
+#include "uqnn/core/types.hpp"
+
+namespace uqnn::diagnostics {
+
+/// Cuts every chain into `kappa` consecutive pieces of equal length and returns them as
+/// `kappa * M` columns. For kappa = 2 this is rstan's `split_chains` (an odd chain loses its
+/// middle draw); for kappa = 2^j it is `split_chains` applied j times ("halves of halves"), so
+/// leftover draws are dropped in the middle of each piece; for any other kappa each chain is cut
+/// into pieces of floor(S / kappa) draws and the S mod kappa leftover draws are dropped from its
+/// middle. kappa = 1 returns the draws unchanged. Throws std::invalid_argument unless
+/// 1 <= kappa <= S.
+/// References: Vehtari et al. (2021), Bayesian Analysis 16(2), sec. 4.1; seed 003 App. B.1
+/// ("Split-R^(kappa)": K = kappa M chains from M Markov chains).
+Mat split_chains(const Mat& draws, int kappa = 2);
+
+/// Rank normalisation: ranks r over all entries (average ranks for ties), then
+/// z = Phi^-1((r - 1/2) / N) with N the number of entries; the shape is kept. All NaN when a draw
+/// is not finite.
+/// References: Vehtari et al. (2021), eq. 14 (rstan's `z_scale` uses the (r - 1/2)/N offset).
+Mat rank_normalize(const Mat& draws);
+
+/// Folded draws |x - median(x)| (median of all draws pooled), used by the tail R-hat.
+/// References: Vehtari et al. (2021), sec. 4.3.
+Mat fold(const Mat& draws);
+
+/// R-hat of the columns as given, without splitting (seed 003 eqs. 3-5): with S rows and K
+/// columns, B = S/(K-1) sum_k (mean_k - mean)^2, W = mean of the column variances (divisor S-1),
+/// R = sqrt(((S-1)/S W + B/S) / W). Needs K >= 2 and S >= 2 (std::invalid_argument otherwise).
+/// References: Gelman et al. (2013), BDA3 sec. 11.4; seed 003 App. B eqs. 3-5; rstan `rhat_rfun`.
+double rhat(const Mat& draws);
+
+/// Classic split R-hat: rhat(split_chains(draws, kappa)). kappa = 2 is Stan's split R-hat, seed
+/// 003's R^(2); kappa = 4 is seed 003's R^(4).
+/// References: seed 003 App. B.1 eq. 5 and "Split-R^(kappa)"; Vehtari et al. (2021), sec. 4.1.
+double split_rhat(const Mat& draws, int kappa = 2);
+
+/// The three rank-normalised split R-hats of Vehtari et al. (2021).
+struct RankNormalizedRhat {
+  double bulk = 0.0;  ///< R-hat of rank-normalised split draws.
+  double tail = 0.0;  ///< R-hat of rank-normalised split folded draws |x - median|.
+  double max = 0.0;   ///< max(bulk, tail): what Stan and ArviZ report as R-hat.
+};
+
+/// Rank-normalised split R-hat with every chain cut into kappa pieces: bulk = rhat of
+/// rank_normalize(split_chains(x, kappa)), tail = the same on fold(x), max = max(bulk, tail)
+/// (NaN if either is NaN). kappa = 2 gives Stan's `Rhat`; kappa = 4 seed 003's R^(4).
+/// References: Vehtari et al. (2021), sec. 4.3 (rstan 2.21 `Rhat`); seed 003 App. B.1
+/// ("Rank normalized split-R^(kappa)").
+RankNormalizedRhat rank_normalized_rhat(const Mat& draws, int kappa = 2);
+
+/// Chain-wise cR-hat of seed 003: the rank-normalised split R-hat^(kappa) applied to each chain
+/// alone (M = 1, so its kappa pieces are the "chains"). Element j is chain j's value. It does not
+/// penalise chains that sit in different modes, only a chain that is not stationary.
+/// References: seed 003 App. B.1, "Rank normalized split-cR^(kappa)" (kappa = 4 recommended).
+std::vector<RankNormalizedRhat> chainwise_rhat(const Mat& draws, int kappa = 4);
+
+}  // namespace uqnn::diagnostics

@@ -1,0 +1,124 @@
+#include "uqnn/diagnostics/ess.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "detail.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/rhat.hpp"
+#include "uqnn/diagnostics/statistics.hpp"
+
+namespace uqnn::diagnostics {
+namespace {
+
+/// Lag-k autocovariance (1/n) sum_{t<n-k} (x_t - m)(x_{t+k} - m) of a centred chain.
+double autocovariance_at(const Vec& centred, Index lag) {
+  const Index n = centred.size();
+  return centred.head(n - lag).dot(centred.tail(n - lag)) / static_cast<double>(n);
+}
+
+}  // namespace
+
+Vec autocovariance(const Eigen::Ref<const Vec>& chain, Index max_lag) {
+  require(max_lag >= 0 && max_lag < chain.size(), "max_lag", "in [0, chain length)");
+  const Vec centred = chain.array() - chain.mean();
+  Vec out(max_lag + 1);
+  for (Index k = 0; k <= max_lag; ++k) out(k) = autocovariance_at(centred, k);
+  return out;
+}
+
+double ess_basic(const Mat& draws) {
+  const Index s = draws.rows(), m = draws.cols();
+  require(m >= 1, "draws", "at least one chain");
+  if (s < 3 || detail::has_non_finite(draws) || detail::is_constant(draws)) return detail::kNaN;
+
+  // Chains are centred once; autocovariances are computed lazily, only up to the lag where
+  // Geyer's initial positive sequence stops (a direct sum, exact, O(S T) per chain).
+  Mat centred(s, m);
+  Vec chain_mean(m);
+  for (Index j = 0; j < m; ++j) {
+    chain_mean(j) = draws.col(j).mean();
+    centred.col(j) = draws.col(j).array() - chain_mean(j);
+  }
+  auto mean_autocovariance = [&](Index lag) {
+    double total = 0.0;
+    for (Index j = 0; j < m; ++j) total += autocovariance_at(centred.col(j), lag);
+    return total / static_cast<double>(m);
+  };
+
+  const double sd = static_cast<double>(s);
+  const double mean_var = mean_autocovariance(0) * sd / (sd - 1.0);  // W: mean chain variance
+  double var_plus = mean_var * (sd - 1.0) / sd;                       // Vehtari et al. eq. 3
+  if (m > 1) var_plus += detail::variance(chain_mean);
+  // Vehtari et al. eq. 10: rho_t = 1 - (W - mean_chains gamma_t) / var_plus.
+  auto rho = [&](Index lag) { return 1.0 - (mean_var - mean_autocovariance(lag)) / var_plus; };
+
+  // Geyer's initial positive sequence: sum pairs (rho_{2k}, rho_{2k+1}) while the sum is > 0.
+  std::vector<double> rho_hat(static_cast<std::size_t>(s), 0.0);
+  Index t = 0;
+  double rho_even = 1.0, rho_odd = rho(1);
+  rho_hat[0] = rho_even;
+  rho_hat[1] = rho_odd;
+  while (t < s - 5 && !std::isnan(rho_even + rho_odd) && rho_even + rho_odd > 0.0) {
+    t += 2;
+    rho_even = rho(t);
+    rho_odd = rho(t + 1);
+    if (rho_even + rho_odd >= 0.0) {
+      rho_hat[t] = rho_even;
+      rho_hat[t + 1] = rho_odd;
+    }
+  }
+  const Index max_t = t;
+  if (rho_even > 0.0) rho_hat[max_t] = rho_even;  // used by the improved estimate below
+
+  // Geyer's initial monotone sequence: pair sums may not increase.
+  t = 0;
+  while (t <= max_t - 4) {
+    t += 2;
+    if (rho_hat[t] + rho_hat[t + 1] > rho_hat[t - 2] + rho_hat[t - 1]) {
+      rho_hat[t] = (rho_hat[t - 2] + rho_hat[t - 1]) / 2.0;
+      rho_hat[t + 1] = rho_hat[t];
+    }
+  }
+
+  // Improved truncated estimate tau = -1 + 2 sum_{k<max_t} rho_k + rho_{max_t} (seed 003 eq. 6 with
+  // Geyer's truncation). rstan sums rho_hat[1:max_t] in R, which for max_t = 0 is rho_0 alone.
+  double sum = 0.0;
+  for (Index k = 0; k < std::max<Index>(max_t, 1); ++k) sum += rho_hat[k];
+  const double nominal = static_cast<double>(m) * sd;
+  double tau = -1.0 + 2.0 * sum + rho_hat[max_t];
+  tau = std::max(tau, 1.0 / std::log10(nominal));  // caps ESS at M S log10(M S)
+  return nominal / tau;
+}
+
+double ess_mean(const Mat& draws) { return ess_basic(split_chains(draws, 2)); }
+
+double ess_bulk(const Mat& draws) {
+  if (detail::has_non_finite(draws)) return detail::kNaN;
+  return ess_basic(rank_normalize(split_chains(draws, 2)));
+}
+
+double ess_quantile(const Mat& draws, double prob) {
+  if (detail::has_non_finite(draws)) return detail::kNaN;
+  const double q = quantile(draws, prob);
+  const Mat indicator = (draws.array() <= q).cast<double>().matrix();
+  return ess_basic(split_chains(indicator, 2));
+}
+
+double ess_tail(const Mat& draws) {
+  const double q05 = ess_quantile(draws, 0.05), q95 = ess_quantile(draws, 0.95);
+  if (std::isnan(q05) || std::isnan(q95)) return detail::kNaN;
+  return std::min(q05, q95);
+}
+
+double mcse_mean(const Mat& draws) { return sd(draws) / std::sqrt(ess_mean(draws)); }
+
+double mcse_sd(const Mat& draws) {
+  const double ess = std::min(ess_mean(draws), ess_mean(draws.array().square().matrix()));
+  constexpr double e = std::numbers::e;
+  return sd(draws) * std::sqrt(e * std::pow(1.0 - 1.0 / ess, ess - 1.0) - 1.0);
+}
+
+}  // namespace uqnn::diagnostics
