@@ -63,13 +63,17 @@ std::string gnuplot_executable() {
 }
 
 std::string gnuplot_quote(const std::string& text) {
-  std::string out = "'";
+  // Double quotes with \\, \" and \` escaped. (A single-quoted literal cannot start with a quote:
+  // '' at the start means "the previous data file" in a plot command.)
+  std::string out = "\"";
   for (char c : text) {
-    if (c == '\'') out += "''";
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '`') out += "\\`";  // gnuplot runs `...` as a shell command even inside "..."
     else if (c == '\n' || c == '\r') out += ' ';
     else out += c;
   }
-  out += '\'';
+  out += '"';
   return out;
 }
 

@@ -143,8 +143,8 @@ void plot_predictive_1d(const std::filesystem::path& path, const VecIn& x_train,
   fig.save(path, width, height);
 }
 
-void plot_predictive_1d(const std::filesystem::path& path, const VecIn& x_train, const VecIn& y_train,
-                        const VecIn& x_grid, const Mat& sample_paths, const std::optional<Vec>& truth,
+void plot_predictive_1d_from_draws(const std::filesystem::path& path, const VecIn& x_train, const VecIn& y_train,
+                                   const VecIn& x_grid, const Mat& sample_paths, const std::optional<Vec>& truth,
                         const std::string& title, int max_paths_drawn, int width, int height) {
   const Predictive1d p = from_paths(x_train, y_train, x_grid, sample_paths, truth, title, max_paths_drawn);
   Figure fig;

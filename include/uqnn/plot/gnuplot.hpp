@@ -16,7 +16,8 @@ std::string gnuplot_executable();
 /// with a non-zero status, is killed by a signal or times out.
 void run_gnuplot(const std::string& script, std::chrono::seconds timeout = std::chrono::seconds(120));
 
-/// `text` as a gnuplot single-quoted string literal (quotes doubled, newlines turned to spaces).
+/// `text` as a gnuplot double-quoted string literal (backslash, quote and backquote escaped, newlines turned
+/// to spaces), so any text is shown literally and never runs as a command.
 std::string gnuplot_quote(const std::string& text);
 
 }  // namespace uqnn::plot

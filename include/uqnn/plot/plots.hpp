@@ -42,8 +42,9 @@ void plot_predictive_1d(const std::filesystem::path& path, const VecIn& x_train,
 
 /// Writes a 1-D predictive figure from function draws: row r of `sample_paths` is one draw over
 /// `x_grid` (at least 2 rows). Mean and sd bands are the draws' mean and sd; up to
-/// `max_paths_drawn` draws are also drawn as thin lines.
-void plot_predictive_1d(const std::filesystem::path& path, const VecIn& x_train, const VecIn& y_train,
+/// `max_paths_drawn` draws are also drawn as thin lines. (A separate name rather than an overload
+/// of plot_predictive_1d: a Vec converts to Mat, so the two would be ambiguous for sd vs draws.)
+void plot_predictive_1d_from_draws(const std::filesystem::path& path, const VecIn& x_train, const VecIn& y_train,
                         const VecIn& x_grid, const Mat& sample_paths,
                         const std::optional<Vec>& truth = std::nullopt, const std::string& title = "",
                         int max_paths_drawn = 30, int width = 0, int height = 0);
