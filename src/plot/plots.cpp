@@ -248,8 +248,11 @@ void plot_traces(const std::filesystem::path& path, const std::vector<std::pair<
       st.alpha = chains > 1 ? 0.75 : 1.0;
       trace.line(iteration, draws.row(c).transpose(), "chain " + std::to_string(c), st);
     }
+    if (!options.density) {  // no density column to hold the legend: one beside every row keeps rows aligned
+      trace.key(KeyPosition::Right);
+      continue;
+    }
     trace.key(KeyPosition::None);
-    if (!options.density) continue;
 
     // Per-chain densities on common bins, drawn as staircases (ArviZ plot_trace's left column).
     Range r;
