@@ -1,0 +1,46 @@
+#pragma once
+/// @file Objectives the trainer minimises: a mean loss per data point over a minibatch.
+#include <memory>
+
+#include "uqnn/nn/model.hpp"
+#include "uqnn/prob/posterior.hpp"
+
+namespace uqnn {
+
+class Objective {
+ public:
+  virtual ~Objective() = default;
+  virtual Index dim() const = 0;
+  virtual Index num_data() const = 0;
+  /// Loss on the examples `batch` (an estimate of the full loss) and its gradient (overwritten).
+  virtual double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const = 0;
+};
+
+/// -log p(theta | D) / N estimated on a minibatch: -(1/n) sum_batch log lik - log prior / N.
+/// Its minimiser is the MAP estimate; dividing by N keeps learning rates independent of N.
+class NegativeLogPosteriorObjective : public Objective {
+ public:
+  explicit NegativeLogPosteriorObjective(std::shared_ptr<const StochasticLogDensity> density)
+      : density_(std::move(density)) {}
+  Index dim() const override { return density_->dim(); }
+  Index num_data() const override { return density_->num_data(); }
+  double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+
+ private:
+  std::shared_ptr<const StochasticLogDensity> density_;
+};
+
+/// Mean squared error (1/n) sum_batch ||y_i - f(x_i)||^2 of a model on data (deep ensembles, seed 001).
+class MeanSquaredErrorObjective : public Objective {
+ public:
+  MeanSquaredErrorObjective(std::shared_ptr<const Model> model, Mat inputs, Mat targets);
+  Index dim() const override { return model_->num_params(); }
+  Index num_data() const override { return inputs_.cols(); }
+  double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  Mat inputs_, targets_;
+};
+
+}  // namespace uqnn

@@ -1,0 +1,109 @@
+#include "uqnn/optim/optimizer.hpp"
+
+#include <cmath>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+void OptimizerParams::validate() const {
+  require(name == "adam" || name == "sgd", "optimizer", "'adam' or 'sgd'");
+  require(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", "a finite number > 0");
+  require(weight_decay >= 0, "weight_decay", ">= 0");
+  require(momentum >= 0 && momentum < 1, "momentum", "in [0, 1)");
+  require(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "adam betas", "in [0, 1)");
+  require(epsilon > 0, "adam epsilon", "> 0");
+}
+
+namespace {
+
+class Sgd : public Optimizer {
+ public:
+  Sgd(const OptimizerParams& p, Index dim) : p_(p), velocity_(Vec::Zero(dim)) {}
+  void step(Vec& theta, const Vec& grad, double lr) override {
+    Vec g = grad;
+    if (p_.weight_decay > 0) g += p_.weight_decay * theta;
+    if (p_.momentum > 0) {
+      velocity_ = p_.momentum * velocity_ + g;  // torch.optim.SGD (dampening 0)
+      g = velocity_;
+    }
+    theta -= lr * g;
+  }
+
+ private:
+  OptimizerParams p_;
+  Vec velocity_;
+};
+
+/// Kingma & Ba (2015), Algorithm 1, with bias correction, as torch.optim.Adam.
+class Adam : public Optimizer {
+ public:
+  Adam(const OptimizerParams& p, Index dim) : p_(p), m_(Vec::Zero(dim)), v_(Vec::Zero(dim)) {}
+  void step(Vec& theta, const Vec& grad, double lr) override {
+    ++t_;
+    Vec g = grad;
+    if (p_.weight_decay > 0) g += p_.weight_decay * theta;
+    m_ = p_.beta1 * m_ + (1 - p_.beta1) * g;
+    v_ = p_.beta2 * v_ + (1 - p_.beta2) * g.cwiseAbs2();
+    const double c1 = 1 - std::pow(p_.beta1, static_cast<double>(t_));
+    const double c2 = 1 - std::pow(p_.beta2, static_cast<double>(t_));
+    theta.array() -= lr * (m_.array() / c1) / ((v_.array() / c2).sqrt() + p_.epsilon);
+  }
+
+ private:
+  OptimizerParams p_;
+  Vec m_, v_;
+  Index t_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerParams& params, Index dim) {
+  params.validate();
+  if (params.name == "sgd") return std::make_unique<Sgd>(params, dim);
+  return std::make_unique<Adam>(params, dim);
+}
+
+void ScheduleParams::validate() const {
+  require(name == "constant" || name == "step" || name == "exponential" || name == "plateau", "lr schedule",
+          "one of constant, step, exponential, plateau");
+  require(step_every >= 1, "lr step_every", ">= 1");
+  require(gamma > 0 && gamma <= 1, "lr gamma", "in (0, 1]");
+  require(factor > 0 && factor < 1, "lr plateau factor", "in (0, 1)");
+  require(patience >= 0 && cooldown >= 0, "lr plateau patience and cooldown", ">= 0");
+  require(min_learning_rate >= 0, "min_learning_rate", ">= 0");
+}
+
+LearningRateSchedule::LearningRateSchedule(ScheduleParams params, double initial)
+    : params_(std::move(params)), initial_(initial), rate_(initial) {
+  params_.validate();
+}
+
+double LearningRateSchedule::next(Index epoch, double loss) {
+  if (params_.name == "step") {
+    rate_ = initial_ * std::pow(params_.gamma, static_cast<double>(epoch / params_.step_every));
+  } else if (params_.name == "exponential") {
+    rate_ = initial_ * std::pow(params_.gamma, static_cast<double>(epoch));
+  } else if (params_.name == "plateau" && std::isfinite(loss)) {
+    // torch.optim.lr_scheduler.ReduceLROnPlateau, mode "min", relative threshold 1e-4.
+    if (loss < best_ * (1 - 1e-4)) {
+      best_ = loss;
+      bad_epochs_ = 0;
+    } else {
+      ++bad_epochs_;
+    }
+    if (cooldown_left_ > 0) {
+      --cooldown_left_;
+      bad_epochs_ = 0;
+    }
+    if (bad_epochs_ > params_.patience) {
+      rate_ = std::max(rate_ * params_.factor, params_.min_learning_rate);
+      cooldown_left_ = params_.cooldown;
+      bad_epochs_ = 0;
+    }
+  }
+  rate_ = std::max(rate_, params_.min_learning_rate);
+  return rate_;
+}
+
+}  // namespace uqnn
