@@ -1,6 +1,44 @@
+// uqnn: the command-line interface. Errors in user input exit with code 2 and a message naming
+// the file, line and field; other failures exit with 1.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "uqnn/core/error.hpp"
+
 int main(int argc, char** argv) {
-  CLI::App app{"uqnn: uncertainty quantification for neural networks"};
-  CLI11_PARSE(app, argc, argv);
+  CLI::App app{"uqnn: uncertainty quantification for neural networks (MAP, MCMC, VI, ensembles, ...)", "uqnn"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "uqnn 0.1.0");
+  std::vector<std::pair<CLI::App*, uqnn::cli::Command>> commands;
+  const auto add = [&](uqnn::cli::Command (*adder)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    auto command = adder(app);
+    commands.emplace_back(app.get_subcommands({})[before], std::move(command));
+  };
+  add(&uqnn::cli::add_fit);
+  add(&uqnn::cli::add_predict);
+  add(&uqnn::cli::add_demo);
+  add(&uqnn::cli::add_diagnose);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+  } catch (const uqnn::InputError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 1;
+  }
   return 0;
 }

@@ -1,0 +1,27 @@
+#include <iostream>
+
+#include "commands.hpp"
+#include "uqnn/data/synthetic.hpp"
+
+namespace uqnn::cli {
+
+Command add_demo(CLI::App& app) {
+  auto* c = app.add_subcommand(
+      "demo", "fit the embedded sine case II data of seed 000 (20 points, 1-10-10-1 tanh network); no input files needed");
+  auto cfg = std::make_shared<FitConfig>();
+  auto arch = std::make_shared<std::string>("10,10");
+  auto noise = std::make_shared<std::string>("0.05");
+  cfg->out_dir = "uqnn-demo";
+  cfg->progress = true;
+  cfg->training.epochs = 6000;
+  add_fit_options(*c, *cfg, *arch, *noise);
+  return [cfg, arch, noise]() {
+    finish_fit_config(*cfg, *arch, *noise);
+    cfg->data.dataset = sine_case_ii(20, 0.05);
+    std::cout << "uqnn demo: y = 4 sin(4x) + 5 sin(-12x + pi/2) + N(0, 0.05^2) on 20 points in [-1,-0.2] U [0.2,1]\n";
+    print_fit_report(*cfg, run_fit(*cfg));
+    return 0;
+  };
+}
+
+}  // namespace uqnn::cli

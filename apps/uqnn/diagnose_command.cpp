@@ -1,0 +1,37 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "commands.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/draws_table.hpp"
+#include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/io/atomic_file.hpp"
+
+namespace uqnn::cli {
+
+Command add_diagnose(CLI::App& app) {
+  auto* c = app.add_subcommand("diagnose",
+                               "convergence summary (ArviZ columns) of MCMC draws: a `uqnn fit` directory or a long CSV "
+                               "(chain, draw, one column per quantity) from any tool");
+  auto source = std::make_shared<std::string>();
+  auto json_out = std::make_shared<std::string>();
+  auto decimals = std::make_shared<int>(3);
+  c->add_option("source", *source, "run directory or draws CSV")->required()->check(CLI::ExistingPath);
+  c->add_option("--json", *json_out, "also write the table with full precision to this JSON file");
+  c->add_option("--decimals", *decimals, "decimals in the printed table")->capture_default_str();
+  return [source, json_out, decimals]() {
+    std::filesystem::path path = *source;
+    if (std::filesystem::is_directory(path)) path /= "draws.csv";
+    const auto table = diagnostics::read_draws_csv(path.string());
+    const auto rows = diagnostics::summarize(table);
+    std::cout << fmt::format("{}: {} chains x {} draws, {} quantities\n", path.string(), table.num_chains(), table.num_draws(),
+                             table.names.size())
+              << diagnostics::format_summary_table(rows, *decimals);
+    if (!json_out->empty()) atomic_write_text(*json_out, diagnostics::to_json(rows).dump(2) + "\n");
+    return 0;
+  };
+}
+
+}  // namespace uqnn::cli

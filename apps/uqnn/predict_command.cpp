@@ -1,0 +1,21 @@
+#include <iostream>
+
+#include "commands.hpp"
+
+namespace uqnn::cli {
+
+Command add_predict(CLI::App& app) {
+  auto* c = app.add_subcommand("predict", "predict with a fitted model (a `uqnn fit` output directory) on new inputs");
+  auto cfg = std::make_shared<PredictConfig>();
+  c->add_option("--model", cfg->model_dir, "directory written by `uqnn fit`")->required()->check(CLI::ExistingDirectory);
+  c->add_option("--data", cfg->data, "CSV with the model's input columns (targets optional)")->required()->check(CLI::ExistingFile);
+  c->add_option("--out", cfg->out, "output CSV (default: MODEL/predictions_<data>.csv)");
+  c->add_option("--seed", cfg->seed, "seed for interval sampling")->capture_default_str();
+  return [cfg]() {
+    const FitReport report = run_predict(*cfg);
+    std::cout << report.metrics.dump(2) << "\nwrote " << report.files.front().string() << '\n';
+    return 0;
+  };
+}
+
+}  // namespace uqnn::cli

@@ -1,0 +1,57 @@
+#pragma once
+/// @file Predictions from weight draws, the one code path shared by every method: MAP (one draw),
+/// MCMC draws, and samples of an approximate posterior.
+///
+/// For draws theta_s, s = 1..S (seed 001): predictive mean ybar = (1/S) sum_s mu(x; theta_s),
+/// epistemic variance (1/(S-1)) sum_s (mu_s - ybar)^2, and the total predictive variance adds the
+/// mean observation-noise variance. Intervals are central quantiles of the predictive mixture.
+#include <map>
+#include <vector>
+
+#include "uqnn/core/rng.hpp"
+#include "uqnn/nn/model.hpp"
+#include "uqnn/prob/likelihood.hpp"
+
+namespace uqnn {
+
+/// Per-draw predictions on a batch: means[s] and noise_variance[s] are [target_dim, n].
+struct PredictiveDraws {
+  std::vector<Mat> means;
+  std::vector<Mat> noise_variance;
+  Index num_draws() const { return static_cast<Index>(means.size()); }
+};
+
+/// Evaluates the network for every draw (draws hold network parameters followed by likelihood extras).
+PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, const std::vector<Vec>& draws,
+                              const Mat& inputs);
+
+struct PredictiveSummary {
+  Mat mean;          ///< [t, n]
+  Mat epistemic_sd;  ///< sd of the draws' means (0 for one draw)
+  Mat sd;            ///< total predictive sd: sqrt(epistemic variance + mean noise variance)
+  /// Central interval bounds per nominal level (e.g. 0.95 -> 2.5% and 97.5% quantiles).
+  std::map<double, std::pair<Mat, Mat>> intervals;
+};
+
+/// Summarises draws; interval quantiles come from `samples_per_draw` noisy samples per draw
+/// (Gaussian noise), at least 2000 samples in all, drawn from `rng`.
+PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::vector<double>& levels, Rng& rng);
+
+/// Applies an affine target transform y = mean + scale * y_std to a summary (sd scaled by |scale|).
+void rescale_summary(PredictiveSummary& summary, const Vec& target_mean, const Vec& target_scale);
+
+/// Regression metrics on data with known targets (all in the same units as the summary).
+struct RegressionMetrics {
+  double rmse = 0.0;
+  double nll = 0.0;   ///< mean Gaussian NLL with the predictive mean and total sd
+  double lppd = 0.0;  ///< seed 003 eq. 7: mean over points of log (1/S) sum_s p(y_i | theta_s)
+  std::map<double, double> coverage;  ///< fraction of targets inside each central interval
+  Index n = 0;
+};
+
+/// `log_scale` is sum over targets of log(target scale): p_original(y) = p_standardised(y_std) / scale,
+/// so LPPD in original units subtracts it.
+RegressionMetrics regression_metrics(const PredictiveDraws& draws, const PredictiveSummary& summary_original,
+                                     const Mat& targets_standardised, const Mat& targets_original, double log_scale);
+
+}  // namespace uqnn

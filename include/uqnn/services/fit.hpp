@@ -1,0 +1,116 @@
+#pragma once
+/// @file The fit service behind `uqnn fit`, `uqnn demo` and the Python module: data -> split ->
+/// standardise -> model + posterior -> method -> draws -> predictions, metrics, files, figures.
+///
+/// Every method (MAP, MCMC, approximations) returns weight draws; everything after that is shared.
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "uqnn/data/dataset.hpp"
+#include "uqnn/data/split.hpp"
+#include "uqnn/data/standardizer.hpp"
+#include "uqnn/optim/trainer.hpp"
+#include "uqnn/prob/posterior.hpp"
+
+namespace uqnn {
+
+/// Network architecture.
+struct ModelConfig {
+  std::string kind = "mlp";          ///< mlp | rnet
+  std::vector<Index> hidden{10, 10};  ///< mlp hidden widths (empty: Linear model)
+  std::string activation = "tanh";
+  std::string init;                  ///< glorot | he | torch; empty = default for the activation
+  Index rnet_width = 3, rnet_layers = 3;
+  int rnet_weight_order = 0;         ///< -1 = non-parametric
+};
+
+/// Likelihood and prior.
+struct ProbabilityConfig {
+  std::string likelihood = "gaussian";  ///< gaussian | heteroscedastic | bernoulli | categorical
+  std::optional<double> noise;          ///< Gaussian noise sd in the targets' units; unset = learned
+  Index num_classes = 2;                ///< categorical
+  std::string prior = "gaussian";       ///< gaussian | fan-in | mixture | laplace
+  double prior_sigma = 1.0;             ///< gaussian sd, fan-in scale, or laplace scale
+  double mixture_pi = 0.5, mixture_sigma1 = 1.0, mixture_sigma2 = 0.1;
+};
+
+struct DataConfig {
+  std::filesystem::path path;             ///< CSV with a header
+  std::optional<Dataset> dataset;         ///< in-memory data instead of `path` (demo, Python)
+  std::vector<std::string> targets;       ///< default: the last column
+  std::vector<std::string> inputs;        ///< default: every other column
+  bool standardize = true;
+  double validation_fraction = 0.0;       ///< 0: validate on the training data (as QUiNN)
+  double test_fraction = 0.0;
+  std::uint64_t split_seed = 0;
+  std::filesystem::path train_indices, test_indices;  ///< split files (override the fractions)
+};
+
+struct FitConfig {
+  DataConfig data;
+  ModelConfig model;
+  ProbabilityConfig probability;
+  std::string method = "map";
+  TrainParams training;
+  std::uint64_t seed = 0;
+  std::filesystem::path out_dir = "uqnn-out";
+  std::string figure_format = "png";  ///< png | svg | none
+  bool progress = false;              ///< progress on stderr
+  /// Method-specific settings (e.g. chains, warmup) as given on the command line or in TOML.
+  nlohmann::json method_options = nlohmann::json::object();
+};
+
+/// Everything a method needs; the posterior is in standardised units.
+struct FitContext {
+  const FitConfig& config;
+  std::shared_ptr<const Posterior> posterior;
+  Mat validation_inputs, validation_targets;  ///< standardised; equal to training data when no split
+  std::function<void(const std::string&)> log;  ///< one-line messages to stderr
+};
+
+/// What a method returns: weight draws (network parameters followed by likelihood extras).
+struct MethodResult {
+  std::vector<Vec> draws;
+  std::vector<Index> chain_of_draw;  ///< chain / member index of each draw (empty: one chain)
+  nlohmann::json info = nlohmann::json::object();  ///< method summary for metrics.json
+  std::vector<std::pair<std::string, std::vector<double>>> history;  ///< curves for history.<ext>
+  std::string history_label = "loss";
+};
+
+using MethodRunner = std::function<MethodResult(const FitContext&)>;
+
+/// Methods `uqnn fit --method` knows, by name.
+std::vector<std::string> method_names();
+/// Runs one method; throws InputError for an unknown name.
+MethodResult run_method(const std::string& name, const FitContext& context);
+
+/// Summary of a finished fit (also written to out_dir/metrics.json).
+struct FitReport {
+  nlohmann::json metrics;
+  std::vector<std::filesystem::path> files;
+};
+
+FitReport run_fit(const FitConfig& config);
+
+/// Predictions of a saved fit on new data: writes a CSV and returns its metrics (when targets exist).
+struct PredictConfig {
+  std::filesystem::path model_dir;
+  std::filesystem::path data;
+  std::filesystem::path out;  ///< default: model_dir / "predictions_<data stem>.csv"
+  std::uint64_t seed = 0;
+};
+FitReport run_predict(const PredictConfig& config);
+
+/// Builds the network a ModelConfig describes.
+std::shared_ptr<Model> build_model(const ModelConfig& config, Index input_dim, Index output_dim);
+/// Builds the likelihood and prior; `target_scale` converts a noise sd in target units to standardised units.
+std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& config, double target_scale);
+std::shared_ptr<Prior> build_prior(const ProbabilityConfig& config, const ParamLayout& layout);
+
+}  // namespace uqnn

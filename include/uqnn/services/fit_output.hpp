@@ -1,0 +1,26 @@
+#pragma once
+/// @file Writing a finished fit: model.json, draws.csv, predictions.csv, metrics.json and figures.
+/// Shared by every method so that outputs look the same whatever produced the draws.
+#include "uqnn/services/fit.hpp"
+
+namespace uqnn {
+
+struct FitOutput {
+  const FitConfig& config;
+  const Dataset& data;  ///< original units, all rows
+  const Split& split;
+  const Standardizer& standardizer;
+  std::shared_ptr<const Posterior> posterior;
+  const MethodResult& result;
+  double seconds = 0.0;
+};
+
+FitReport write_fit_output(const FitOutput& output);
+
+/// Writes draws in long CSV form (chain, draw, one column per parameter), readable by `uqnn diagnose`.
+void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const std::vector<Vec>& draws,
+                     const std::vector<Index>& chain_of_draw);
+/// Reads draws.csv back into theta vectors (checks the column names against `layout`).
+std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout);
+
+}  // namespace uqnn

@@ -1,0 +1,19 @@
+#pragma once
+/// @file Runners of the individual methods behind `uqnn fit --method` (one per file in src/services).
+#include "uqnn/services/fit.hpp"
+
+namespace uqnn {
+
+/// MAP point estimate: minimises -log p(theta | D) / N with the configured optimiser.
+MethodResult run_map(const FitContext& context);
+
+/// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
+TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);
+
+/// A progress reporter for epochs/iterations on stderr, active only when `enabled`.
+std::function<bool(Index, double, double)> epoch_progress(bool enabled, Index total, const std::string& label);
+
+/// True when progress should be shown: stderr is a terminal and CI is not set.
+bool progress_wanted();
+
+}  // namespace uqnn

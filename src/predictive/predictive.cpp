@@ -1,0 +1,124 @@
+#include "uqnn/predictive/predictive.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/lppd.hpp"
+
+namespace uqnn {
+
+PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, const std::vector<Vec>& draws,
+                              const Mat& inputs) {
+  require(!draws.empty(), "number of draws", ">= 1");
+  PredictiveDraws out;
+  const Index P = model.num_params();
+  for (const Vec& theta : draws) {
+    const Mat Y = model.forward(theta.head(P), inputs);
+    out.means.push_back(likelihood.mean(Y));
+    out.noise_variance.push_back(likelihood.noise_variance(Y, theta.tail(theta.size() - P)));
+  }
+  return out;
+}
+
+PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::vector<double>& levels, Rng& rng) {
+  const Index S = draws.num_draws();
+  require(S >= 1, "number of draws", ">= 1");
+  const Index t = draws.means[0].rows(), n = draws.means[0].cols();
+  PredictiveSummary s;
+  s.mean = Mat::Zero(t, n);
+  Mat noise = Mat::Zero(t, n);
+  for (Index k = 0; k < S; ++k) {
+    s.mean += draws.means[static_cast<std::size_t>(k)];
+    noise += draws.noise_variance[static_cast<std::size_t>(k)];
+  }
+  s.mean /= static_cast<double>(S);
+  noise /= static_cast<double>(S);
+  Mat epistemic = Mat::Zero(t, n);
+  if (S > 1) {
+    for (Index k = 0; k < S; ++k) epistemic += (draws.means[static_cast<std::size_t>(k)] - s.mean).array().square().matrix();
+    epistemic /= static_cast<double>(S - 1);
+  }
+  s.epistemic_sd = epistemic.cwiseSqrt();
+  s.sd = (epistemic + noise).cwiseSqrt();
+  if (levels.empty()) return s;
+  for (double level : levels) require(level > 0 && level < 1, "interval level", "in (0, 1)");
+  // Samples of the predictive mixture: draw s, then y = mu_s + sqrt(noise_s) z.
+  const Index per_draw = std::max<Index>(1, (2000 + S - 1) / S);
+  const Index total = per_draw * S;
+  std::vector<double> samples(static_cast<std::size_t>(total));
+  for (double level : levels) s.intervals[level] = {Mat(t, n), Mat(t, n)};
+  for (Index o = 0; o < t; ++o)
+    for (Index i = 0; i < n; ++i) {
+      std::size_t m = 0;
+      for (Index k = 0; k < S; ++k) {
+        const double mu = draws.means[static_cast<std::size_t>(k)](o, i);
+        const double sd = std::sqrt(draws.noise_variance[static_cast<std::size_t>(k)](o, i));
+        for (Index r = 0; r < per_draw; ++r) samples[m++] = mu + sd * rng.normal();
+      }
+      std::sort(samples.begin(), samples.end());
+      for (double level : levels) {
+        // Type-7 quantiles of the pooled samples.
+        const auto q = [&](double p) {
+          const double h = (static_cast<double>(total) - 1) * p;
+          const auto lo = static_cast<std::size_t>(std::floor(h));
+          const std::size_t hi = std::min(lo + 1, samples.size() - 1);
+          return samples[lo] + (h - std::floor(h)) * (samples[hi] - samples[lo]);
+        };
+        s.intervals[level].first(o, i) = q(0.5 - level / 2);
+        s.intervals[level].second(o, i) = q(0.5 + level / 2);
+      }
+    }
+  return s;
+}
+
+void rescale_summary(PredictiveSummary& s, const Vec& mean, const Vec& scale) {
+  const auto affine = [&](Mat& m) { m = ((m.array().colwise() * scale.array()).colwise() + mean.array()).matrix(); };
+  affine(s.mean);
+  s.sd = (s.sd.array().colwise() * scale.array().abs()).matrix();
+  s.epistemic_sd = (s.epistemic_sd.array().colwise() * scale.array().abs()).matrix();
+  for (auto& [level, bounds] : s.intervals) {
+    affine(bounds.first);
+    affine(bounds.second);
+  }
+}
+
+RegressionMetrics regression_metrics(const PredictiveDraws& draws, const PredictiveSummary& s, const Mat& targets_std,
+                                     const Mat& targets, double log_scale) {
+  RegressionMetrics m;
+  m.n = targets.cols();
+  if (m.n == 0) return m;
+  const Index t = targets.rows();
+  m.rmse = std::sqrt((s.mean - targets).squaredNorm() / static_cast<double>(targets.size()));
+  const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
+  double nll = 0;
+  for (Index i = 0; i < targets.size(); ++i) {
+    const double sd = s.sd.data()[i], r = targets.data()[i] - s.mean.data()[i];
+    nll += 0.5 * r * r / (sd * sd) + std::log(sd) + half_log_2pi;
+  }
+  m.nll = nll / static_cast<double>(m.n);
+  // Pointwise log-likelihood of each draw (Gaussian with the draw's noise), in standardised units.
+  const Index S = draws.num_draws();
+  Mat log_lik(S, m.n);
+  for (Index k = 0; k < S; ++k)
+    for (Index i = 0; i < m.n; ++i) {
+      double ll = 0;
+      for (Index o = 0; o < t; ++o) {
+        const double var = draws.noise_variance[static_cast<std::size_t>(k)](o, i);
+        const double r = targets_std(o, i) - draws.means[static_cast<std::size_t>(k)](o, i);
+        ll += -0.5 * r * r / var - 0.5 * std::log(var) - half_log_2pi;
+      }
+      log_lik(k, i) = ll;
+    }
+  m.lppd = diagnostics::lppd(log_lik) - log_scale;  // already a mean over points
+  for (const auto& [level, bounds] : s.intervals) {
+    Index inside = 0;
+    for (Index i = 0; i < targets.size(); ++i)
+      inside += (targets.data()[i] >= bounds.first.data()[i] && targets.data()[i] <= bounds.second.data()[i]) ? 1 : 0;
+    m.coverage[level] = static_cast<double>(inside) / static_cast<double>(targets.size());
+  }
+  return m;
+}
+
+}  // namespace uqnn

@@ -1,0 +1,143 @@
+#include "uqnn/services/fit.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/io/atomic_file.hpp"
+#include "uqnn/io/csv.hpp"
+#include "uqnn/nn/mlp.hpp"
+#include "uqnn/nn/rnet.hpp"
+#include "uqnn/plot/plots.hpp"
+#include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/fit_output.hpp"
+
+namespace uqnn {
+
+std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index output_dim) {
+  const Activation activation = parse_activation(c.activation);
+  const InitScheme init = c.init.empty() ? default_init_scheme(activation) : parse_init_scheme(c.init);
+  if (c.kind == "mlp") return std::make_shared<Mlp>(MlpSpec{input_dim, c.hidden, output_dim, activation, init});
+  if (c.kind == "rnet") {
+    RNetSpec s;
+    s.input_dim = input_dim;
+    s.output_dim = output_dim;
+    s.width = c.rnet_width;
+    s.num_layers = c.rnet_layers;
+    s.weight_order = c.rnet_weight_order;
+    s.activation = activation;
+    s.init = c.init.empty() ? InitScheme::Torch : init;
+    return std::make_shared<RNet>(s);
+  }
+  throw InputError("--model '" + c.kind + "' is not known: valid are mlp, rnet");
+}
+
+std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double target_scale) {
+  if (c.likelihood == "gaussian") {
+    if (c.noise) {
+      if (!(*c.noise > 0) || !std::isfinite(*c.noise))
+        throw InputError(fmt::format("--noise {} is invalid: it must be a finite number > 0 (in the target's units)", *c.noise));
+      return make_gaussian_likelihood(*c.noise / target_scale);
+    }
+    // Unknown noise: learn log sigma, starting at 0.1 standard deviations of the target.
+    return make_learned_sigma_likelihood(0.1);
+  }
+  if (c.likelihood == "heteroscedastic") return make_heteroscedastic_likelihood();
+  if (c.likelihood == "bernoulli") return make_bernoulli_likelihood();
+  if (c.likelihood == "categorical") return make_categorical_likelihood(c.num_classes);
+  throw InputError("--likelihood '" + c.likelihood + "' is not known: valid are gaussian, heteroscedastic, bernoulli, categorical");
+}
+
+std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const ParamLayout& layout) {
+  if (!(c.prior_sigma > 0) || !std::isfinite(c.prior_sigma))
+    throw InputError(fmt::format("--prior-sigma {} is invalid: it must be a finite number > 0", c.prior_sigma));
+  if (c.prior == "gaussian") return GaussianPrior::isotropic(layout.size(), c.prior_sigma);
+  if (c.prior == "fan-in") return GaussianPrior::fan_in_scaled(layout, c.prior_sigma);
+  if (c.prior == "mixture")
+    return std::make_shared<ScaleMixturePrior>(layout.size(), c.mixture_pi, c.mixture_sigma1, c.mixture_sigma2);
+  if (c.prior == "laplace") return std::make_shared<LaplacePrior>(layout.size(), c.prior_sigma);
+  throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace");
+}
+
+namespace {
+
+bool is_classification(const std::string& likelihood) { return likelihood == "bernoulli" || likelihood == "categorical"; }
+
+Split choose_split(const DataConfig& c, Index n) {
+  if (!c.train_indices.empty()) {
+    if (c.test_indices.empty()) {
+      Split s;
+      s.train = read_index_file(c.train_indices, n);
+      return s;
+    }
+    return read_split(c.train_indices, c.test_indices, n);
+  }
+  if (c.validation_fraction == 0.0 && c.test_fraction == 0.0) {
+    Split s;
+    for (Index i = 0; i < n; ++i) s.train.push_back(i);
+    return s;
+  }
+  SplitParams p;
+  p.validation_fraction = c.validation_fraction;
+  p.test_fraction = c.test_fraction;
+  p.train_fraction = 1.0 - c.validation_fraction - c.test_fraction;
+  p.seed = c.split_seed;
+  p.validate();
+  return random_split(n, p);
+}
+
+/// A standardiser that leaves the targets alone (class labels must not be rescaled).
+Standardizer inputs_only(const Standardizer& s) {
+  nlohmann::json j = s.to_json();
+  const auto k = static_cast<std::size_t>(s.target_mean().size());
+  j["targets"]["mean"] = std::vector<double>(k, 0.0);
+  j["targets"]["scale"] = std::vector<double>(k, 1.0);
+  return Standardizer::from_json(j);
+}
+
+}  // namespace
+
+FitReport run_fit(const FitConfig& cfg) {
+  cfg.training.validate();
+  const auto started = std::chrono::steady_clock::now();
+  const auto log = [&](const std::string& message) {
+    if (cfg.progress) std::cerr << message << '\n';
+  };
+
+  // Data, split, standardisation (fitted on the training rows only).
+  Dataset data = cfg.data.dataset ? *cfg.data.dataset : load_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
+  const Split split = choose_split(cfg.data, data.size());
+  const Dataset train = data.subset(split.train);
+  Standardizer standardizer = cfg.data.standardize ? Standardizer::fit(train) : Standardizer::identity(train);
+  if (is_classification(cfg.probability.likelihood) && cfg.data.standardize) standardizer = inputs_only(standardizer);
+  const Dataset train_std = standardizer.transform(train);
+
+  // Model and posterior, in standardised units.
+  const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
+  const auto likelihood = build_likelihood(cfg.probability, target_scale);
+  const auto model = build_model(cfg.model, data.input_dim(), likelihood->model_outputs(data.target_dim()));
+  const auto prior = build_prior(cfg.probability, model->layout());
+  const auto posterior = std::make_shared<Posterior>(model, likelihood, prior, train_std.inputs, train_std.targets);
+  log(fmt::format("uqnn fit: {} rows ({} train, {} validation, {} test), {} inputs, {} model with {} parameters, method {}",
+                  data.size(), split.train.size(), split.validation.size(), split.test.size(), data.input_dim(),
+                  model->kind(), model->num_params(), cfg.method));
+
+  const Dataset validation_std =
+      split.validation.empty() ? train_std : standardizer.transform(data.subset(split.validation));
+  const FitContext context{cfg, posterior, validation_std.inputs, validation_std.targets, log};
+  MethodResult result = run_method(cfg.method, context);
+  if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
+
+  FitOutput output{cfg, data, split, standardizer, posterior, result};
+  output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return write_fit_output(output);
+}
+
+}  // namespace uqnn

@@ -1,0 +1,222 @@
+#include "uqnn/services/fit_output.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <sstream>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/io/atomic_file.hpp"
+#include "uqnn/io/csv.hpp"
+#include "uqnn/plot/plots.hpp"
+#include "uqnn/predictive/predictive.hpp"
+
+namespace uqnn {
+
+namespace {
+
+const std::vector<double> kLevels{0.5, 0.9, 0.95};
+
+std::string quote_if_needed(const std::string& s) {
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+struct SplitPrediction {
+  std::string name;
+  IndexVec rows;
+  PredictiveSummary summary;  // original units
+  RegressionMetrics metrics;
+};
+
+void write_json(const std::filesystem::path& path, const nlohmann::json& j) { atomic_write_text(path, j.dump(2) + "\n"); }
+
+}  // namespace
+
+void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const std::vector<Vec>& draws,
+                     const std::vector<Index>& chain_of_draw) {
+  atomic_write(path, [&](std::ostream& out) {
+    out << "chain,draw";
+    for (const auto& name : layout.names()) out << ',' << quote_if_needed(name);
+    out << '\n';
+    std::map<Index, Index> next_draw;
+    for (std::size_t s = 0; s < draws.size(); ++s) {
+      const Index chain = chain_of_draw.empty() ? 0 : chain_of_draw[s];
+      out << chain << ',' << next_draw[chain]++;
+      for (Index k = 0; k < draws[s].size(); ++k) out << ',' << format_double(draws[s][k]);
+      out << '\n';
+    }
+  });
+}
+
+std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout) {
+  const CsvTable table = read_csv(path);
+  const auto names = layout.names();
+  if (table.num_columns() != static_cast<Index>(names.size()) + 2)
+    throw InputError(fmt::format("{}: expected {} columns (chain, draw and {} parameters), found {}", path.string(),
+                                 names.size() + 2, names.size(), table.num_columns()));
+  for (std::size_t k = 0; k < names.size(); ++k)
+    if (table.column_names[k + 2] != names[k])
+      throw InputError(fmt::format("{}: column {} is '{}', the model's parameter is '{}'", path.string(), k + 3,
+                                   table.column_names[k + 2], names[k]));
+  std::vector<Vec> draws;
+  for (Index r = 0; r < table.num_rows(); ++r) draws.push_back(table.values.row(r).tail(static_cast<Index>(names.size())).transpose());
+  return draws;
+}
+
+FitReport write_fit_output(const FitOutput& o) {
+  const FitConfig& cfg = o.config;
+  const auto& dir = cfg.out_dir;
+  std::filesystem::create_directories(dir);
+  const Posterior& post = *o.posterior;
+  const Model& model = post.model();
+  const Likelihood& lik = post.likelihood();
+  const bool regression = lik.kind() != "bernoulli" && lik.kind() != "categorical";
+  FitReport report;
+
+  // Predictions on every split, in original units.
+  Rng rng(cfg.seed, 0x9ed);
+  std::vector<SplitPrediction> parts;
+  for (const auto& [name, rows] : {std::pair<std::string, const IndexVec*>{"train", &o.split.train},
+                                   {"validation", &o.split.validation}, {"test", &o.split.test}}) {
+    if (rows->empty()) continue;
+    const Dataset part = o.data.subset(*rows);
+    const Dataset part_std = o.standardizer.transform(part);
+    const PredictiveDraws draws = predict_draws(model, lik, o.result.draws, part_std.inputs);
+    SplitPrediction p{name, *rows, summarize_predictive(draws, regression ? kLevels : std::vector<double>{}, rng), {}};
+    if (regression) {
+      rescale_summary(p.summary, o.standardizer.target_mean(), o.standardizer.target_scale());
+      const double log_scale = o.standardizer.target_scale().array().log().sum();
+      p.metrics = regression_metrics(draws, p.summary, part_std.targets, part.targets, log_scale);
+    }
+    parts.push_back(std::move(p));
+  }
+
+  // predictions.csv: every row of the data with its split.
+  const std::filesystem::path predictions = dir / "predictions.csv";
+  atomic_write(predictions, [&](std::ostream& out) {
+    for (const auto& n : o.data.input_names) out << quote_if_needed(n) << ',';
+    for (const auto& n : o.data.target_names) out << quote_if_needed(n) << ',';
+    const Index t = parts.front().summary.mean.rows();
+    for (Index k = 0; k < t; ++k) {
+      const std::string n = k < static_cast<Index>(o.data.target_names.size()) && t == o.data.target_dim()
+                                ? o.data.target_names[static_cast<std::size_t>(k)] : fmt::format("output{}", k);
+      out << n << "_mean," << n << "_sd,";
+      if (regression) out << n << "_lower95," << n << "_upper95,";
+    }
+    out << "split\n";
+    for (const auto& p : parts)
+      for (std::size_t j = 0; j < p.rows.size(); ++j) {
+        const Index r = p.rows[j], c = static_cast<Index>(j);
+        for (Index i = 0; i < o.data.input_dim(); ++i) out << format_double(o.data.inputs(i, r)) << ',';
+        for (Index i = 0; i < o.data.target_dim(); ++i) out << format_double(o.data.targets(i, r)) << ',';
+        for (Index k = 0; k < t; ++k) {
+          out << format_double(p.summary.mean(k, c)) << ',' << format_double(p.summary.sd(k, c)) << ',';
+          if (regression)
+            out << format_double(p.summary.intervals.at(0.95).first(k, c)) << ','
+                << format_double(p.summary.intervals.at(0.95).second(k, c)) << ',';
+        }
+        out << p.name << '\n';
+      }
+  });
+  report.files.push_back(predictions);
+
+  // model.json + draws.csv: everything `uqnn predict` needs.
+  const std::filesystem::path draws_path = dir / "draws.csv";
+  write_draws_csv(draws_path, post.layout(), o.result.draws, o.result.chain_of_draw);
+  nlohmann::json model_json{{"format", "uqnn-fit"},
+                            {"version", 1},
+                            {"method", cfg.method},
+                            {"model", model.to_json()},
+                            {"likelihood", lik.to_json()},
+                            {"prior", post.prior().to_json()},
+                            {"standardizer", o.standardizer.to_json()},
+                            {"input_names", o.data.input_names},
+                            {"target_names", o.data.target_names},
+                            {"num_draws", o.result.draws.size()},
+                            {"draws_file", "draws.csv"},
+                            {"seed", cfg.seed}};
+  write_json(dir / "model.json", model_json);
+  report.files.push_back(dir / "model.json");
+  report.files.push_back(draws_path);
+
+  // metrics.json
+  nlohmann::json metrics{{"method", cfg.method},
+                         {"num_params", post.dim()},
+                         {"num_draws", o.result.draws.size()},
+                         {"seconds", o.seconds},
+                         {"data", o.data.source},
+                         {"standardized", !o.standardizer.is_identity()},
+                         {"info", o.result.info}};
+  for (const auto& p : parts) {
+    nlohmann::json m{{"n", p.rows.size()}};
+    if (regression) {
+      m["rmse"] = p.metrics.rmse;
+      m["nll"] = p.metrics.nll;
+      m["lppd"] = p.metrics.lppd;
+      for (const auto& [level, c] : p.metrics.coverage) m[fmt::format("coverage_{:.0f}", 100 * level)] = c;
+    }
+    metrics["splits"][p.name] = m;
+  }
+  write_json(dir / "metrics.json", metrics);
+  report.files.push_back(dir / "metrics.json");
+  report.metrics = metrics;
+
+  // Figures.
+  if (cfg.figure_format != "none") {
+    const std::string ext = "." + cfg.figure_format;
+    const std::string title = fmt::format("uqnn {}: {} draw{}", cfg.method, o.result.draws.size(),
+                                          o.result.draws.size() == 1 ? "" : "s");
+    const auto& train = parts.front();
+    if (regression && o.data.input_dim() == 1 && o.data.target_dim() == 1) {
+      const Vec x_train = o.data.subset(train.rows).inputs.row(0).transpose();
+      const Vec y_train = o.data.subset(train.rows).targets.row(0).transpose();
+      const double lo = o.data.inputs.minCoeff(), hi = o.data.inputs.maxCoeff(), pad = 0.25 * (hi - lo);
+      const Index n_grid = 300;
+      Mat grid(1, n_grid);
+      for (Index i = 0; i < n_grid; ++i) grid(0, i) = lo - pad + (hi - lo + 2 * pad) * static_cast<double>(i) / static_cast<double>(n_grid - 1);
+      const Mat grid_std = o.standardizer.transform_inputs(grid);
+      PredictiveSummary s = summarize_predictive(predict_draws(model, lik, o.result.draws, grid_std), {}, rng);
+      rescale_summary(s, o.standardizer.target_mean(), o.standardizer.target_scale());
+      plot::plot_predictive_1d(dir / ("fit" + ext), x_train, y_train, grid.row(0).transpose(), s.mean.row(0).transpose(),
+                               s.sd.row(0).transpose(), std::nullopt, title);
+      report.files.push_back(dir / ("fit" + ext));
+    } else if (regression) {
+      const auto& shown = parts.back();  // test if there is one, else the last split present
+      const Dataset part = o.data.subset(shown.rows);
+      plot::plot_parity(dir / ("fit" + ext), part.targets.row(0).transpose(), shown.summary.mean.row(0).transpose(),
+                        shown.summary.sd.row(0).transpose(), title + " (" + shown.name + " data)");
+      report.files.push_back(dir / ("fit" + ext));
+    }
+    if (!o.result.history.empty()) {
+      plot::HistoryOptions options;
+      options.title = cfg.method + ": " + o.result.history_label;
+      options.x_label = "epoch";
+      options.y_label = o.result.history_label;
+      options.log_y = true;
+      // Losses span orders of magnitude; on a log axis negative values (NLLs) need a shift, which the
+      // axis label states.
+      double lowest = std::numeric_limits<double>::infinity();
+      for (const auto& [name, values] : o.result.history)
+        for (double v : values)
+          if (std::isfinite(v)) lowest = std::min(lowest, v);
+      auto series = o.result.history;
+      if (lowest <= 0) {
+        const double shift = -lowest + 1e-3 * (1 + std::abs(lowest));
+        for (auto& [name, values] : series)
+          for (double& v : values) v += shift;
+        options.y_label += fmt::format(" + {:.4g} (log scale)", shift);
+      }
+      plot::plot_history(dir / ("history" + ext), series, options);
+      report.files.push_back(dir / ("history" + ext));
+    }
+  }
+  return report;
+}
+
+}  // namespace uqnn

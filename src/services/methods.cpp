@@ -1,0 +1,34 @@
+// The registry of `uqnn fit --method` names. Adding a solver: write its runner in its own file
+// (src/services/method_<name>.cpp) and add one line to kMethods.
+#include <fmt/format.h>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/services/fit.hpp"
+#include "uqnn/services/methods.hpp"
+
+namespace uqnn {
+
+namespace {
+const std::vector<std::pair<std::string, MethodRunner>>& methods() {
+  static const std::vector<std::pair<std::string, MethodRunner>> kMethods{
+      {"map", &run_map},
+  };
+  return kMethods;
+}
+}  // namespace
+
+std::vector<std::string> method_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, runner] : methods()) names.push_back(name);
+  return names;
+}
+
+MethodResult run_method(const std::string& name, const FitContext& context) {
+  for (const auto& [known, runner] : methods())
+    if (known == name) return runner(context);
+  std::string valid;
+  for (const auto& n : method_names()) valid += (valid.empty() ? "" : ", ") + n;
+  throw InputError("--method '" + name + "' is not known: valid are " + valid);
+}
+
+}  // namespace uqnn
