@@ -1,0 +1,148 @@
+// The command-line interface end to end: the demo, fit -> predict on a CSV, diagnose, and bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "uqnn/io/csv.hpp"
+
+namespace uqnn {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CliRun run(const std::string& args) {
+  const std::string command = std::string(UQNN_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+/// predictions.csv ends with a text column `split`; parse the numeric columns before it.
+CsvTable read_predictions(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line, text;
+  while (std::getline(in, line)) text += line.substr(0, line.rfind(',')) + "\n";
+  return parse_csv(text, path.string());
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("uqnn_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  nlohmann::json json(const fs::path& p) {
+    std::ifstream in(p);
+    return nlohmann::json::parse(in);
+  }
+  fs::path dir_;
+};
+
+TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
+  const CliRun r = run("demo --quiet --out " + (dir_ / "demo").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"predictions.csv", "model.json", "draws.csv", "metrics.json", "fit.png", "history.png"})
+    EXPECT_TRUE(fs::exists(dir_ / "demo" / f)) << f;
+  const auto metrics = json(dir_ / "demo" / "metrics.json");
+  // The sine case II targets have sd ~ 4.5; a MAP fit of 20 points interpolates them.
+  EXPECT_LT(metrics["splits"]["train"]["rmse"].get<double>(), 0.3);
+  const CsvTable predictions = read_predictions(dir_ / "demo" / "predictions.csv");
+  EXPECT_EQ(predictions.num_rows(), 20);
+  EXPECT_GE(predictions.find_column("y_mean"), 0);
+  std::ifstream png(dir_ / "demo" / "fit.png", std::ios::binary);
+  std::string magic(8, '\0');
+  png.read(magic.data(), 8);
+  EXPECT_EQ(magic, std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+TEST_F(Cli, FitThenPredictReproducesTheFittedPredictions) {
+  std::string csv = "a,b,y\n";
+  for (int i = 0; i < 40; ++i) {
+    const double a = -1 + 0.05 * i, b = std::sin(3.0 * i);
+    csv += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(2 * a - b + 0.5) + "\n";
+  }
+  write("data.csv", csv);
+  const CliRun fit = run("fit --quiet --data " + (dir_ / "data.csv").string() + " --arch 8 --epochs 300 --noise 0.1 --test-fraction 0.25 --out " +
+                      (dir_ / "run").string());
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  const auto metrics = json(dir_ / "run" / "metrics.json");
+  EXPECT_EQ(metrics["splits"]["test"]["n"].get<int>(), 10);
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "fit.png"));  // parity plot for two inputs
+  const CliRun predict = run("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "data.csv").string() + " --out " +
+                          (dir_ / "p.csv").string());
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const CsvTable fitted = read_predictions(dir_ / "run" / "predictions.csv");
+  const CsvTable again = read_csv(dir_ / "p.csv");
+  ASSERT_EQ(again.num_rows(), 40);
+  // Same rows (by input a) must get the same predictive mean from the reloaded model.
+  const Index a_fit = fitted.find_column("a"), m_fit = fitted.find_column("y_mean");
+  const Index a_new = again.find_column("a"), m_new = again.find_column("y_mean");
+  for (Index r = 0; r < fitted.num_rows(); ++r)
+    for (Index s = 0; s < again.num_rows(); ++s)
+      if (fitted.values(r, a_fit) == again.values(s, a_new)) EXPECT_NEAR(fitted.values(r, m_fit), again.values(s, m_new), 1e-12);
+}
+
+TEST_F(Cli, DiagnosePrintsTheSummaryOfAnyDrawsCsv) {
+  std::string csv = "chain,draw,mu\n";
+  for (int c = 0; c < 2; ++c)
+    for (int d = 0; d < 50; ++d) csv += std::to_string(c) + "," + std::to_string(d) + "," + std::to_string(std::sin(d * 1.7 + c)) + "\n";
+  write("draws.csv", csv);
+  const CliRun r = run("diagnose " + (dir_ / "draws.csv").string() + " --json " + (dir_ / "s.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ess_bulk"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("r_hat"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir_ / "s.json"));
+}
+
+TEST_F(Cli, BadInputGetsALocatedMessageAndExitCodeTwo) {
+  write("text.csv", "x,y\n1,2\n3,abc\n");
+  CliRun r = run("fit --quiet --data " + (dir_ / "text.csv").string() + " --out " + (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("text.csv:3: column 'y'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "model.json"));
+  write("ragged.csv", "x,y\n1,2\n3\n");
+  r = run("fit --quiet --data " + (dir_ / "ragged.csv").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("ragged.csv:3"), std::string::npos) << r.output;
+  write("ok.csv", "x,y\n1,2\n2,3\n3,5\n");
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --target nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("no column named 'nope'"), std::string::npos) << r.output;
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 4,x");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nonsense");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("valid are"), std::string::npos) << r.output;
+  r = run("predict --model " + dir_.string() + " --data " + (dir_ / "ok.csv").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("model.json"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, EveryCommandHasHelp) {
+  for (const char* c : {"", "fit ", "predict ", "demo ", "diagnose "}) {
+    const CliRun r = run(std::string(c) + "--help");
+    EXPECT_EQ(r.exit_code, 0) << c;
+    EXPECT_NE(r.output.find("--"), std::string::npos) << c;
+  }
+}
+
+}  // namespace
+}  // namespace uqnn
