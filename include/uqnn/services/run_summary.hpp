@@ -1,0 +1,34 @@
+#pragma once
+/// @file The convergence summary of a multi-chain run as users need it for BNNs: weight-space
+/// R-hat misleads (permutation and sign symmetries, seed 003), so the table shows function-space
+/// rows — lp__, the training log-likelihood, predictions at probe inputs — and only the k weights
+/// with the worst R-hat, plus E-BFMI and divergence counts.
+#include <vector>
+
+#include "uqnn/data/standardizer.hpp"
+#include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/mcmc/chain_sampler.hpp"
+#include "uqnn/prob/posterior.hpp"
+
+namespace uqnn {
+
+struct RunSummary {
+  std::vector<diagnostics::Summary> rows;  ///< lp__, log_lik, f(probe_i) rows, then the worst weights
+  Index num_chains = 0, num_draws = 0;
+  Index divergences = 0;
+  std::vector<double> e_bfmi;  ///< per chain (empty without energies)
+  double max_weight_rhat = 0.0;
+  nlohmann::json to_json() const;
+  std::string format(int decimals = 3) const;
+};
+
+/// One quantity's draws as [draws, chains] from per-draw values and chain ids (equal chain lengths).
+Mat by_chain(const std::vector<double>& values, const std::vector<Index>& chain_of_draw);
+
+/// Summary of draws (full theta) with chain ids; stats parallel to draws (may be empty).
+/// Probe inputs are in original units; predictions are reported in original units.
+RunSummary summarize_run(const Posterior& posterior, const std::vector<Vec>& draws, const std::vector<Index>& chain_of_draw,
+                         const std::vector<DrawStats>& stats, const Mat& probe_inputs, const Standardizer& standardizer,
+                         Index worst_k = 5);
+
+}  // namespace uqnn

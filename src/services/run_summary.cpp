@@ -1,0 +1,106 @@
+#include "uqnn/services/run_summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/energy.hpp"
+
+namespace uqnn {
+
+Mat by_chain(const std::vector<double>& values, const std::vector<Index>& chain_of_draw) {
+  std::map<Index, std::vector<double>> chains;
+  for (std::size_t s = 0; s < values.size(); ++s) chains[chain_of_draw.empty() ? 0 : chain_of_draw[s]].push_back(values[s]);
+  Index length = static_cast<Index>(chains.begin()->second.size());
+  for (const auto& [c, v] : chains) length = std::min(length, static_cast<Index>(v.size()));
+  Mat out(length, static_cast<Index>(chains.size()));
+  Index col = 0;
+  for (const auto& [c, v] : chains) {
+    for (Index d = 0; d < length; ++d) out(d, col) = v[static_cast<std::size_t>(d)];
+    ++col;
+  }
+  return out;
+}
+
+RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, const std::vector<Index>& chain_of_draw,
+                         const std::vector<DrawStats>& stats, const Mat& probe_inputs, const Standardizer& standardizer,
+                         Index worst_k) {
+  require(!draws.empty(), "number of draws", ">= 1");
+  RunSummary summary;
+  const auto add = [&](const std::string& name, const std::vector<double>& values) {
+    const Mat m = by_chain(values, chain_of_draw);
+    summary.num_chains = m.cols();
+    summary.num_draws = m.rows();
+    summary.rows.push_back(diagnostics::summarize(name, m));
+  };
+  const std::size_t S = draws.size();
+  std::vector<double> lp(S), log_lik(S);
+  for (std::size_t s = 0; s < S; ++s) {
+    lp[s] = stats.empty() ? post.log_density(draws[s]) : stats[s].lp;
+    log_lik[s] = post.log_likelihood(draws[s], post.inputs(), post.targets());
+  }
+  add("lp__", lp);
+  add("log_lik", log_lik);
+  // Function space: the first output's predictive mean at each probe input, in original units.
+  const Mat probe_std = standardizer.transform_inputs(probe_inputs);
+  const Index P = post.model().num_params();
+  std::vector<std::vector<double>> f(static_cast<std::size_t>(probe_inputs.cols()), std::vector<double>(S));
+  for (std::size_t s = 0; s < S; ++s) {
+    const Mat mean = post.likelihood().mean(post.model().forward(draws[s].head(P), probe_std));
+    for (Index i = 0; i < probe_inputs.cols(); ++i)
+      f[static_cast<std::size_t>(i)][s] = mean(0, i) * (standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0) +
+                                          (standardizer.target_mean().size() ? standardizer.target_mean()[0] : 0.0);
+  }
+  for (Index i = 0; i < probe_inputs.cols(); ++i) {
+    std::string where;
+    for (Index d = 0; d < probe_inputs.rows(); ++d) where += (d ? "," : "") + fmt::format("{:.3g}", probe_inputs(d, i));
+    add("f(" + where + ")", f[static_cast<std::size_t>(i)]);
+  }
+  // Weight space: every coordinate's R-hat, keep the worst k.
+  std::vector<diagnostics::Summary> weights;
+  std::vector<double> values(S);
+  for (Index k = 0; k < post.dim(); ++k) {
+    for (std::size_t s = 0; s < S; ++s) values[s] = draws[s][k];
+    weights.push_back(diagnostics::summarize(post.layout().name_of(k), by_chain(values, chain_of_draw)));
+  }
+  std::sort(weights.begin(), weights.end(), [](const auto& a, const auto& b) {
+    const double ra = std::isfinite(a.r_hat) ? a.r_hat : 1e300, rb = std::isfinite(b.r_hat) ? b.r_hat : 1e300;
+    return ra > rb;
+  });
+  if (!weights.empty()) summary.max_weight_rhat = weights.front().r_hat;
+  for (Index k = 0; k < std::min<Index>(worst_k, static_cast<Index>(weights.size())); ++k)
+    summary.rows.push_back(weights[static_cast<std::size_t>(k)]);
+  // Footer: divergences and E-BFMI.
+  std::vector<double> energy;
+  for (const auto& st : stats) {
+    summary.divergences += st.divergent ? 1 : 0;
+    energy.push_back(st.energy);
+  }
+  if (!energy.empty() && std::all_of(energy.begin(), energy.end(), [](double e) { return std::isfinite(e); })) {
+    const Vec b = diagnostics::e_bfmi(by_chain(energy, chain_of_draw));
+    summary.e_bfmi.assign(b.data(), b.data() + b.size());
+  }
+  return summary;
+}
+
+nlohmann::json RunSummary::to_json() const {
+  return {{"rows", diagnostics::to_json(rows)}, {"num_chains", num_chains}, {"num_draws", num_draws},
+          {"divergences", divergences},         {"e_bfmi", e_bfmi},         {"max_weight_rhat", max_weight_rhat}};
+}
+
+std::string RunSummary::format(int decimals) const {
+  std::string out = diagnostics::format_summary_table(rows, decimals);
+  out += fmt::format("{} chains x {} draws; divergences: {}; max weight R-hat: {:.3f}", num_chains, num_draws, divergences,
+                     max_weight_rhat);
+  if (!e_bfmi.empty()) {
+    out += "; E-BFMI per chain:";
+    for (double b : e_bfmi) out += fmt::format(" {:.2f}", b);
+    out += " (below 0.3 suggests poor exploration)";
+  }
+  return out + "\n";
+}
+
+}  // namespace uqnn
