@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/nn/mlp.hpp"
+#include "uqnn/services/run_summary.hpp"
+
+namespace uqnn {
+namespace {
+
+TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
+  auto model = std::make_shared<Mlp>(Mlp::linear(1, 1));
+  Mat X(1, 4), Y(1, 4);
+  X << -1, 0, 1, 2;
+  Y << -2, 0, 2, 4;
+  Posterior post(model, make_gaussian_likelihood(1.0), GaussianPrior::isotropic(2, 1.0), X, Y);
+  Rng rng(1);
+  std::vector<Vec> draws;
+  std::vector<Index> chains;
+  std::vector<DrawStats> stats;
+  for (Index c = 0; c < 2; ++c)
+    for (int d = 0; d < 200; ++d) {
+      Vec theta(2);
+      theta << 1.5 + 0.1 * rng.normal(), (c == 1 ? 3.0 : 0.0) + 0.1 * rng.normal();  // bias disagrees across chains
+      draws.push_back(theta);
+      chains.push_back(c);
+      DrawStats s;
+      s.lp = post.log_density(theta);
+      s.energy = -s.lp + rng.normal();
+      s.divergent = d % 50 == 0;
+      stats.push_back(s);
+    }
+  Standardizer identity = Standardizer::identity({"x"}, {"y"});
+  Mat probe(1, 2);
+  probe << 0.0, 1.0;
+  const RunSummary r = summarize_run(post, draws, chains, stats, probe, identity, 1);
+  ASSERT_EQ(r.rows.size(), 5u);  // lp__, log_lik, two probes, one weight
+  EXPECT_EQ(r.rows[0].name, "lp__");
+  EXPECT_EQ(r.rows[1].name, "log_lik");
+  EXPECT_EQ(r.rows[2].name, "f(0)");
+  EXPECT_EQ(r.rows[4].name, "layer1.bias[0]");  // the coordinate whose chains disagree
+  EXPECT_GT(r.max_weight_rhat, 1.5);  // rank-normalised R-hat saturates for separated chains
+  EXPECT_NEAR(r.rows[3].mean, 1.5 + 1.5, 0.05);  // f(1) = w + b, averaged over both chains
+  EXPECT_EQ(r.divergences, 8);
+  EXPECT_EQ(r.num_chains, 2);
+  EXPECT_EQ(r.num_draws, 200);
+  EXPECT_EQ(r.e_bfmi.size(), 2u);
+}
+
+}  // namespace
+}  // namespace uqnn
