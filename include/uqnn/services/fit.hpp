@@ -15,6 +15,7 @@
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/data/split.hpp"
 #include "uqnn/data/standardizer.hpp"
+#include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -52,12 +53,40 @@ struct DataConfig {
   std::filesystem::path train_indices, test_indices;  ///< split files (override the fractions)
 };
 
+/// Settings of the MCMC methods (amcmc, hmc, mala, nuts, sgld, sghmc, psgld).
+struct McmcConfig {
+  int chains = 4;
+  int threads = 0;            ///< 0 = min(chains, hardware threads)
+  long warmup = 1000;         ///< warmup (adaptation) / burn-in iterations per chain
+  long draws = 1000;          ///< sampling iterations per chain
+  long thin = 1;
+  std::string init = "map";   ///< map (each chain from its own MAP fit, as QUiNN's zflag) | random | prior
+  double step_size = 0.0;     ///< initial / fixed step size; 0 = automatic (Stan's heuristic)
+  int num_steps = 10;         ///< hmc: leapfrog steps L
+  int max_depth = 10;         ///< nuts: maximum tree depth
+  double target_accept = 0.8; ///< hmc / nuts warmup target (mala: 0.574)
+  std::string metric = "diag";  ///< diag | dense | unit
+  bool adapt = true;          ///< warmup adaptation of step size and metric
+  double jitter = 0.0;        ///< step-size jitter fraction
+  double am_gamma = 0.1;      ///< adaptive Metropolis gamma
+  long am_t0 = 100, am_t_adapt = 1000;
+  // Stochastic-gradient MCMC.
+  Index batch_size = 0;       ///< 0 = full batch
+  std::string schedule = "constant";  ///< constant | polynomial | step
+  double schedule_b = 1.0, schedule_gamma = 0.55;  ///< polynomial a (b + t)^-gamma with a = step_size
+  double decay = 0.9;         ///< step decay factor
+  long decay_every = 5000;    ///< step decay period
+  double friction = 0.1;      ///< sghmc friction C
+  double rms_alpha = 0.99, rms_lambda = 1e-5;  ///< psgld preconditioner
+};
+
 struct FitConfig {
   DataConfig data;
   ModelConfig model;
   ProbabilityConfig probability;
   std::string method = "map";
   TrainParams training;
+  McmcConfig mcmc;
   std::uint64_t seed = 0;
   std::filesystem::path out_dir = "uqnn-out";
   std::string figure_format = "png";  ///< png | svg | none
@@ -78,6 +107,7 @@ struct FitContext {
 struct MethodResult {
   std::vector<Vec> draws;
   std::vector<Index> chain_of_draw;  ///< chain / member index of each draw (empty: one chain)
+  std::vector<DrawStats> stats;      ///< sampler statistics per draw (MCMC only)
   nlohmann::json info = nlohmann::json::object();  ///< method summary for metrics.json
   std::vector<std::pair<std::string, std::vector<double>>> history;  ///< curves for history.<ext>
   std::string history_label = "loss";
