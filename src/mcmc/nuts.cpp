@@ -43,14 +43,21 @@ class TreeBuilder {
  public:
   TreeBuilder(const LogDensity& density, const Metric& metric, double step_size, double max_delta_h, int max_depth,
               Index dim, Rng& rng)
-      : density_(density), metric_(metric), eps_(step_size), max_delta_h_(max_delta_h), rng_(rng), levels_(max_depth) {
-    for (auto& level : levels_) {
-      level.z_propose_final = PhasePoint{Vec(dim), Vec(dim), Vec(dim), 0.0};
+      : density_(density), metric_(metric), eps_(step_size), max_delta_h_(max_delta_h), rng_(rng), dim_(dim) {
+    levels_.reserve(static_cast<std::size_t>(max_depth));
+    scratch_.resize(dim);
+  }
+
+  /// The work vectors of tree level `index`, allocated the first time the tree gets that deep.
+  Level& level(int index) {
+    while (static_cast<int>(levels_.size()) <= index) {
+      Level& level = levels_.emplace_back();
+      level.z_propose_final = PhasePoint{Vec(dim_), Vec(dim_), Vec(dim_), 0.0};
       for (Vec* v : {&level.p_init_end, &level.p_sharp_init_end, &level.rho_init, &level.p_final_beg,
                      &level.p_sharp_final_beg, &level.rho_final, &level.rho_extended})
-        v->resize(dim);
+        v->resize(dim_);
     }
-    scratch_.resize(dim);
+    return levels_[static_cast<std::size_t>(index)];
   }
 
   /// Builds a subtree of 2^depth leapfrog steps from z in direction sign (Stan's build_tree).
@@ -76,7 +83,7 @@ class TreeBuilder {
       p_end = p_beg;
       return true;
     }
-    Level& w = levels_[static_cast<std::size_t>(depth - 1)];
+    Level& w = level(depth - 1);
     // The initial subtree.
     double log_sum_weight_init = kNegInf;
     w.rho_init.setZero();
@@ -126,7 +133,8 @@ class TreeBuilder {
   double eps_;
   double max_delta_h_;
   Rng& rng_;
-  std::vector<Level> levels_;
+  Index dim_;
+  std::vector<Level> levels_;  // reserved up front: references stay valid as it grows
   Vec scratch_;
 };
 
