@@ -4,6 +4,7 @@
 /// Kernels themselves are BlackJAX-style pure init/step pairs with their tuning in a Params
 /// struct (see the kernel headers); a ChainSampler binds one kernel, its current state and its
 /// warmup adaptation for one chain, so the driver can run every method the same way.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,5 +43,8 @@ class ChainSampler {
   /// A short description of the tuned state (step size, metric) for logs and output metadata.
   virtual std::string describe() const { return {}; }
 };
+
+/// Makes one fresh ChainSampler per call; the driver calls it once per chain.
+using SamplerFactory = std::function<std::unique_ptr<ChainSampler>()>;
 
 }  // namespace uqnn

@@ -1,0 +1,54 @@
+#pragma once
+/// @file Stan's warmup for the Hamiltonian samplers: dual averaging of the step size during all
+/// of warmup, metric (diagonal or dense) estimated by Welford over each slow window of the
+/// WindowSchedule and regularised; after each metric update the step size is re-initialised by the
+/// heuristic and dual averaging restarts at mu = log(10 eps). At the end eps = exp(x_bar).
+///
+/// References: Stan `adapt_diag_e_nuts::transition`, `var_adaptation`, `covar_adaptation`;
+/// Stan Reference Manual, "Automatic parameter tuning".
+#include <optional>
+
+#include "uqnn/adaptation/dual_averaging.hpp"
+#include "uqnn/adaptation/welford.hpp"
+#include "uqnn/adaptation/window_adaptation.hpp"
+#include "uqnn/mcmc/metric.hpp"
+
+namespace uqnn {
+
+/// Which metric warmup estimates.
+enum class MetricAdaptation { None, Diagonal, Dense };
+
+struct StanWarmupParams {
+  bool adapt_step_size = true;
+  MetricAdaptation metric = MetricAdaptation::Diagonal;
+  DualAveragingParams dual_averaging;  ///< target_accept 0.8, gamma 0.05, t0 10, kappa 0.75
+  WindowAdaptationParams windows;      ///< 75 / 25 doubling / 50
+  void validate() const;
+};
+
+class StanWarmup {
+ public:
+  explicit StanWarmup(StanWarmupParams params = {});
+  /// Starts warmup of `num_warmup` iterations with the current step size and metric dimension.
+  void begin(long num_warmup, double step_size, Index dim);
+  /// Learns from warmup iteration `iteration` (0-based): updates `step_size` by dual averaging and,
+  /// at the end of a slow window, replaces `metric`. Returns true when the metric changed (the
+  /// caller then re-initialises the step size and calls restart_step_size).
+  bool learn(long iteration, double accept_stat, const Vec& position, double& step_size, Metric& metric);
+  /// Restarts dual averaging around mu = log(10 step_size).
+  void restart_step_size(double step_size);
+  /// The step size to use after warmup (exp(x_bar)), or `current` when step-size adaptation is off
+  /// or no iteration was learnt.
+  double final_step_size(double current) const;
+  const WindowSchedule& schedule() const { return *schedule_; }
+  const StanWarmupParams& params() const { return params_; }
+
+ private:
+  StanWarmupParams params_;
+  DualAveraging averaging_;
+  std::optional<WindowSchedule> schedule_;
+  WelfordVariance variance_;
+  WelfordCovariance covariance_;
+};
+
+}  // namespace uqnn

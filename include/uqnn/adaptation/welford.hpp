@@ -1,0 +1,47 @@
+#pragma once
+/// @file Welford's online sample variance and covariance (divisor n - 1), numerically stable.
+/// References: Welford (1962), Technometrics 4(3); Stan `welford_var_estimator`,
+/// `welford_covar_estimator`.
+#include "uqnn/core/types.hpp"
+
+namespace uqnn {
+
+class WelfordVariance {
+ public:
+  explicit WelfordVariance(Index dim = 0) { reset(dim); }
+  void reset(Index dim) { n_ = 0; mean_ = Vec::Zero(dim); m2_ = Vec::Zero(dim); }
+  void restart() { reset(mean_.size()); }
+  void add(const Vec& x);
+  long count() const { return n_; }
+  const Vec& mean() const { return mean_; }
+  /// Sample variance (divisor n - 1); zero when fewer than 2 samples.
+  Vec variance() const;
+
+ private:
+  long n_ = 0;
+  Vec mean_, m2_;
+};
+
+class WelfordCovariance {
+ public:
+  explicit WelfordCovariance(Index dim = 0) { reset(dim); }
+  void reset(Index dim) { n_ = 0; mean_ = Vec::Zero(dim); m2_ = Mat::Zero(dim, dim); }
+  void restart() { reset(mean_.size()); }
+  void add(const Vec& x);
+  long count() const { return n_; }
+  const Vec& mean() const { return mean_; }
+  /// Sample covariance (divisor n - 1); zero when fewer than 2 samples.
+  Mat covariance() const;
+
+ private:
+  long n_ = 0;
+  Vec mean_;
+  Mat m2_;
+};
+
+/// Stan's regularised metric estimate from n draws: (n / (n + 5)) var + 1e-3 (5 / (n + 5)).
+Vec regularize_variance(const Vec& variance, long n);
+/// Dense version: (n / (n + 5)) cov + 1e-3 (5 / (n + 5)) I.
+Mat regularize_covariance(const Mat& covariance, long n);
+
+}  // namespace uqnn

@@ -1,0 +1,74 @@
+#pragma once
+/// @file Adaptive Metropolis (Haario, Saksman & Tamminen 2001) exactly as seed 001:
+/// proposal w' = w + xi, xi ~ N(0, Sigma_t), Sigma_t = gamma 2.4^2 / K (C_t + 1e-8 I), C_t the
+/// running sample covariance of the chain history {w_0, ..., w_t} (recursive Welford update),
+/// first set after t0 steps and refreshed every t_adapt steps; before that Sigma_0 (given, or
+/// the same formula with C = I). Accept with min(1, p(w') / p(w)).
+///
+/// Why the default Sigma_0 = gamma 2.4^2/K I: it is the adaptive formula applied to a unit
+/// covariance guess, a proper diagonal (QUiNN added 0.01 to every entry of a covariance, which is
+/// not a diagonal and can be indefinite).
+/// References: seed 001 ("Adaptive Metropolis"); Haario et al. (2001), Bernoulli 7(2), 223-242.
+#include "uqnn/core/rng.hpp"
+#include "uqnn/prob/log_density.hpp"
+
+namespace uqnn {
+
+struct AdaptiveMetropolisParams {
+  double gamma = 0.1;     ///< scale factor gamma > 0
+  long t0 = 100;          ///< first adaptation after t0 steps; >= 1
+  long t_adapt = 1000;    ///< covariance refreshed every t_adapt steps after t0; >= 1
+  double regularization = 1e-8;  ///< the 1e-8 added to C_t's diagonal; >= 0
+  /// Initial proposal covariance Sigma_0 [K, K]; empty: gamma 2.4^2 / K I.
+  Mat initial_covariance;
+  /// When false the history statistics keep updating but Sigma is frozen (after warmup).
+  bool adapt = true;
+  void validate(Index dim) const;
+};
+
+/// The chain state: position, log density, iteration count and the history statistics.
+struct AdaptiveMetropolisState {
+  Vec position;
+  double log_density = 0.0;
+  long iteration = 0;     ///< t: number of steps taken
+  long history_count = 0; ///< draws in the running mean / covariance (w_0 .. w_t)
+  Vec history_mean;
+  Mat history_m2;         ///< sum of outer products of deviations (Welford)
+  Mat proposal_cholesky;  ///< lower factor L of Sigma_t (L L^T = Sigma_t)
+};
+
+struct AdaptiveMetropolisInfo {
+  double accept_prob = 0.0;
+  bool is_accepted = false;
+  bool is_divergent = false;       ///< the proposal's log density was not finite
+  bool covariance_updated = false; ///< Sigma was refreshed at this step
+  bool cholesky_fallback = false;  ///< Sigma needed jitter or the diagonal fallback
+};
+
+struct AdaptiveMetropolisStep {
+  AdaptiveMetropolisState state;
+  AdaptiveMetropolisInfo info;
+};
+
+class AdaptiveMetropolis {
+ public:
+  explicit AdaptiveMetropolis(const LogDensity& density) : density_(&density) {}
+  /// Throws uqnn::InputError when log p(position) is not finite.
+  AdaptiveMetropolisState init(const Vec& position, const AdaptiveMetropolisParams& params) const;
+  AdaptiveMetropolisStep step(Rng& rng, const AdaptiveMetropolisState& state,
+                              const AdaptiveMetropolisParams& params) const;
+  const LogDensity& density() const { return *density_; }
+
+ private:
+  const LogDensity* density_;
+};
+
+/// The current sample covariance C_t of the history (divisor n - 1; zero when n < 2).
+Mat history_covariance(const AdaptiveMetropolisState& state);
+
+/// Lower Cholesky factor of a covariance with a clear fallback: plain LLT; if that fails, LLT of
+/// S + tau I with tau = 1e-10, 1e-8, ..., 1e-2 times mean(diag S) (at least 1e-300); if all fail,
+/// the diagonal sqrt(max(diag S, tiny)). `used_fallback` reports whether either fallback was needed.
+Mat robust_cholesky(const Mat& covariance, bool* used_fallback = nullptr);
+
+}  // namespace uqnn

@@ -1,0 +1,32 @@
+#pragma once
+/// @file Phase-space points and the leapfrog (velocity Verlet) integrator.
+///
+/// References: seed 001 (HMC leapfrog); Neal (2011), "MCMC using Hamiltonian dynamics", eq. 5.18-5.20;
+/// Stan's expl_leapfrog.
+#include "uqnn/mcmc/metric.hpp"
+#include "uqnn/prob/log_density.hpp"
+
+namespace uqnn {
+
+/// A point (q, p) with the log density and its gradient at q cached.
+struct PhasePoint {
+  Vec position;
+  Vec momentum;
+  Vec grad;                  ///< gradient of log p at position
+  double log_density = 0.0;  ///< log p(position); -inf/NaN mark an invalid point
+};
+
+/// Evaluates log p and its gradient at point.position. Returns false (and sets log_density to
+/// -inf) when the value or any gradient entry is not finite.
+bool evaluate(const LogDensity& density, PhasePoint& point);
+
+/// H(q, p) = -log p(q) + K(p); +inf for an invalid point (non-finite log density or gradient).
+double hamiltonian(const Metric& metric, const PhasePoint& point);
+
+/// One leapfrog step of size `step_size` (negative integrates backwards) in place:
+/// p += eps/2 grad; q += eps M^-1 p; grad = grad log p(q); p += eps/2 grad.
+/// `scratch` is a work vector (resized when needed; no allocation when already dim long).
+/// Returns false when the new point is not finite (the caller treats it as a divergence).
+bool leapfrog(const LogDensity& density, const Metric& metric, double step_size, PhasePoint& point, Vec& scratch);
+
+}  // namespace uqnn

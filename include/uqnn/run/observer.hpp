@@ -1,0 +1,103 @@
+#pragma once
+/// @file Observers of a multi-chain run, in ensmallen's vocabulary: on_begin, on_iteration
+/// (returning Continue or Stop), on_end. Built-ins: a progress bar on stderr, an interrupt
+/// (SIGINT) observer, and a draw writer hook.
+///
+/// Threading: on_iteration is called from the worker threads, concurrently for different chains
+/// (in order within a chain); observers must be thread safe. on_begin / on_end run on the caller.
+/// Stop from any observer stops every chain cleanly after its current iteration.
+/// References: ensmallen callbacks (Bhardwaj et al. 2021, "ensmallen: a flexible C++ library").
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "uqnn/mcmc/chain_sampler.hpp"
+
+namespace uqnn {
+
+struct RunConfig;
+struct RunResult;
+
+enum class ObserverAction { Continue, Stop };
+
+/// What an observer sees after every iteration of a chain.
+struct IterationEvent {
+  int chain = 0;
+  long iteration = 0;        ///< 0-based, counting warmup then sampling iterations
+  bool warmup = false;
+  bool kept = false;         ///< this iteration's draw is stored (sampling and on the thinning grid)
+  long draw_index = -1;      ///< the row in the chain's draws when kept
+  const Vec* position = nullptr;
+  const DrawStats* stats = nullptr;
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_begin(const RunConfig& config) { (void)config; }
+  virtual ObserverAction on_iteration(const IterationEvent& event) { (void)event; return ObserverAction::Continue; }
+  virtual void on_end(const RunResult& result) { (void)result; }
+};
+
+/// A progress bar on stderr, drawn only when stderr is a terminal and the environment variable CI
+/// is unset (redrawn at most every 200 ms).
+class ProgressObserver : public Observer {
+ public:
+  /// `force` draws even when stderr is not a terminal (for tests).
+  explicit ProgressObserver(bool force = false);
+  bool enabled() const { return enabled_; }
+  void on_begin(const RunConfig& config) override;
+  ObserverAction on_iteration(const IterationEvent& event) override;
+  void on_end(const RunResult& result) override;
+
+ private:
+  void draw(bool final);
+  bool enabled_;
+  long total_ = 0;
+  std::atomic<long> done_{0};
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+/// Installs a SIGINT handler in on_begin (restored in on_end) that sets an atomic flag; once set,
+/// on_iteration returns Stop so every chain ends cleanly and keeps its draws. A second Ctrl-C
+/// while stopping restores the default handler's behaviour (the process is terminated).
+class InterruptObserver : public Observer {
+ public:
+  void on_begin(const RunConfig& config) override;
+  ObserverAction on_iteration(const IterationEvent& event) override;
+  void on_end(const RunResult& result) override;
+  /// Whether SIGINT arrived during the run.
+  bool interrupted() const;
+  /// Sets the flag as the handler does (for tests and for embedding applications).
+  static void request_interrupt();
+};
+
+/// Calls `write(chain, draw_index, position, stats)` for every kept draw, from the worker threads
+/// (serialised by a mutex): the hook for CSV / NetCDF writers and checkpoints.
+class DrawWriterObserver : public Observer {
+ public:
+  using Writer = std::function<void(int chain, long draw_index, const Vec& position, const DrawStats& stats)>;
+  explicit DrawWriterObserver(Writer write) : write_(std::move(write)) {}
+  ObserverAction on_iteration(const IterationEvent& event) override;
+
+ private:
+  Writer write_;
+  std::mutex mutex_;
+};
+
+/// Stops the run when `predicate(event)` returns true (e.g. a time budget or an external flag).
+class StopWhenObserver : public Observer {
+ public:
+  explicit StopWhenObserver(std::function<bool(const IterationEvent&)> predicate) : predicate_(std::move(predicate)) {}
+  ObserverAction on_iteration(const IterationEvent& event) override {
+    return predicate_(event) ? ObserverAction::Stop : ObserverAction::Continue;
+  }
+
+ private:
+  std::function<bool(const IterationEvent&)> predicate_;
+};
+
+}  // namespace uqnn

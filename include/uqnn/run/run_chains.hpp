@@ -1,0 +1,63 @@
+#pragma once
+/// @file The multi-chain driver (NumPyro's MCMC + Stan's transition loop): num_chains chains on a
+/// pool of std::threads, warmup, thinning, initial points, observers, interrupts.
+///
+/// Reproducibility: chain c draws only from Rng(seed, c) (its initial-point callback too) and
+/// chains share nothing, so the draws are identical for any num_threads.
+/// References: NumPyro `MCMC`; Stan `run_adaptive_sampler` / `generate_transitions`.
+#include <functional>
+#include <variant>
+#include <vector>
+
+#include "uqnn/mcmc/chain_sampler.hpp"
+#include "uqnn/run/observer.hpp"
+
+namespace uqnn {
+
+struct RunConfig {
+  int num_chains = 4;         ///< >= 1
+  int num_threads = 0;        ///< >= 0; 0 = min(num_chains, hardware threads)
+  long num_warmup = 1000;     ///< >= 0
+  long num_draws = 1000;      ///< sampling iterations, >= 0 (kept: ceil(num_draws / thin))
+  long thin = 1;              ///< >= 1
+  std::uint64_t seed = 0;     ///< chain c uses Rng(seed, c)
+  void validate() const;
+};
+
+/// Initial points: one vector for all chains, one per chain, or a callback (chain, rng) -> point
+/// that draws from the chain's own Rng (e.g. a prior draw).
+using InitialPointFn = std::function<Vec(int chain, Rng& rng)>;
+using InitialPoints = std::variant<Vec, std::vector<Vec>, InitialPointFn>;
+
+struct RunResult {
+  std::vector<Mat> draws;                       ///< per chain [kept draws, dim]
+  std::vector<std::vector<DrawStats>> stats;    ///< per chain, one per kept draw
+  std::vector<std::vector<DrawStats>> warmup_stats;  ///< per chain, every warmup iteration
+  std::vector<std::string> sampler_descriptions;     ///< describe() after the run, per chain
+  std::vector<Vec> initial_points;              ///< per chain
+  bool interrupted = false;                     ///< an observer stopped the run early
+  double seconds = 0.0;                         ///< wall time
+
+  int num_chains() const { return static_cast<int>(draws.size()); }
+  Index dim() const { return draws.empty() ? 0 : draws.front().cols(); }
+  /// Smallest number of kept draws over the chains (chains can differ after an interrupt).
+  Index min_draws() const;
+  /// Coordinate `index` as [draws, chains] (the diagnostics' shape), truncated to min_draws().
+  Mat coordinate(Index index) const;
+  /// A statistic (e.g. [](const DrawStats& s) { return s.lp; }) as [draws, chains].
+  Mat statistic(const std::function<double(const DrawStats&)>& field) const;
+  /// All chains' draws stacked into [num_chains * min_draws, dim] (chain-major).
+  Mat pooled() const;
+  /// Divergent transitions after warmup, summed over chains.
+  long num_divergent() const;
+  long num_divergent_warmup() const;
+};
+
+/// Runs the chains. Throws std::invalid_argument for a bad config or initial points of the wrong
+/// size; uqnn::InputError ("chain c: ...") when a chain cannot start (e.g. non-finite log
+/// density at its initial point); any other exception from a chain is rethrown after all threads
+/// have stopped.
+RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, const InitialPoints& initial_points,
+                     const std::vector<Observer*>& observers = {});
+
+}  // namespace uqnn

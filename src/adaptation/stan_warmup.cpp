@@ -1,0 +1,50 @@
+#include "uqnn/adaptation/stan_warmup.hpp"
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+void StanWarmupParams::validate() const {
+  dual_averaging.validate();
+  windows.validate();
+}
+
+StanWarmup::StanWarmup(StanWarmupParams params) : params_(params), averaging_(params.dual_averaging) {
+  params_.validate();
+}
+
+void StanWarmup::begin(long num_warmup, double step_size, Index dim) {
+  schedule_.emplace(num_warmup, params_.windows);
+  averaging_.restart(step_size);
+  variance_.reset(params_.metric == MetricAdaptation::Diagonal ? dim : 0);
+  covariance_.reset(params_.metric == MetricAdaptation::Dense ? dim : 0);
+}
+
+void StanWarmup::restart_step_size(double step_size) { averaging_.restart(step_size); }
+
+bool StanWarmup::learn(long iteration, double accept_stat, const Vec& position, double& step_size, Metric& metric) {
+  if (params_.adapt_step_size) step_size = averaging_.update(accept_stat);
+  if (params_.metric == MetricAdaptation::None || !schedule_) return false;
+  if (schedule_->in_window(iteration)) {
+    if (params_.metric == MetricAdaptation::Diagonal) variance_.add(position);
+    else covariance_.add(position);
+  }
+  if (!schedule_->ends_window(iteration)) return false;
+  if (params_.metric == MetricAdaptation::Diagonal) {
+    metric = make_diagonal_metric(regularize_variance(variance_.variance(), variance_.count()));
+    variance_.restart();
+  } else {
+    Mat cov = regularize_covariance(covariance_.covariance(), covariance_.count());
+    cov = 0.5 * (cov + cov.transpose()).eval();
+    metric = make_dense_metric(std::move(cov));
+    covariance_.restart();
+  }
+  return true;
+}
+
+double StanWarmup::final_step_size(double current) const {
+  if (!params_.adapt_step_size || averaging_.iterations() == 0) return current;
+  return averaging_.final_step_size();
+}
+
+}  // namespace uqnn

@@ -1,0 +1,210 @@
+#include "uqnn/mcmc/chain_samplers.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "uqnn/adaptation/step_size.hpp"
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+DrawStats stats_of(const GradientState& s, const HmcInfo& info) {
+  return DrawStats{s.log_density, info.accept_prob, info.step_size, 0, info.num_leapfrog_steps, info.is_divergent,
+                   info.energy};
+}
+DrawStats stats_of(const GradientState& s, const NutsInfo& info) {
+  return DrawStats{s.log_density, info.accept_stat, info.step_size, info.tree_depth, info.num_leapfrog_steps,
+                   info.is_divergent, info.energy};
+}
+double accept_of(const HmcInfo& info) { return info.accept_prob; }
+double accept_of(const NutsInfo& info) { return info.accept_stat; }
+
+/// The shared warmup/transition logic of HmcSampler and NutsSampler (Stan's adapt_*_nuts::transition).
+template <typename Kernel, typename Params>
+DrawStats hamiltonian_transition(const Kernel& kernel, const LogDensity& density, Rng& rng, bool warmup,
+                                 GradientState& state, Params& params, StanWarmup& adaptation, long num_warmup,
+                                 long& warmup_done, bool& need_step_size_init, bool& finished_warmup) {
+  const bool adapting = warmup && !finished_warmup;
+  if (!warmup && !finished_warmup) {  // warmup ended early (e.g. fewer warmup calls than announced)
+    params.step_size = adaptation.final_step_size(params.step_size);
+    finished_warmup = true;
+  }
+  if (adapting && need_step_size_init) {
+    params.step_size = initial_step_size(density, params.metric, state.position, params.step_size, rng);
+    adaptation.restart_step_size(params.step_size);
+    need_step_size_init = false;
+  }
+  auto step = kernel.step(rng, state, params);
+  state = std::move(step.state);
+  DrawStats stats = stats_of(state, step.info);
+  if (adapting) {
+    if (adaptation.learn(warmup_done, accept_of(step.info), state.position, params.step_size, params.metric) &&
+        adaptation.params().adapt_step_size) {
+      params.step_size = initial_step_size(density, params.metric, state.position, params.step_size, rng);
+      adaptation.restart_step_size(params.step_size);
+    }
+    if (++warmup_done >= num_warmup) {
+      params.step_size = adaptation.final_step_size(params.step_size);
+      finished_warmup = true;
+    }
+  }
+  return stats;
+}
+
+std::string describe_metric(const Metric& metric) {
+  const Mat m = inverse_metric_matrix(metric);
+  const Vec d = m.diagonal();
+  return fmt::format("metric={}, inverse_metric diag min {:.4g} max {:.4g}", metric_name(metric), d.minCoeff(),
+                     d.maxCoeff());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- NUTS
+NutsSampler::NutsSampler(std::shared_ptr<const LogDensity> density, NutsConfig config)
+    : density_(std::move(density)), config_(std::move(config)), kernel_(*density_), warmup_(config_.warmup) {
+  config_.validate(density_->dim());
+  config_.kernel.metric = resolve_metric(config_.kernel.metric, density_->dim());
+}
+
+void NutsSampler::init(const Vec& position) { state_ = kernel_.init(position); }
+
+void NutsSampler::begin_warmup(Index num_warmup) {
+  num_warmup_ = static_cast<long>(num_warmup);
+  warmup_done_ = 0;
+  finished_warmup_ = num_warmup_ <= 0;
+  if (finished_warmup_) return;
+  warmup_.begin(num_warmup_, config_.kernel.step_size, density_->dim());
+  need_step_size_init_ = config_.warmup.adapt_step_size;
+}
+
+DrawStats NutsSampler::transition(Rng& rng, bool warmup) {
+  return hamiltonian_transition(kernel_, *density_, rng, warmup, state_, config_.kernel, warmup_, num_warmup_,
+                                warmup_done_, need_step_size_init_, finished_warmup_);
+}
+
+std::string NutsSampler::describe() const {
+  return fmt::format("nuts: step_size={:.6g}, max_tree_depth={}, {}", config_.kernel.step_size,
+                     config_.kernel.max_tree_depth, describe_metric(config_.kernel.metric));
+}
+
+// ---------------------------------------------------------------- HMC
+HmcSampler::HmcSampler(std::shared_ptr<const LogDensity> density, HmcConfig config)
+    : density_(std::move(density)), config_(std::move(config)), kernel_(*density_), warmup_(config_.warmup) {
+  config_.validate(density_->dim());
+  config_.kernel.metric = resolve_metric(config_.kernel.metric, density_->dim());
+}
+
+void HmcSampler::init(const Vec& position) { state_ = kernel_.init(position); }
+
+void HmcSampler::begin_warmup(Index num_warmup) {
+  num_warmup_ = static_cast<long>(num_warmup);
+  warmup_done_ = 0;
+  finished_warmup_ = num_warmup_ <= 0;
+  if (finished_warmup_) return;
+  warmup_.begin(num_warmup_, config_.kernel.step_size, density_->dim());
+  need_step_size_init_ = config_.warmup.adapt_step_size;
+}
+
+DrawStats HmcSampler::transition(Rng& rng, bool warmup) {
+  return hamiltonian_transition(kernel_, *density_, rng, warmup, state_, config_.kernel, warmup_, num_warmup_,
+                                warmup_done_, need_step_size_init_, finished_warmup_);
+}
+
+std::string HmcSampler::describe() const {
+  return fmt::format("hmc: step_size={:.6g}, num_leapfrog_steps={}, {}", config_.kernel.step_size,
+                     config_.kernel.num_leapfrog_steps, describe_metric(config_.kernel.metric));
+}
+
+// ---------------------------------------------------------------- MALA
+MalaSampler::MalaSampler(std::shared_ptr<const LogDensity> density, MalaConfig config)
+    : density_(std::move(density)), config_(std::move(config)), kernel_(*density_),
+      averaging_(config_.step_size_adaptation) {
+  config_.validate();
+}
+
+void MalaSampler::init(const Vec& position) { state_ = kernel_.init(position); }
+
+void MalaSampler::begin_warmup(Index num_warmup) {
+  num_warmup_ = static_cast<long>(num_warmup);
+  warmup_done_ = 0;
+  finished_warmup_ = num_warmup_ <= 0 || !config_.adapt_step_size;
+  need_step_size_init_ = !finished_warmup_;
+}
+
+DrawStats MalaSampler::transition(Rng& rng, bool warmup) {
+  const bool adapting = warmup && !finished_warmup_;
+  if (!warmup && !finished_warmup_) {
+    if (averaging_.iterations() > 0) config_.kernel.step_size = averaging_.final_step_size();
+    finished_warmup_ = true;
+  }
+  if (adapting && need_step_size_init_) {
+    // A MALA proposal is one leapfrog step with the unit metric, so Stan's heuristic applies as is.
+    config_.kernel.step_size =
+        initial_step_size(*density_, make_unit_metric(density_->dim()), state_.position, config_.kernel.step_size, rng);
+    averaging_.restart(config_.kernel.step_size);
+    need_step_size_init_ = false;
+  }
+  const double used = config_.kernel.step_size;
+  MalaStep step = kernel_.step(rng, state_, config_.kernel);
+  state_ = std::move(step.state);
+  if (adapting) {
+    config_.kernel.step_size = averaging_.update(step.info.accept_prob);
+    if (++warmup_done_ >= num_warmup_) {
+      config_.kernel.step_size = averaging_.final_step_size();
+      finished_warmup_ = true;
+    }
+  }
+  return DrawStats{state_.log_density, step.info.accept_prob, used, 0, 1, step.info.is_divergent, kNaN};
+}
+
+std::string MalaSampler::describe() const { return fmt::format("mala: step_size={:.6g}", config_.kernel.step_size); }
+
+// ---------------------------------------------------------------- adaptive Metropolis
+AdaptiveMetropolisSampler::AdaptiveMetropolisSampler(std::shared_ptr<const LogDensity> density,
+                                                     AdaptiveMetropolisConfig config)
+    : density_(std::move(density)), config_(std::move(config)), kernel_(*density_) {
+  config_.validate(density_->dim());
+}
+
+void AdaptiveMetropolisSampler::init(const Vec& position) { state_ = kernel_.init(position, config_.kernel); }
+
+DrawStats AdaptiveMetropolisSampler::transition(Rng& rng, bool warmup) {
+  AdaptiveMetropolisParams params = config_.kernel;
+  params.adapt = config_.kernel.adapt && (warmup || config_.adapt_after_warmup);
+  AdaptiveMetropolisStep step = kernel_.step(rng, state_, params);
+  state_ = std::move(step.state);
+  return DrawStats{state_.log_density, step.info.accept_prob, kNaN, 0, 0, step.info.is_divergent, kNaN};
+}
+
+std::string AdaptiveMetropolisSampler::describe() const {
+  const Vec sd = (state_.proposal_cholesky * state_.proposal_cholesky.transpose()).diagonal().cwiseSqrt();
+  return fmt::format("adaptive_metropolis: gamma={}, t0={}, t_adapt={}, proposal sd min {:.4g} max {:.4g}",
+                     config_.kernel.gamma, config_.kernel.t0, config_.kernel.t_adapt, sd.minCoeff(), sd.maxCoeff());
+}
+
+// ---------------------------------------------------------------- factories
+std::unique_ptr<ChainSampler> make_chain_sampler(std::shared_ptr<const LogDensity> density, const SamplerConfig& config) {
+  require(density != nullptr, "density", "non-null");
+  return std::visit(
+      [&](const auto& c) -> std::unique_ptr<ChainSampler> {
+        using C = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<C, NutsConfig>) return std::make_unique<NutsSampler>(density, c);
+        else if constexpr (std::is_same_v<C, HmcConfig>) return std::make_unique<HmcSampler>(density, c);
+        else if constexpr (std::is_same_v<C, MalaConfig>) return std::make_unique<MalaSampler>(density, c);
+        else return std::make_unique<AdaptiveMetropolisSampler>(density, c);
+      },
+      config);
+}
+
+SamplerFactory make_sampler_factory(std::shared_ptr<const LogDensity> density, SamplerConfig config) {
+  (void)make_chain_sampler(density, config);  // validates now, not inside a worker thread
+  return [density = std::move(density), config = std::move(config)] { return make_chain_sampler(density, config); };
+}
+
+}  // namespace uqnn

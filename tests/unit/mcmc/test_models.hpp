@@ -1,0 +1,111 @@
+#pragma once
+// Known posteriors for the MCMC tests: a correlated Gaussian and conjugate Bayesian linear
+// regression (closed form), and the check |estimate - truth| / MCSE < z (Bonferroni).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "uqnn/diagnostics/ess.hpp"
+#include "uqnn/diagnostics/normal_quantile.hpp"
+#include "uqnn/nn/mlp.hpp"
+#include "uqnn/prob/posterior.hpp"
+#include "uqnn/run/run_chains.hpp"
+
+namespace uqnn::testing {
+
+/// log N(x | mean, covariance) up to a constant.
+class GaussianDensity : public LogDensity {
+ public:
+  GaussianDensity(Vec mean, Mat covariance)
+      : mean_(std::move(mean)), covariance_(std::move(covariance)), precision_(covariance_.inverse()) {}
+  Index dim() const override { return mean_.size(); }
+  double log_density_and_grad(const Vec& theta, Vec& grad) const override {
+    const Vec d = theta - mean_;
+    grad.noalias() = -precision_ * d;
+    return 0.5 * d.dot(grad);
+  }
+  const Vec& mean() const { return mean_; }
+  const Mat& covariance() const { return covariance_; }
+
+ private:
+  Vec mean_;
+  Mat covariance_, precision_;
+};
+
+/// The correlated 3-D Gaussian used by every kernel test: sds (1, 2, 0.5), correlations 0.8, -0.3, 0.2.
+inline std::shared_ptr<GaussianDensity> correlated_gaussian() {
+  Vec mean(3);
+  mean << 1.0, -2.0, 0.5;
+  Vec sd(3);
+  sd << 1.0, 2.0, 0.5;
+  Mat corr(3, 3);
+  corr << 1.0, 0.8, -0.3, 0.8, 1.0, 0.2, -0.3, 0.2, 1.0;
+  return std::make_shared<GaussianDensity>(mean, sd.asDiagonal() * corr * sd.asDiagonal());
+}
+
+/// Conjugate Bayesian linear regression y = w^T x + b + N(0, sigma^2), theta = (w1, w2, b) ~ N(0, tau^2 I),
+/// built from the library's Mlp::linear, GaussianPrior and Gaussian likelihood, with its closed-form posterior.
+struct LinearRegression {
+  std::shared_ptr<Posterior> posterior;
+  Vec mean;
+  Mat covariance;
+};
+
+inline LinearRegression linear_regression(std::uint64_t seed = 7) {
+  const Index n = 20;
+  const double sigma = 0.5, tau = 2.0;
+  Rng rng(seed);
+  Mat X(2, n), Y(1, n);
+  for (Index i = 0; i < n; ++i) {
+    X(0, i) = rng.uniform(0.0, 2.0);  // not centred: the slope and the bias are correlated
+    X(1, i) = rng.uniform(-1.0, 1.0);
+    Y(0, i) = 0.7 * X(0, i) - 0.4 * X(1, i) + 0.3 + sigma * rng.normal();
+  }
+  auto model = std::make_shared<Mlp>(Mlp::linear(2, 1));
+  auto prior = GaussianPrior::isotropic(model->num_params(), tau);
+  LinearRegression out;
+  out.posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(sigma), prior, X, Y);
+  // theta = (layer1.weight[0,0], layer1.weight[0,1], layer1.bias[0]); design rows (x1, x2, 1).
+  Mat phi(n, 3);
+  phi.leftCols(2) = X.transpose();
+  phi.col(2).setOnes();
+  const Mat precision = phi.transpose() * phi / (sigma * sigma) + Mat::Identity(3, 3) / (tau * tau);
+  out.covariance = precision.inverse();
+  out.mean = out.covariance * (phi.transpose() * Y.row(0).transpose()) / (sigma * sigma);
+  return out;
+}
+
+/// Checks every mean, every variance and the (0, 1) covariance (the correlation, times the true
+/// sds) against the truth: |estimate - truth| / MCSE < z with z the Bonferroni-corrected two-sided
+/// normal quantile at family-wise level alpha. MCSE is diagnostics::mcse_mean of x, of (x - mu)^2
+/// and of (x0 - mu0)(x1 - mu1). Also requires each MCSE below 10% of the target's sd so a test
+/// cannot pass on a useless chain. Returns the largest |error| / MCSE.
+inline double expect_matches_gaussian(const RunResult& run, const Vec& mean, const Mat& covariance,
+                                      double alpha = 0.01) {
+  const Index d = mean.size();
+  const int num_tests = static_cast<int>(2 * d + 1);
+  const double z = diagnostics::inverse_normal_cdf(1.0 - alpha / (2.0 * num_tests));
+  double worst = 0.0;
+  auto check = [&](const Mat& draws, double truth, double scale, const std::string& what) {
+    const double estimate = draws.mean();
+    const double mcse = diagnostics::mcse_mean(draws);
+    const double ratio = std::abs(estimate - truth) / mcse;
+    worst = std::max(worst, ratio);
+    EXPECT_LT(ratio, z) << what << ": estimate " << estimate << " truth " << truth << " mcse " << mcse;
+    EXPECT_LT(mcse, 0.1 * scale) << what << ": chain too inefficient (mcse " << mcse << ")";
+  };
+  for (Index i = 0; i < d; ++i) {
+    const Mat x = run.coordinate(i);
+    const double sd = std::sqrt(covariance(i, i));
+    check(x, mean[i], sd, "mean[" + std::to_string(i) + "]");
+    const Mat sq = (x.array() - mean[i]).square().matrix();
+    check(sq, covariance(i, i), std::sqrt(2.0) * covariance(i, i), "variance[" + std::to_string(i) + "]");
+  }
+  const Mat cross = ((run.coordinate(0).array() - mean[0]) * (run.coordinate(1).array() - mean[1])).matrix();
+  const double sd_cross = std::sqrt(covariance(0, 0) * covariance(1, 1) + covariance(0, 1) * covariance(0, 1));
+  check(cross, covariance(0, 1), sd_cross, "covariance[0,1]");
+  return worst;
+}
+
+}  // namespace uqnn::testing
