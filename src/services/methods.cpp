@@ -12,6 +12,10 @@ namespace {
 const std::vector<std::pair<std::string, MethodRunner>>& methods() {
   static const std::vector<std::pair<std::string, MethodRunner>> kMethods{
       {"map", &run_map},
+      {"nuts", &run_nuts},
+      {"hmc", &run_hmc},
+      {"mala", &run_mala},
+      {"amcmc", &run_amcmc},
   };
   return kMethods;
 }

@@ -7,6 +7,12 @@ namespace uqnn {
 /// MAP point estimate: minimises -log p(theta | D) / N with the configured optimiser.
 MethodResult run_map(const FitContext& context);
 
+/// MCMC through the multi-chain driver (src/services/method_mcmc.cpp).
+MethodResult run_nuts(const FitContext& context);
+MethodResult run_hmc(const FitContext& context);
+MethodResult run_mala(const FitContext& context);
+MethodResult run_amcmc(const FitContext& context);
+
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);
 

@@ -1,0 +1,135 @@
+// `uqnn fit --method amcmc|hmc|mala|nuts`: gradient-based and adaptive-Metropolis MCMC through the
+// multi-chain driver. Chains start from their own MAP fit (QUiNN's zflag), a network initialisation
+// or a prior draw; every chain uses Rng(seed, chain), so draws do not depend on the thread count.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/run_chains.hpp"
+#include "uqnn/services/methods.hpp"
+
+namespace uqnn {
+
+namespace {
+
+MetricAdaptation metric_adaptation(const McmcConfig& m) {
+  if (!m.adapt || m.metric == "unit") return MetricAdaptation::None;
+  if (m.metric == "diag") return MetricAdaptation::Diagonal;
+  if (m.metric == "dense") return MetricAdaptation::Dense;
+  throw InputError("--metric '" + m.metric + "' is not known: valid are diag, dense, unit");
+}
+
+double initial_step_size(const McmcConfig& m) {
+  if (m.step_size > 0) return m.step_size;
+  if (!m.adapt) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
+  return 0.1;  // replaced by Stan's heuristic at the start of warmup
+}
+
+SamplerConfig sampler_config(const std::string& method, const McmcConfig& m, Index dim) {
+  StanWarmupParams warmup;
+  warmup.adapt_step_size = m.adapt;
+  warmup.metric = metric_adaptation(m);
+  warmup.dual_averaging.target_accept = m.target_accept;
+  if (method == "nuts") {
+    NutsConfig c;
+    c.kernel.step_size = initial_step_size(m);
+    c.kernel.max_tree_depth = m.max_depth;
+    c.kernel.step_size_jitter = m.jitter;
+    c.kernel.metric = make_unit_metric(dim);
+    c.warmup = warmup;
+    return c;
+  }
+  if (method == "hmc") {
+    HmcConfig c;
+    c.kernel.step_size = initial_step_size(m);
+    c.kernel.num_leapfrog_steps = m.num_steps;
+    c.kernel.step_size_jitter = m.jitter;
+    c.kernel.metric = make_unit_metric(dim);
+    c.warmup = warmup;
+    return c;
+  }
+  if (method == "mala") {
+    MalaConfig c;
+    c.kernel.step_size = initial_step_size(m);
+    c.adapt_step_size = m.adapt;
+    return c;
+  }
+  AdaptiveMetropolisConfig c;
+  c.kernel.gamma = m.am_gamma;
+  c.kernel.t0 = m.am_t0;
+  c.kernel.t_adapt = m.am_t_adapt;
+  return c;
+}
+
+MethodResult run_mcmc(const FitContext& context, const std::string& method) {
+  const auto& cfg = context.config;
+  const McmcConfig& m = cfg.mcmc;
+  const auto& post = context.posterior;
+  RunConfig run;
+  run.num_chains = m.chains;
+  run.num_threads = m.threads;
+  run.num_warmup = m.warmup;
+  run.num_draws = m.draws;
+  run.thin = m.thin;
+  run.seed = cfg.seed;
+  run.validate();
+
+  InitialPoints initial;
+  if (m.init == "map") {
+    // Each chain from its own MAP fit from its own initialisation (chain c uses Rng(seed, c)).
+    initial = InitialPointFn([&context, post](int chain, Rng& rng) {
+      (void)chain;
+      return train_map(context, post->initial_point(rng), rng).best_theta;
+    });
+  } else if (m.init == "random") {
+    initial = InitialPointFn([post](int, Rng& rng) { return post->initial_point(rng); });
+  } else if (m.init == "prior") {
+    initial = InitialPointFn([post](int, Rng& rng) { return post->sample_prior(rng); });
+  } else {
+    throw InputError("--init '" + m.init + "' is not known: valid are map, random, prior");
+  }
+
+  const SamplerFactory factory = make_sampler_factory(post, sampler_config(method, m, post->dim()));
+  ProgressObserver progress;
+  InterruptObserver interrupt;
+  std::vector<Observer*> observers{&interrupt};
+  if (cfg.progress && progress_wanted()) observers.push_back(&progress);
+  context.log(fmt::format("{}: {} chains x ({} warmup + {} draws), init {}", method, m.chains, m.warmup, m.draws, m.init));
+  const RunResult r = run_chains(run, factory, initial, observers);
+
+  MethodResult result;
+  const Index kept = r.min_draws();
+  double accept = 0;
+  for (int c = 0; c < r.num_chains(); ++c)
+    for (Index d = 0; d < kept; ++d) {
+      result.draws.push_back(r.draws[static_cast<std::size_t>(c)].row(d).transpose());
+      result.chain_of_draw.push_back(c);
+      result.stats.push_back(r.stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(d)]);
+      accept += result.stats.back().accept_stat;
+    }
+  result.info = {{"sampler", method},
+                 {"chains", r.num_chains()},
+                 {"warmup", m.warmup},
+                 {"draws_per_chain", kept},
+                 {"thin", m.thin},
+                 {"init", m.init},
+                 {"divergences", r.num_divergent()},
+                 {"divergences_warmup", r.num_divergent_warmup()},
+                 {"mean_accept_stat", result.stats.empty() ? 0.0 : accept / static_cast<double>(result.stats.size())},
+                 {"interrupted", r.interrupted},
+                 {"sampling_seconds", r.seconds},
+                 {"tuned", r.sampler_descriptions}};
+  if (r.interrupted) context.log("interrupted: keeping the draws made so far");
+  return result;
+}
+
+}  // namespace
+
+MethodResult run_nuts(const FitContext& c) { return run_mcmc(c, "nuts"); }
+MethodResult run_hmc(const FitContext& c) { return run_mcmc(c, "hmc"); }
+MethodResult run_mala(const FitContext& c) { return run_mcmc(c, "mala"); }
+MethodResult run_amcmc(const FitContext& c) { return run_mcmc(c, "amcmc"); }
+
+}  // namespace uqnn
