@@ -35,7 +35,6 @@ HmcStep Hmc::step(Rng& rng, const GradientState& state, const HmcParams& params)
   PhasePoint z{state.position, Vec(), state.grad, state.log_density};
   sample_momentum(metric, rng, z.momentum);
   const double h0 = hamiltonian(metric, z);
-  const double kinetic0 = h0 + state.log_density;
 
   Vec scratch(dim);
   bool finite = true;
@@ -57,7 +56,6 @@ HmcStep Hmc::step(Rng& rng, const GradientState& state, const HmcParams& params)
     out.state = GradientState{std::move(z.position), z.log_density, std::move(z.grad)};
   } else {
     out.info.energy = h0;
-    (void)kinetic0;
     out.state = state;
   }
   return out;

@@ -51,6 +51,8 @@ std::vector<KernelCase> kernel_cases() {
   return cases;
 }
 
+void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name; }
+
 class McmcKernel : public ::testing::TestWithParam<KernelCase> {};
 
 RunResult run(const KernelCase& c, std::shared_ptr<const LogDensity> density, const Vec& start, std::uint64_t seed) {

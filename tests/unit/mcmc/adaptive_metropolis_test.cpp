@@ -1,0 +1,95 @@
+// Adaptive Metropolis exactly as seed 001: Sigma_t = gamma 2.4^2 / K (C_t + 1e-8 I) from the
+// running covariance of the history, set at t0 and refreshed every t_adapt steps; the default
+// initial proposal is the diagonal gamma 2.4^2 / K I; Cholesky with a clear fallback.
+#include <gtest/gtest.h>
+
+#include "test_models.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/mcmc/adaptive_metropolis.hpp"
+
+namespace uqnn {
+namespace {
+
+TEST(McmcAdaptiveMetropolis, ProposalFollowsSeed001Schedule) {
+  const auto target = testing::correlated_gaussian();
+  AdaptiveMetropolis am(*target);
+  AdaptiveMetropolisParams params;
+  params.t0 = 50;
+  params.t_adapt = 30;
+  AdaptiveMetropolisState s = am.init(target->mean(), params);
+  const double scale = params.gamma * 2.4 * 2.4 / 3.0;
+  Mat sigma = s.proposal_cholesky * s.proposal_cholesky.transpose();
+  EXPECT_LT((sigma - scale * Mat::Identity(3, 3)).norm(), 1e-14);  // a diagonal, not 0.01 added everywhere
+  Rng rng(1);
+  Mat history(3, 1);
+  history.col(0) = s.position;
+  for (long t = 1; t <= 120; ++t) {
+    const Mat before = s.proposal_cholesky;
+    AdaptiveMetropolisStep step = am.step(rng, s, params);
+    s = step.state;
+    history.conservativeResize(3, t + 1);
+    history.col(t) = s.position;
+    const bool expected_update = t == 50 || t == 80 || t == 110;
+    EXPECT_EQ(step.info.covariance_updated, expected_update) << t;
+    if (!expected_update) {
+      EXPECT_TRUE(before == s.proposal_cholesky) << t;
+      continue;
+    }
+    // Sigma_t = gamma 2.4^2 / K (C_t + 1e-8 I), C_t the sample covariance of w_0..w_t.
+    const Vec mean = history.rowwise().mean();
+    const Mat centred = history.colwise() - mean;
+    const Mat c = centred * centred.transpose() / static_cast<double>(t);
+    sigma = s.proposal_cholesky * s.proposal_cholesky.transpose();
+    EXPECT_LT((sigma - scale * (c + 1e-8 * Mat::Identity(3, 3))).norm(), 1e-12 * (1.0 + sigma.norm())) << t;
+    EXPECT_LT((history_covariance(s) - c).norm(), 1e-12);
+  }
+  // Frozen: statistics update, Sigma does not.
+  params.adapt = false;
+  const Mat frozen = s.proposal_cholesky;
+  for (int i = 0; i < 100; ++i) s = am.step(rng, s, params).state;
+  EXPECT_TRUE(frozen == s.proposal_cholesky);
+  EXPECT_EQ(s.history_count, 221);
+}
+
+TEST(McmcAdaptiveMetropolis, CholeskyFallbackAndValidation) {
+  bool fallback = true;
+  Mat spd(2, 2);
+  spd << 2.0, 0.5, 0.5, 1.0;
+  Mat l = robust_cholesky(spd, &fallback);
+  EXPECT_FALSE(fallback);
+  EXPECT_LT((l * l.transpose() - spd).norm(), 1e-14);
+  // Singular (a chain stuck on a line): jitter makes it positive definite.
+  Mat singular(2, 2);
+  singular << 1.0, 1.0, 1.0, 1.0;
+  l = robust_cholesky(singular, &fallback);
+  EXPECT_TRUE(fallback);
+  EXPECT_TRUE(l.allFinite());
+  EXPECT_LT((l * l.transpose() - singular).norm(), 1e-3);
+  // Hopelessly indefinite: the diagonal fallback.
+  Mat indefinite(2, 2);
+  indefinite << 1.0, 5.0, 5.0, 1.0;
+  l = robust_cholesky(indefinite, &fallback);
+  EXPECT_TRUE(fallback);
+  EXPECT_TRUE(l.isDiagonal());
+  EXPECT_NEAR(l(0, 0), 1.0, 1e-14);
+  AdaptiveMetropolisParams p;
+  p.gamma = 0.0;
+  EXPECT_THROW(p.validate(2), std::invalid_argument);
+  p = AdaptiveMetropolisParams{};
+  p.t_adapt = 0;
+  EXPECT_THROW(p.validate(2), std::invalid_argument);
+  p = AdaptiveMetropolisParams{};
+  p.initial_covariance = indefinite;
+  try {
+    p.validate(2);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("initial_covariance"), std::string::npos);
+  }
+  const auto target = testing::correlated_gaussian();
+  AdaptiveMetropolis am(*target);
+  EXPECT_THROW(am.init(Vec::Zero(2), AdaptiveMetropolisParams{}), InputError);
+}
+
+}  // namespace
+}  // namespace uqnn
