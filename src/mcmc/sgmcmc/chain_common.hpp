@@ -1,0 +1,40 @@
+#pragma once
+// Private helpers shared by the SG-MCMC chain samplers.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/prob/log_density.hpp"
+
+namespace uqnn::sgmcmc::detail {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// Checks the starting point: right size and finite log density (ChainSampler::init contract).
+inline void check_start(const LogDensity& density, const Vec& position, const char* sampler) {
+  if (position.size() != density.dim())
+    throw std::invalid_argument(fmt::format("{}: initial position has {} entries, the density needs {}", sampler,
+                                            position.size(), density.dim()));
+  Vec grad(density.dim());
+  const double lp = density.log_density_and_grad(position, grad);
+  if (!std::isfinite(lp) || !grad.allFinite())
+    throw std::invalid_argument(fmt::format("{}: log density or its gradient is not finite at the initial position", sampler));
+}
+
+inline void validate_common(Index batch_size, Index lp_every) {
+  require(batch_size >= 0, "batch_size", ">= 0 (0 = full batch)");
+  require(lp_every >= 0, "lp_every", ">= 0 (0 = minibatch estimate at every draw)");
+}
+
+/// lp__ of a transition (see the lp_every documentation in sgld.hpp).
+inline double report_lp(const LogDensity& density, Index lp_every, Index transition_number, double estimate,
+                        const Vec& new_position) {
+  if (lp_every == 0) return estimate;
+  if (transition_number % lp_every != 0) return kNaN;
+  return density.log_density(new_position);
+}
+
+}  // namespace uqnn::sgmcmc::detail
