@@ -4,14 +4,15 @@
 // element-wise tanh), measured in the same run.
 //
 // Counters of the BM_Gradient<double> rows: flop_bound_us = GEMM FLOPs / dgemm rate + tanh calls /
-// tanh rate (BENCHMARKS.md's definition), ratio_to_bound = measured time / flop_bound_us.
+// tanh rate (BENCHMARKS.md's definition), ratio_to_bound = CPU time per evaluation / flop_bound_us.
+// All rates and the ratio use CPU time (robust when other processes share the core).
 // Run: build/bench/gradient_bench [--benchmark_format=json]; skipped with a message when the
 // shared data are absent. bench/gradient_vs_torch_jax.sh runs it next to PyTorch and JAX.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <map>
 
 #include "bench_problems.hpp"
@@ -24,15 +25,22 @@ std::map<std::string, Problem>& problems() {
   return loaded;
 }
 
-/// Seconds per call of f: the best of `repeats` timings of `inner` calls each.
+/// CPU time of this thread in seconds: like Google Benchmark's CPU time, it does not count the time
+/// other processes take the core from us.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// CPU seconds per call of f: the best of `repeats` timings of `inner` calls each.
 template <typename F>
 double best_seconds_per_call(F&& f, int inner, int repeats) {
   double best = 1e300;
   for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_seconds();
     for (int i = 0; i < inner; ++i) f();
-    const auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double>(t1 - t0).count() / inner);
+    best = std::min(best, (thread_cpu_seconds() - t0) / inner);
   }
   return best;
 }
