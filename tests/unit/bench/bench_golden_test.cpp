@@ -4,6 +4,11 @@
 
 #include "../../../bench/bench_problems.hpp"
 
+namespace uqnn::bench {
+// gtest prints the parameter by its id instead of its bytes.
+inline void PrintTo(const ProblemSpec& spec, std::ostream* os) { *os << spec.id << " (" << spec.name << ")"; }
+}  // namespace uqnn::bench
+
 namespace uqnn {
 namespace {
 
