@@ -28,7 +28,7 @@ if ! "$venv/bin/python" -c "import torch, jax, numpy" 2>/dev/null; then
   echo "== setting up $venv" >&2
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q torch --index-url https://download.pytorch.org/whl/cpu ||
+  "$venv/bin/pip" install -q --retries 1 --timeout 20 torch --index-url https://download.pytorch.org/whl/cpu ||
     "$venv/bin/pip" install -q torch
   "$venv/bin/pip" install -q "jax[cpu]" numpy
 fi
