@@ -35,24 +35,44 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
                            bool include_prior) const {
   if (theta.size() != dim())
     throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
-  const Index P = model_->num_params();
-  const Vec extra = extra_params(theta);
-  Vec d_extra = Vec::Zero(extra.size());
-  grad = Vec::Zero(dim());
-  Vec grad_net = Vec::Zero(P);
-  const OutputLoss<double> loss = [&](const Mat& Y, Mat& dY) {
-    const double value = likelihood_->log_likelihood(Y, targets, extra, &dY, &d_extra);
-    dY *= scale;
+  const Index P = model_->num_params(), E = likelihood_->num_extra();
+  grad.setZero(dim());  // no allocation when grad already has the right size
+  // The network's parameters and gradient: theta and grad themselves when there are no extras (the
+  // usual case, no copies), otherwise per-thread buffers reused across calls.
+  const Vec* theta_net = &theta;
+  Vec* grad_net = &grad;
+  if (E > 0) {
+    thread_local Vec theta_buffer, grad_buffer;
+    theta_buffer = theta.head(P);
+    grad_buffer.setZero(P);
+    theta_net = &theta_buffer;
+    grad_net = &grad_buffer;
+  }
+  const Vec extra = theta.tail(E);
+  Vec d_extra = Vec::Zero(E);
+  // One pointer captured: std::function keeps it in its small buffer (no heap allocation).
+  struct LossContext {
+    const Likelihood* likelihood;
+    const Mat* targets;
+    const Vec* extra;
+    Vec* d_extra;
+    double scale;
+  } context{likelihood_.get(), &targets, &extra, &d_extra, scale};
+  const OutputLoss<double> loss = [c = &context](const Mat& Y, Mat& dY) {
+    const double value = c->likelihood->log_likelihood(Y, *c->targets, *c->extra, &dY, c->d_extra);
+    if (c->scale != 1.0) dY *= c->scale;
     return value;
   };
-  const Vec theta_net = theta.head(P);
-  double value = scale * model_->value_and_gradient(theta_net, inputs, loss, grad_net);
-  grad.head(P) = grad_net;
-  grad.tail(extra.size()) = scale * d_extra;
-  if (include_prior) {
-    Vec prior_grad = Vec::Zero(dim());
-    value += log_prior(theta, &prior_grad);
-    grad += prior_grad;
+  double value = scale * model_->value_and_gradient(*theta_net, inputs, loss, *grad_net);
+  if (include_prior) value += prior_->log_density(*theta_net, grad_net);  // adds its gradient
+  if (E > 0) {
+    grad.head(P) = *grad_net;
+    grad.tail(E) = scale * d_extra;
+    if (include_prior) {
+      Vec d_extra_prior = Vec::Zero(E);
+      value += likelihood_->extra_log_prior(extra, &d_extra_prior);
+      grad.tail(E) += d_extra_prior;
+    }
   }
   return value;
 }

@@ -22,29 +22,61 @@ std::string to_string(Activation activation);
 
 namespace detail {
 
-/// tanh(x) for double arrays: sign(x) (1 - e^{-2|x|}) / (1 + e^{-2|x|}), with the odd Taylor series
-/// for |x| < 0.01 where 1 - e^{-2|x|} would cancel (relative error below 1e-15 on both branches).
-template <typename Derived>
-auto fast_tanh(const Eigen::ArrayBase<Derived>& x) {
-  using Scalar = typename Derived::Scalar;
-  const auto ax = x.abs();
-  const auto t = (Scalar(-2) * ax).exp();
-  const auto x2 = x * x;
-  const auto series = x * (Scalar(1) + x2 * (Scalar(-1.0 / 3.0) + x2 * Scalar(2.0 / 15.0)));
-  return (ax < Scalar(1e-2)).select(series, x.sign() * (Scalar(1) - t) / (Scalar(1) + t));
+/// out[i] = tanh(in[i]) for n doubles (`out` may equal `in`), vectorised with Eigen's packet
+/// primitives (8 doubles per AVX-512 register): sign(x) (1 - e^{-2|x|}) / (1 + e^{-2|x|}) with
+/// Eigen's vectorised exp, and for |x| < 0.1, where 1 - e^{-2|x|} would cancel, the odd Taylor series
+/// through x^13 (truncation below 2e-17 relative). Relative error ~1e-15 on both branches.
+/// Why not an Eigen array expression: `select` and `sign` have no packet path in Eigen 3.4, so such
+/// an expression runs the scalar std::exp per element (~0.2 G/s instead of several G/s).
+inline void tanh_kernel(const double* in, double* out, Index n) {
+  namespace ei = Eigen::internal;
+  using Packet = ei::packet_traits<double>::type;
+  constexpr Index kWidth = ei::unpacket_traits<Packet>::size;
+  const Packet one = ei::pset1<Packet>(1.0), minus_two = ei::pset1<Packet>(-2.0);
+  const Packet threshold = ei::pset1<Packet>(0.1), sign_mask = ei::pset1<Packet>(-0.0);
+  const Packet c3 = ei::pset1<Packet>(-1.0 / 3.0), c5 = ei::pset1<Packet>(2.0 / 15.0),
+               c7 = ei::pset1<Packet>(-17.0 / 315.0), c9 = ei::pset1<Packet>(62.0 / 2835.0),
+               c11 = ei::pset1<Packet>(-1382.0 / 155925.0), c13 = ei::pset1<Packet>(21844.0 / 6081075.0);
+  const auto packet = [&](const Packet& x) {
+    const Packet ax = ei::pabs(x);
+    const Packet e = ei::pexp(ei::pmul(minus_two, ax));
+    const Packet t = ei::pdiv(ei::psub(one, e), ei::padd(one, e));
+    const Packet large = ei::por(t, ei::pand(x, sign_mask));  // t >= 0: copy the sign of x
+    const Packet x2 = ei::pmul(x, x);
+    Packet s = ei::pmadd(x2, c13, c11);
+    s = ei::pmadd(x2, s, c9);
+    s = ei::pmadd(x2, s, c7);
+    s = ei::pmadd(x2, s, c5);
+    s = ei::pmadd(x2, s, c3);
+    s = ei::pmadd(x2, s, one);
+    const Packet small = ei::pmul(x, s);
+    return ei::pselect(ei::pcmp_lt(ax, threshold), small, large);
+  };
+  Index i = 0;
+  for (; i + kWidth <= n; i += kWidth) ei::pstoreu(out + i, packet(ei::ploadu<Packet>(in + i)));
+  if (i < n) {  // the tail through a padded buffer, so every element takes the same arithmetic
+    alignas(64) double buffer[kWidth] = {};
+    for (Index k = i; k < n; ++k) buffer[k - i] = in[k];
+    ei::pstoreu(buffer, packet(ei::ploadu<Packet>(buffer)));
+    for (Index k = i; k < n; ++k) out[k] = buffer[k - i];
+  }
 }
 
 }  // namespace detail
 
-/// A = activation(Z), element-wise.
+/// A = activation(Z), element-wise; A may be Z itself (in place).
 template <typename T>
 void activate(Activation activation, const MatT<T>& Z, MatT<T>& A) {
   if constexpr (std::is_floating_point_v<T>) {
     const auto z = Z.array();
     switch (activation) {
       case Activation::Tanh:
-        if constexpr (std::is_same_v<T, float>) A = z.tanh().matrix();
-        else A = detail::fast_tanh(z).matrix();
+        if constexpr (std::is_same_v<T, float>) {
+          A = z.tanh().matrix();
+        } else {
+          A.resize(Z.rows(), Z.cols());
+          detail::tanh_kernel(Z.data(), A.data(), Z.size());
+        }
         return;
       case Activation::Relu: A = z.max(T(0)).matrix(); return;
       case Activation::Sigmoid: A = (T(1) / (T(1) + (-z).exp())).matrix(); return;

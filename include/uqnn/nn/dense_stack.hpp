@@ -38,12 +38,46 @@ struct DenseStackSpec {
   void initialize(Vec& theta, Index offset, InitScheme scheme, Rng& rng) const;
 };
 
-/// Cached forward quantities needed by the reverse pass.
+/// Cached forward quantities needed by the reverse pass, plus the reverse pass's workspace.
+///
+/// Tapes recycle their matrices through a small per-thread pool: a tape takes a set of buffers
+/// when constructed and returns them when destroyed, so evaluating the same network repeatedly (a
+/// sampler's gradients) allocates nothing after the first call. Buffers are resized as needed.
 template <typename T>
 struct DenseStackTape {
   std::vector<MatT<T>> pre;   ///< z_l (kept only when the activation's derivative needs it)
   std::vector<MatT<T>> post;  ///< a_l, post[0] = input
+  mutable MatT<T> scratch[2];  ///< the reverse pass's cotangents, alternating between layers
   const MatT<T>& output() const { return post.back(); }
+
+  DenseStackTape() {
+    auto& free = pool();
+    if (!free.empty()) {
+      Buffers& b = free.back();
+      pre.swap(b.pre);
+      post.swap(b.post);
+      scratch[0].swap(b.scratch0);
+      scratch[1].swap(b.scratch1);
+      free.pop_back();
+    }
+  }
+  ~DenseStackTape() {
+    auto& free = pool();
+    if (free.size() < kMaxPooled) free.push_back(Buffers{std::move(pre), std::move(post), std::move(scratch[0]), std::move(scratch[1])});
+  }
+  DenseStackTape(const DenseStackTape&) = delete;
+  DenseStackTape& operator=(const DenseStackTape&) = delete;
+
+ private:
+  struct Buffers {
+    std::vector<MatT<T>> pre, post;
+    MatT<T> scratch0, scratch1;
+  };
+  static constexpr std::size_t kMaxPooled = 8;
+  static std::vector<Buffers>& pool() {
+    thread_local std::vector<Buffers> buffers;
+    return buffers;
+  }
 };
 
 namespace detail {
@@ -60,21 +94,25 @@ void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X,
   tape.post.resize(static_cast<std::size_t>(L + 1));
   tape.pre.resize(static_cast<std::size_t>(L + 1));
   tape.post[0] = X;
+  const bool keep_pre = activation_needs_preactivation(spec.activation);
   const T* p = theta;
   for (Index l = 1; l <= L; ++l) {
-    const Index out = spec.widths[static_cast<std::size_t>(l)], in = spec.widths[static_cast<std::size_t>(l - 1)];
+    const std::size_t ls = static_cast<std::size_t>(l);
+    const Index out = spec.widths[ls], in = spec.widths[ls - 1];
     const auto W = detail::weight_map(p, out, in);
     const Eigen::Map<const VecT<T>> b(p + out * in, out);
     p += out * in + out;
-    auto& z = tape.pre[static_cast<std::size_t>(l)];
-    z.noalias() = W * tape.post[static_cast<std::size_t>(l - 1)];
-    z.colwise() += b;
+    // a_l = act(W a_{l-1} + b): the product goes straight into a_l, the activation in place.
+    MatT<T>& a = tape.post[ls];
+    a.noalias() = W * tape.post[ls - 1];
+    a.colwise() += b;
     const bool activated = l < L || spec.activate_last;
-    if (!activated) {
-      tape.post[static_cast<std::size_t>(l)].swap(z);
+    if (!activated) continue;
+    if (keep_pre) {
+      tape.pre[ls] = a;
+      activate(spec.activation, tape.pre[ls], a);
     } else {
-      activate(spec.activation, z, tape.post[static_cast<std::size_t>(l)]);
-      if (!activation_needs_preactivation(spec.activation)) z.resize(0, 0);
+      activate(spec.activation, a, a);
     }
   }
 }
@@ -85,31 +123,29 @@ template <typename T>
 void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStackTape<T>& tape, MatT<T>& d_output,
                     T* grad, MatT<T>* d_input) {
   const Index L = spec.num_layers();
-  // Offsets of each layer's parameters.
-  std::vector<Index> offset(static_cast<std::size_t>(L + 1), 0);
-  for (Index l = 1; l < L; ++l)
-    offset[static_cast<std::size_t>(l + 1)] = offset[static_cast<std::size_t>(l)] +
-        spec.widths[static_cast<std::size_t>(l)] * spec.widths[static_cast<std::size_t>(l - 1)] + spec.widths[static_cast<std::size_t>(l)];
-  MatT<T> delta;
-  delta.swap(d_output);
+  Index offset = spec.num_params();  // walk the layers backwards from the end of the stack's block
+  MatT<T>* delta = &d_output;
+  int next = 0;  // the tape's scratch buffer that receives the next cotangent
   for (Index l = L; l >= 1; --l) {
     const std::size_t ls = static_cast<std::size_t>(l);
     const Index out = spec.widths[ls], in = spec.widths[ls - 1];
+    offset -= out * in + out;
     const bool activated = l < L || spec.activate_last;
-    if (activated) activation_backward(spec.activation, tape.pre[ls], tape.post[ls], delta);
-    T* g = grad + offset[ls];
+    if (activated) activation_backward(spec.activation, tape.pre[ls], tape.post[ls], *delta);
+    T* g = grad + offset;
     Eigen::Map<RowMajorMatT<T>> dW(g, out, in);
     Eigen::Map<VecT<T>> db(g + out * in, out);
-    dW.noalias() += delta * tape.post[ls - 1].transpose();
-    db.noalias() += delta.rowwise().sum();
+    dW.noalias() += *delta * tape.post[ls - 1].transpose();
+    db.noalias() += delta->rowwise().sum();
     if (l > 1 || d_input) {
-      const auto W = detail::weight_map(theta + offset[ls], out, in);
-      MatT<T> previous;
-      previous.noalias() = W.transpose() * delta;
-      delta.swap(previous);
+      const auto W = detail::weight_map(theta + offset, out, in);
+      MatT<T>& previous = tape.scratch[next];
+      next ^= 1;
+      previous.noalias() = W.transpose() * *delta;
+      delta = &previous;
     }
   }
-  if (d_input) d_input->swap(delta);
+  if (d_input) *d_input = *delta;
 }
 
 }  // namespace uqnn

@@ -1,0 +1,148 @@
+#pragma once
+/// @file The benchmark problems B1-B3 of ../shared/BENCHMARKS.md, loaded from ../shared/bench at run
+/// time (never copied into the repository). Used by bench/gradient_bench.cpp and
+/// tests/unit/bench/bench_golden_test.cpp.
+///
+/// The shared CSV files have no header: X is [n, input_dim] (one row per example, transposed here to
+/// uqnn's [input_dim, n]); y, theta_ref, gradref and lpref hold one number per line.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numbers>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "uqnn/nn/mlp.hpp"
+#include "uqnn/prob/posterior.hpp"
+
+namespace uqnn::bench {
+
+struct ProblemSpec {
+  const char* id;
+  const char* name;
+  std::vector<Index> widths;  ///< [input, hidden..., output]
+  double sigma;
+};
+
+/// The three problems of BENCHMARKS.md (1-10-10-1, 5-16-16-1, 1-100-100-1, all tanh).
+inline const std::vector<ProblemSpec>& problem_specs() {
+  static const std::vector<ProblemSpec> specs = {
+      {"B1", "sine141", {1, 10, 10, 1}, 0.05},
+      {"B2", "mlp385", {5, 16, 16, 1}, 0.1},
+      {"B3", "wide10k", {1, 100, 100, 1}, 0.5},
+  };
+  return specs;
+}
+
+struct Problem {
+  ProblemSpec spec;
+  Mat X;              ///< [input_dim, N]
+  Mat y;              ///< [1, N]
+  Vec theta_ref;      ///< where gradients are timed and checked (PyTorch nn.Linear order)
+  Vec grad_ref;       ///< gradient of the log posterior at theta_ref (PyTorch float64)
+  double lp_ref = 0;  ///< log posterior at theta_ref, constants dropped
+  Index N() const { return X.cols(); }
+  Index P() const { return theta_ref.size(); }
+};
+
+/// All numbers of a header-less CSV file in reading order; `columns` receives the field count of the
+/// first line. Throws std::runtime_error naming the file when it is missing or malformed.
+inline std::vector<double> read_numbers(const std::filesystem::path& path, Index* columns = nullptr) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::vector<double> values;
+  std::string line;
+  Index first_columns = -1;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::stringstream fields(line);
+    std::string field;
+    Index count = 0;
+    while (std::getline(fields, field, ',')) {
+      std::size_t used = 0;
+      const double v = std::stod(field, &used);
+      if (!std::isfinite(v)) throw std::runtime_error(path.string() + ": non-finite value '" + field + "'");
+      values.push_back(v);
+      ++count;
+    }
+    if (first_columns < 0) first_columns = count;
+    else if (count != first_columns) throw std::runtime_error(path.string() + ": ragged rows");
+  }
+  if (values.empty()) throw std::runtime_error(path.string() + ": empty");
+  if (columns) *columns = first_columns;
+  return values;
+}
+
+inline Vec to_vec(const std::vector<double>& v) { return Eigen::Map<const Vec>(v.data(), static_cast<Index>(v.size())); }
+
+/// The shared benchmark directory (UQNN_SHARED_DIR/bench), or nothing when it is absent.
+inline std::optional<std::filesystem::path> shared_bench_dir(const std::filesystem::path& shared_dir) {
+  const auto dir = shared_dir / "bench";
+  if (!std::filesystem::exists(dir / "B1_X.csv")) return std::nullopt;
+  return dir;
+}
+
+/// Loads problem `spec` from `dir` (e.g. ../shared/bench); checks the sizes against the spec.
+inline Problem load_problem(const std::filesystem::path& dir, const ProblemSpec& spec) {
+  const std::string prefix = std::string(spec.id) + "_";
+  Problem p;
+  p.spec = spec;
+  Index cols = 0;
+  const auto x = read_numbers(dir / (prefix + "X.csv"), &cols);
+  if (cols != spec.widths.front()) throw std::runtime_error(prefix + "X.csv: unexpected column count");
+  const Index n = static_cast<Index>(x.size()) / cols;
+  // Row-major [n, d] in the file is column-major [d, n]: exactly uqnn's input layout.
+  p.X = Eigen::Map<const Mat>(x.data(), cols, n);
+  const Vec y = to_vec(read_numbers(dir / (prefix + "y.csv")));
+  if (y.size() != n) throw std::runtime_error(prefix + "y.csv: length differs from X");
+  p.y = y.transpose();
+  p.theta_ref = to_vec(read_numbers(dir / (prefix + "theta_ref.csv")));
+  p.grad_ref = to_vec(read_numbers(dir / (prefix + "gradref.csv")));
+  p.lp_ref = read_numbers(dir / (prefix + "lpref.csv")).at(0);
+  Index P = 0;
+  for (std::size_t l = 1; l < spec.widths.size(); ++l) P += spec.widths[l] * spec.widths[l - 1] + spec.widths[l];
+  if (p.theta_ref.size() != P || p.grad_ref.size() != P)
+    throw std::runtime_error(prefix + "theta_ref/gradref: expected " + std::to_string(P) + " entries");
+  return p;
+}
+
+/// The Mlp of the problem: tanh hidden layers, linear output.
+inline std::shared_ptr<Mlp> make_model(const ProblemSpec& spec) {
+  std::vector<Index> hidden(spec.widths.begin() + 1, spec.widths.end() - 1);
+  return std::make_shared<Mlp>(MlpSpec{spec.widths.front(), hidden, spec.widths.back(), Activation::Tanh, InitScheme::Glorot});
+}
+
+/// The posterior of BENCHMARKS.md: Gaussian likelihood with fixed sigma, N(0, 1) prior on every parameter.
+inline std::shared_ptr<Posterior> make_posterior(const Problem& p) {
+  auto model = make_model(p.spec);
+  return std::make_shared<Posterior>(model, make_gaussian_likelihood(p.spec.sigma),
+                                     GaussianPrior::isotropic(model->num_params(), 1.0), p.X, p.y);
+}
+
+/// Normalising constants our log posterior includes and BENCHMARKS.md's drops:
+/// N (-log sigma - log(2 pi) / 2) from the likelihood and P (-log(2 pi) / 2) from the N(0, 1) prior.
+inline double log_normalising_constants(const Problem& p) {
+  const double half_log_2pi = 0.5 * std::log(2.0 * std::numbers::pi);
+  return static_cast<double>(p.N()) * (-std::log(p.spec.sigma) - half_log_2pi) - static_cast<double>(p.P()) * half_log_2pi;
+}
+
+/// Multiply-adds of the three GEMMs of one value + gradient (forward, weight gradient, input
+/// cotangent), in FLOPs: 3 x 2 x N x sum(fan_in x fan_out) (BENCHMARKS.md).
+inline double gemm_flops(const ProblemSpec& spec, Index N) {
+  double macs = 0;
+  for (std::size_t l = 1; l < spec.widths.size(); ++l) macs += static_cast<double>(spec.widths[l] * spec.widths[l - 1]);
+  return 3.0 * 2.0 * static_cast<double>(N) * macs;
+}
+
+/// Number of tanh evaluations of one forward pass: N x (sum of the hidden widths).
+inline double tanh_count(const ProblemSpec& spec, Index N) {
+  double h = 0;
+  for (std::size_t l = 1; l + 1 < spec.widths.size(); ++l) h += static_cast<double>(spec.widths[l]);
+  return static_cast<double>(N) * h;
+}
+
+}  // namespace uqnn::bench
