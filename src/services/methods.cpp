@@ -12,6 +12,12 @@ namespace {
 const std::vector<std::pair<std::string, MethodRunner>>& methods() {
   static const std::vector<std::pair<std::string, MethodRunner>> kMethods{
       {"map", &run_map},
+      {"ens", &run_deep_ensemble},
+      {"rms", &run_randomized_map},
+      {"vi", &run_vi},
+      {"laplace", &run_laplace},
+      {"swag", &run_swag},
+      {"dropout", &run_dropout},
   };
   return kMethods;
 }
