@@ -15,9 +15,12 @@ Command add_fit(CLI::App& app);
 Command add_predict(CLI::App& app);
 Command add_demo(CLI::App& app);
 Command add_diagnose(CLI::App& app);
+Command add_compare(CLI::App& app);
 
 /// Declares the flags shared by `fit` and `demo` (model, probability, training, method options).
 void add_fit_options(CLI::App& command, FitConfig& config, std::string& arch, std::string& noise);
+/// Declares the flags of the optimisation-based methods (approx_options.cpp).
+void add_approx_options(CLI::App& command, FitConfig& config);
 /// Applies the string-valued options to the config after parsing.
 void finish_fit_config(FitConfig& config, const std::string& arch, const std::string& noise);
 /// Prints the metrics of a fit to stdout.

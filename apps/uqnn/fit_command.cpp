@@ -47,6 +47,7 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--lr-factor", t.schedule.factor, "plateau reduction factor")->capture_default_str();
   c.add_option("--lr-patience", t.schedule.patience, "plateau patience (epochs)")->capture_default_str();
   c.add_option("--early-stopping", t.early_stopping_patience, "stop after this many epochs without validation improvement; 0 = off")->capture_default_str();
+  add_approx_options(c, cfg);
   c.add_flag("--quiet", [&cfg](std::int64_t) { cfg.progress = false; }, "no progress messages on stderr");
 }
 

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_predict);
   add(&uqnn::cli::add_demo);
   add(&uqnn::cli::add_diagnose);
+  add(&uqnn::cli::add_compare);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,12 @@ const std::vector<std::pair<std::string, MethodRunner>>& methods() {
       {"hmc", &run_hmc},
       {"mala", &run_mala},
       {"amcmc", &run_amcmc},
+      {"ens", &run_deep_ensemble},
+      {"rms", &run_randomized_map},
+      {"vi", &run_vi},
+      {"laplace", &run_laplace},
+      {"swag", &run_swag},
+      {"dropout", &run_dropout},
   };
   return kMethods;
 }

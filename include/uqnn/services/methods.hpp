@@ -12,6 +12,15 @@ MethodResult run_nuts(const FitContext& context);
 MethodResult run_hmc(const FitContext& context);
 MethodResult run_mala(const FitContext& context);
 MethodResult run_amcmc(const FitContext& context);
+/// Optimisation-based methods of seed 001 (src/services/method_<name>.cpp; settings in
+/// services/approx_options.hpp): deep ensemble, randomized MAP, Bayes by Backprop, Laplace, SWAG,
+/// MC dropout.
+MethodResult run_deep_ensemble(const FitContext& context);
+MethodResult run_randomized_map(const FitContext& context);
+MethodResult run_vi(const FitContext& context);
+MethodResult run_laplace(const FitContext& context);
+MethodResult run_swag(const FitContext& context);
+MethodResult run_dropout(const FitContext& context);
 
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);

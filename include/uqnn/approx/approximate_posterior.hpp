@@ -1,0 +1,98 @@
+#pragma once
+/// @file ApproximatePosterior: the one interface of every optimisation-based solver (deep ensembles,
+/// randomized MAP, VI, Laplace, SWAG, MC dropout).
+///
+/// Why one interface: every approximation ends as parameter vectors theta (network parameters
+/// followed by likelihood extras), so predictions, metrics and figures go through the same path
+/// as MCMC draws (predictive/predictive.hpp). References: laplace-torch's API (Daxberger et al.
+/// 2021); DESIGN.md "Interfaces worth having".
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "uqnn/core/rng.hpp"
+
+namespace uqnn {
+
+class ApproximatePosterior {
+ public:
+  virtual ~ApproximatePosterior() = default;
+  /// "gaussian", "diagonal_gaussian", "ensemble", "swag", "dropout".
+  virtual std::string kind() const = 0;
+  virtual Index dim() const = 0;
+  /// n independent draws of theta (for an ensemble: see EnsemblePosterior::sample).
+  virtual std::vector<Vec> sample(Rng& rng, Index n) const = 0;
+  /// E[theta] under the approximation.
+  virtual Vec mean() const = 0;
+  /// Var[theta_k] under the approximation, per coordinate.
+  virtual Vec marginal_variance() const = 0;
+  /// True when log_prob is defined (a density w.r.t. Lebesgue measure on R^dim).
+  virtual bool has_log_prob() const { return false; }
+  /// log q(theta), normalised. Throws std::logic_error when the approximation has no density.
+  virtual double log_prob(const Vec& /*theta*/) const {
+    throw std::logic_error(kind() + " approximation has no density (log_prob undefined)");
+  }
+};
+
+/// N(mean, (precision)^-1) with the precision given in full; factorised once by Cholesky (LLT).
+/// Sampling solves L^T x = z (P = L L^T), so the covariance is never inverted explicitly.
+class GaussianPosterior : public ApproximatePosterior {
+ public:
+  /// Throws std::runtime_error when `precision` is not symmetric positive definite.
+  GaussianPosterior(Vec mean, const Mat& precision);
+  std::string kind() const override { return "gaussian"; }
+  Index dim() const override { return mean_.size(); }
+  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  Vec mean() const override { return mean_; }
+  Vec marginal_variance() const override { return variance_; }
+  bool has_log_prob() const override { return true; }
+  double log_prob(const Vec& theta) const override;
+  /// The covariance P^-1 (forms a dim x dim matrix).
+  Mat covariance() const;
+  /// log det P.
+  double log_det_precision() const { return log_det_precision_; }
+
+ private:
+  Vec mean_;
+  Mat lower_;  ///< L with P = L L^T
+  Vec variance_;
+  double log_det_precision_ = 0.0;
+};
+
+/// Independent Gaussians N(mean_k, sd_k^2) (mean-field VI, diagonal Laplace).
+class DiagonalGaussianPosterior : public ApproximatePosterior {
+ public:
+  DiagonalGaussianPosterior(Vec mean, Vec sd);
+  std::string kind() const override { return "diagonal_gaussian"; }
+  Index dim() const override { return mean_.size(); }
+  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  Vec mean() const override { return mean_; }
+  Vec marginal_variance() const override { return sd_.array().square(); }
+  bool has_log_prob() const override { return true; }
+  double log_prob(const Vec& theta) const override;
+  const Vec& sd() const { return sd_; }
+
+ private:
+  Vec mean_, sd_;
+};
+
+/// A uniform mixture of point masses at the members (deep ensembles, randomized MAP).
+/// mean() and marginal_variance() are seed 001's ensemble formulas (variance with 1/(J-1)).
+class EnsemblePosterior : public ApproximatePosterior {
+ public:
+  explicit EnsemblePosterior(std::vector<Vec> members);
+  std::string kind() const override { return "ensemble"; }
+  Index dim() const override { return members_.front().size(); }
+  /// n == number of members: the members themselves, in order (no randomness); otherwise n
+  /// members drawn uniformly with replacement.
+  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  Vec mean() const override;
+  Vec marginal_variance() const override;
+  const std::vector<Vec>& members() const { return members_; }
+
+ private:
+  std::vector<Vec> members_;
+};
+
+}  // namespace uqnn

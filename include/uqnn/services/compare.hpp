@@ -1,0 +1,24 @@
+#pragma once
+/// @file The compare service behind `uqnn compare`: fits several methods on one data set (each with
+/// the full outputs of `uqnn fit` in out_dir/<method>/), then writes one figure with their predictive
+/// bands side by side (1-D inputs) and a metrics table (compare.md and compare.json).
+#include <string>
+#include <vector>
+
+#include "uqnn/services/fit.hpp"
+
+namespace uqnn {
+
+struct CompareConfig {
+  FitConfig base;                    ///< data, model, probability, training, seed, out_dir (method ignored)
+  std::vector<std::string> methods;  ///< e.g. map, ens, vi, laplace, swag
+};
+
+struct CompareReport {
+  nlohmann::json table;  ///< one entry per method: seconds, draws, per-split metrics
+  std::vector<std::filesystem::path> files;
+};
+
+CompareReport run_compare(const CompareConfig& config);
+
+}  // namespace uqnn

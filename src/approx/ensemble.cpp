@@ -1,0 +1,112 @@
+#include "uqnn/approx/ensemble.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+void EnsembleParams::validate() const {
+  require(members >= 1, "ensemble members", ">= 1");
+  require(data_fraction > 0 && data_fraction <= 1, "data_fraction (delta)", "in (0, 1]");
+  require(threads >= 0, "threads", ">= 0 (0 = hardware concurrency)");
+  training.validate();
+}
+
+IndexVec member_subset(Index num_data, double data_fraction, Rng& rng) {
+  IndexVec rows;
+  if (data_fraction >= 1.0) {
+    for (Index i = 0; i < num_data; ++i) rows.push_back(i);
+    return rows;
+  }
+  const auto size = static_cast<Index>(std::floor(data_fraction * static_cast<double>(num_data)));
+  if (size < 1)
+    throw std::invalid_argument(fmt::format("data_fraction {} leaves floor(delta N) = 0 of {} rows: raise it", data_fraction, num_data));
+  IndexVec perm = rng.permutation(num_data);
+  perm.resize(static_cast<std::size_t>(size));
+  std::sort(perm.begin(), perm.end());
+  return perm;
+}
+
+std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const EnsembleParams& params, std::uint64_t seed,
+                                         const Mat& Xv, const Mat& Yv) {
+  params.validate();
+  const Model& model = posterior.model();
+  const Likelihood& lik = posterior.likelihood();
+  const Index P = model.num_params();
+  if (lik.kind() != "gaussian" && lik.kind() != "gaussian_learned_sigma")
+    throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
+                     "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
+  std::function<MemberFit(Index)> member = [&](Index j) {
+    Rng rng(seed, static_cast<std::uint64_t>(j));
+    MemberFit fit;
+    fit.rows = member_subset(posterior.num_data(), params.data_fraction, rng);
+    const Mat X = gather_columns(posterior.inputs(), fit.rows), Y = gather_columns(posterior.targets(), fit.rows);
+    const Vec start = model.initial_params(rng);
+    // Shared ownership is not needed: the objective lives only in this call.
+    std::shared_ptr<const Model> model_view(&model, [](const Model*) {});
+    MeanSquaredErrorObjective objective(model_view, X, Y);
+    std::function<double(const Vec&)> validation;
+    if (Xv.cols() > 0)
+      validation = [&](const Vec& w) { return (model.forward(w, Xv) - Yv).squaredNorm() / static_cast<double>(Xv.cols()); };
+    const TrainResult trained = train(objective, start, params.training, rng, validation);
+    fit.theta.resize(posterior.dim());
+    fit.theta.head(P) = trained.best_theta;
+    Vec extra = lik.initial_extra();
+    if (lik.kind() == "gaussian_learned_sigma") {
+      // Maximum-likelihood noise of the member's fit: sigma^2 = mean squared residual per target.
+      const double mse = (model.forward(trained.best_theta, X) - Y).squaredNorm() / static_cast<double>(Y.size());
+      extra[0] = 0.5 * std::log(std::max(mse, 1e-300));
+    }
+    fit.theta.tail(extra.size()) = extra;
+    fit.history = trained.history;
+    return fit;
+  };
+  return run_members(params.members, params.threads, member);
+}
+
+std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const RandomizedMapParams& params,
+                                          std::uint64_t seed, const Mat& Xv, const Mat& Yv) {
+  params.ensemble.validate();
+  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&posterior.prior());
+  if (!gaussian)
+    throw InputError("randomized MAP needs a Gaussian prior (--prior gaussian or fan-in): its anchors are drawn from it");
+  const Likelihood& lik = posterior.likelihood();
+  if (params.perturb_targets && (lik.kind() != "gaussian" || lik.num_extra() != 0))
+    throw InputError("randomized MAP with perturbed targets needs a Gaussian likelihood with fixed noise (--noise)");
+  const Index N = posterior.num_data(), P = posterior.model().num_params();
+  std::function<MemberFit(Index)> member = [&](Index j) {
+    Rng rng(seed, static_cast<std::uint64_t>(j));
+    MemberFit fit;
+    fit.rows = member_subset(N, params.ensemble.data_fraction, rng);
+    const Index n_j = static_cast<Index>(fit.rows.size());
+    Mat X = gather_columns(posterior.inputs(), fit.rows), Y = gather_columns(posterior.targets(), fit.rows);
+    const Vec start = posterior.initial_point(rng);
+    fit.anchor = gaussian->mean() + gaussian->sd().cwiseProduct(rng.normal_vector(P));
+    if (params.perturb_targets) {
+      const Mat noise_sd = lik.noise_variance(posterior.model().forward(start.head(P), X), Vec(0)).cwiseSqrt();
+      for (Index i = 0; i < Y.cols(); ++i)
+        for (Index o = 0; o < Y.rows(); ++o) Y(o, i) += noise_sd(o, i) * rng.normal();
+    }
+    // (|D_j| / N) ||w - w0||^2 / (2 sd^2) = ||w - w0||^2 / (2 (sd sqrt(N / |D_j|))^2): the member's
+    // posterior on D_j with the anchored prior widened by sqrt(N / |D_j|) has exactly seed 001's loss
+    // (up to a constant); NegativeLogPosteriorObjective then divides it by |D_j|.
+    const double widen = std::sqrt(static_cast<double>(N) / static_cast<double>(n_j));
+    auto anchored = std::make_shared<GaussianPrior>(fit.anchor, gaussian->sd() * widen);
+    auto member_posterior = std::make_shared<Posterior>(posterior.model_ptr(), posterior.likelihood_ptr(), anchored, X, Y);
+    NegativeLogPosteriorObjective objective(member_posterior);
+    std::function<double(const Vec&)> validation;
+    if (Xv.cols() > 0)
+      validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
+    const TrainResult trained = train(objective, start, params.ensemble.training, rng, validation);
+    fit.theta = trained.best_theta;
+    fit.history = trained.history;
+    return fit;
+  };
+  return run_members(params.ensemble.members, params.ensemble.threads, member);
+}
+
+}  // namespace uqnn

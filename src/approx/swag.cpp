@@ -1,0 +1,110 @@
+#include "uqnn/approx/swag.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <deque>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/optim/optimizer.hpp"
+
+namespace uqnn {
+
+void SwagParams::validate() const {
+  require(steps >= 1, "swag steps (T)", ">= 1");
+  require(snapshot_every >= 1, "swag snapshot_every (c)", ">= 1");
+  require(learning_rate > 0, "swag learning_rate", "> 0");
+  require(momentum >= 0 && momentum < 1, "swag momentum", "in [0, 1)");
+  require(batch_size >= 0, "swag batch_size", ">= 0 (0 = full batch)");
+  if (low_rank) {
+    require(rank >= 2, "swag rank (k)", ">= 2 for the low-rank covariance (it divides by k - 1)");
+    require(steps / snapshot_every >= 2, "swag steps / snapshot_every (T / c)", ">= 2 for the low-rank covariance");
+  }
+}
+
+SwagPosterior::SwagPosterior(Vec mean, Vec diagonal_variance, Mat deviations)
+    : mean_(std::move(mean)), diagonal_variance_(std::move(diagonal_variance)), deviations_(std::move(deviations)) {
+  if (diagonal_variance_.size() != mean_.size() || (deviations_.cols() > 0 && deviations_.rows() != mean_.size()))
+    throw std::invalid_argument("swag: mean, variance and deviations differ in dimension");
+  if ((diagonal_variance_.array() < 0).any()) throw std::invalid_argument("swag: negative diagonal variance");
+  if (deviations_.cols() == 1) throw std::invalid_argument("swag: the low-rank part needs >= 2 deviation columns");
+}
+
+std::vector<Vec> SwagPosterior::sample(Rng& rng, Index n) const {
+  const double half = std::sqrt(0.5);
+  const Index k = deviations_.cols();
+  const Vec sd = diagonal_variance_.cwiseSqrt();
+  std::vector<Vec> out;
+  for (Index s = 0; s < n; ++s) {
+    Vec w = mean_ + half * sd.cwiseProduct(rng.normal_vector(dim()));  // a new vector: the mean is untouched
+    if (k > 0) w += half * (deviations_ * rng.normal_vector(k)) / std::sqrt(static_cast<double>(k - 1));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Vec SwagPosterior::marginal_variance() const {
+  Vec v = 0.5 * diagonal_variance_;
+  const Index k = deviations_.cols();
+  if (k > 0) v += 0.5 * deviations_.rowwise().squaredNorm() / static_cast<double>(k - 1);
+  return v;
+}
+
+SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagParams& params, Rng& rng) {
+  params.validate();
+  const Index K = theta0.size(), N = objective.num_data();
+  const Index batch = (params.batch_size == 0 || params.batch_size > N) ? N : params.batch_size;
+  OptimizerParams sgd;
+  sgd.name = "sgd";
+  sgd.learning_rate = params.learning_rate;
+  sgd.momentum = params.momentum;
+  auto optimizer = make_optimizer(sgd, K);
+  SwagResult result;
+  Vec w = theta0, mean = theta0, second = theta0.array().square();  // w_0 is snapshot 0
+  Index n = 1;
+  std::deque<Vec> last;
+  IndexVec order;
+  Index position = N;  // forces a new permutation
+  Vec grad(K);
+  for (Index t = 1; t <= params.steps; ++t) {
+    IndexVec rows;
+    if (batch == N) {
+      for (Index i = 0; i < N; ++i) rows.push_back(i);
+    } else {
+      if (position + batch > N) {
+        order = rng.permutation(N);
+        position = 0;
+      }
+      rows.assign(order.begin() + position, order.begin() + position + batch);
+      position += batch;
+    }
+    const double loss = objective.loss_and_grad(w, rows, grad);
+    if (!std::isfinite(loss) || !grad.allFinite())
+      throw std::runtime_error(fmt::format("swag: SGD diverged at step {} (non-finite loss): lower --swag-lr", t));
+    optimizer->step(w, grad, params.learning_rate);
+    result.loss.push_back(loss);
+    if (t % params.snapshot_every != 0) continue;
+    const double nn = static_cast<double>(n);
+    mean = (nn * mean + w) / (nn + 1);
+    second = (nn * second + w.array().square().matrix()) / (nn + 1);
+    ++n;
+    if (params.low_rank) {
+      last.push_back(w - mean);
+      if (static_cast<Index>(last.size()) > params.rank) last.pop_front();
+    }
+  }
+  if (!w.allFinite()) throw std::runtime_error("swag: SGD diverged: lower --swag-lr");
+  Vec variance = second - mean.array().square().matrix();
+  for (Index k = 0; k < K; ++k)
+    if (variance[k] < 0) {
+      variance[k] = 0.0;
+      ++result.num_clamped_variances;
+    }
+  Mat D(K, static_cast<Index>(last.size()));
+  for (std::size_t j = 0; j < last.size(); ++j) D.col(static_cast<Index>(j)) = last[j];
+  result.num_snapshots = n;
+  result.approximation = std::make_shared<SwagPosterior>(mean, variance, D);
+  return result;
+}
+
+}  // namespace uqnn

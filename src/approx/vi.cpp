@@ -1,0 +1,140 @@
+#include "uqnn/approx/vi.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+
+namespace {
+constexpr double kLog2Pi = 1.8378770664093454836;
+double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+}  // namespace
+
+double softplus(double rho) { return rho > 30 ? rho : std::log1p(std::exp(rho)); }
+double inverse_softplus(double sigma) { return sigma > 30 ? sigma : std::log(std::expm1(sigma)); }
+
+void ViParams::validate() const {
+  require(epochs >= 1, "vi epochs", ">= 1");
+  require(learning_rate > 0, "vi learning_rate", "> 0");
+  require(batch_size >= 0, "vi batch_size", ">= 0 (0 = full batch)");
+  require(num_samples >= 1, "vi num_samples (S)", ">= 1");
+  require(mu_init_lower <= mu_init_upper, "vi mu_init_lower", "<= mu_init_upper");
+  require(rho_init_lower <= rho_init_upper, "vi rho_init_lower", "<= rho_init_upper");
+  schedule.validate();
+}
+
+ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const ViParams& params, Rng& rng,
+                               const std::function<bool(Index, double)>& on_epoch) {
+  params.validate();
+  const Index K = post.dim(), P = post.model().num_params(), E = post.likelihood().num_extra();
+  if (prior.dim() != P) throw std::invalid_argument(fmt::format("vi: prior has dimension {}, the network {}", prior.dim(), P));
+  const Likelihood& lik = post.likelihood();
+  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&prior);
+  ViResult result;
+  result.analytic_kl = params.analytic_kl && gaussian != nullptr;
+
+  Vec mu(K), rho(K);
+  for (Index k = 0; k < K; ++k) {
+    mu[k] = rng.uniform(params.mu_init_lower, params.mu_init_upper);
+    rho[k] = rng.uniform(params.rho_init_lower, params.rho_init_upper);
+  }
+  mu.tail(E) = lik.initial_extra();
+
+  const Index N = post.num_data();
+  const Index batch = (params.batch_size == 0 || params.batch_size > N) ? N : params.batch_size;
+  const Index B = (N + batch - 1) / batch;  // ceil (QUiNN's (N + 1) // batch is off by one)
+  OptimizerParams adam;
+  adam.name = "adam";
+  adam.learning_rate = params.learning_rate;
+  auto optimizer = make_optimizer(adam, 2 * K);
+  LearningRateSchedule schedule(params.schedule, params.learning_rate);
+  Vec phi(2 * K), grad_phi(2 * K);
+  double monitored = std::numeric_limits<double>::quiet_NaN();
+  for (Index epoch = 0; epoch < params.epochs; ++epoch) {
+    const double lr = schedule.next(epoch, monitored);
+    const IndexVec order = batch == N ? IndexVec() : rng.permutation(N);
+    double elbo_sum = 0.0;
+    for (Index start = 0; start < N; start += batch) {
+      const Index stop = std::min(N, start + batch);
+      IndexVec rows;
+      for (Index i = start; i < stop; ++i) rows.push_back(order.empty() ? i : order[static_cast<std::size_t>(i)]);
+      const Mat X = gather_columns(post.inputs(), rows), Y = gather_columns(post.targets(), rows);
+      const double scale = static_cast<double>(N) / static_cast<double>(rows.size());
+      Vec sigma(K), dsigma(K);
+      for (Index k = 0; k < K; ++k) {
+        sigma[k] = softplus(rho[k]);
+        dsigma[k] = sigmoid(rho[k]);
+      }
+      Vec g_mu = Vec::Zero(K), g_rho = Vec::Zero(K);
+      double kl_estimate = 0.0, nll_estimate = 0.0;
+      const double inv_S = 1.0 / static_cast<double>(params.num_samples);
+      for (Index s = 0; s < params.num_samples; ++s) {
+        const Vec eps = rng.normal_vector(K);
+        const Vec w = mu + sigma.cwiseProduct(eps);
+        // d/dw of the data term -(N/|b|) sum log p(y_i | w).
+        Vec g_w = Vec::Zero(K);
+        const double nll = -scale * post.log_likelihood(w, X, Y, &g_w);
+        g_w *= -scale;
+        nll_estimate += inv_S * nll;
+        if (!result.analytic_kl || E > 0) {
+          // Monte Carlo KL, seed 001: log q(w) - log p(w) (for analytic KL only the extras' part).
+          const Index first = result.analytic_kl ? P : 0;
+          const Index count = K - first;
+          double log_q = 0.0;
+          for (Index k = first; k < K; ++k) log_q += -std::log(sigma[k]) - 0.5 * eps[k] * eps[k] - 0.5 * kLog2Pi;
+          Vec g_prior = Vec::Zero(K);
+          double log_p = 0.0;
+          if (first == 0) {
+            Vec gp = Vec::Zero(P);
+            log_p += prior.log_density(w.head(P), &gp);
+            g_prior.head(P) = gp;
+          }
+          Vec ge = Vec::Zero(E);
+          log_p += lik.extra_log_prior(w.tail(E), &ge);
+          g_prior.tail(E) = ge;
+          kl_estimate += inv_S * (log_q - log_p);
+          // log q(mu + sigma eps) = sum -log sigma - eps^2/2 - const: its total derivative is
+          // 0 in mu and -sigma'/sigma in rho; -log p contributes through w.
+          g_w -= g_prior / static_cast<double>(B);
+          for (Index k = first; k < first + count; ++k) g_rho[k] += inv_S * (-dsigma[k] / sigma[k]) / static_cast<double>(B);
+        }
+        g_mu += inv_S * g_w;
+        g_rho += inv_S * g_w.cwiseProduct(eps).cwiseProduct(dsigma);
+      }
+      if (result.analytic_kl) {
+        // KL(N(mu, sigma^2) || N(m, s^2)) = log(s / sigma) + (sigma^2 + (mu - m)^2) / (2 s^2) - 1/2.
+        const Vec& m = gaussian->mean();
+        const Vec& sd = gaussian->sd();
+        for (Index k = 0; k < P; ++k) {
+          const double s2 = sd[k] * sd[k], d = mu[k] - m[k];
+          kl_estimate += std::log(sd[k] / sigma[k]) + (sigma[k] * sigma[k] + d * d) / (2 * s2) - 0.5;
+          g_mu[k] += (d / s2) / static_cast<double>(B);
+          g_rho[k] += ((-1.0 / sigma[k] + sigma[k] / s2) * dsigma[k]) / static_cast<double>(B);
+        }
+      }
+      elbo_sum += -(kl_estimate + nll_estimate);
+      phi << mu, rho;
+      grad_phi << g_mu, g_rho;
+      if (!grad_phi.allFinite())
+        throw std::runtime_error(fmt::format("vi diverged (non-finite gradient) at epoch {}: lower the learning rate", epoch));
+      optimizer->step(phi, grad_phi, lr);
+      mu = phi.head(K);
+      rho = phi.tail(K);
+    }
+    const double elbo = elbo_sum / static_cast<double>(B);
+    result.elbo.push_back(elbo);
+    monitored = -elbo;
+    if (on_epoch && !on_epoch(epoch, elbo)) break;
+  }
+  result.mu = mu;
+  result.rho = rho;
+  Vec sigma(K);
+  for (Index k = 0; k < K; ++k) sigma[k] = softplus(rho[k]);
+  result.approximation = std::make_shared<DiagonalGaussianPosterior>(mu, sigma);
+  return result;
+}
+
+}  // namespace uqnn

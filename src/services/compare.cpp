@@ -1,0 +1,121 @@
+#include "uqnn/services/compare.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/io/atomic_file.hpp"
+#include "uqnn/plot/plots.hpp"
+#include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/fit_output.hpp"
+
+namespace uqnn {
+
+namespace {
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("compare: cannot read " + path.string());
+  return nlohmann::json::parse(in);
+}
+
+/// The 1-D predictive of a finished fit on `grid` (original units), reloaded from its files.
+plot::Predictive1d reload_predictive(const std::filesystem::path& dir, const Mat& grid, const Dataset& data,
+                                     const std::string& title, std::uint64_t seed) {
+  const nlohmann::json m = read_json(dir / "model.json");
+  const auto model = make_model(m.at("model"));
+  const auto likelihood = make_likelihood(m.at("likelihood"));
+  const Standardizer standardizer = Standardizer::from_json(m.at("standardizer"));
+  ParamLayout layout = model->layout();
+  layout.append(likelihood->extra_layout(), "");
+  const auto draws = read_draws_csv_as_vectors(dir / "draws.csv", layout);
+  Rng rng(seed, 0x9ed);
+  PredictiveSummary s = summarize_predictive(predict_draws(*model, *likelihood, draws, standardizer.transform_inputs(grid)), {}, rng);
+  rescale_summary(s, standardizer.target_mean(), standardizer.target_scale());
+  plot::Predictive1d p;
+  p.title = title;
+  p.x_train = data.inputs.row(0).transpose();
+  p.y_train = data.targets.row(0).transpose();
+  p.x_grid = grid.row(0).transpose();
+  p.mean = s.mean.row(0).transpose();
+  p.sd = s.sd.row(0).transpose();
+  return p;
+}
+
+}  // namespace
+
+CompareReport run_compare(const CompareConfig& config) {
+  if (config.methods.empty()) throw InputError("--methods is empty: name at least one method (e.g. map,ens,vi)");
+  const auto known = method_names();
+  for (const auto& m : config.methods)
+    if (std::find(known.begin(), known.end(), m) == known.end())
+      throw InputError(fmt::format("--methods: '{}' is not known: valid are {}", m, fmt::join(known, ", ")));
+  CompareReport report;
+  std::filesystem::create_directories(config.base.out_dir);
+  const Dataset data = config.base.data.dataset ? *config.base.data.dataset
+                                                 : load_dataset(config.base.data.path, config.base.data.targets, config.base.data.inputs);
+  const bool one_d = data.input_dim() == 1 && data.target_dim() == 1;
+  Mat grid;
+  if (one_d) {
+    const double lo = data.inputs.minCoeff(), hi = data.inputs.maxCoeff(), pad = 0.25 * (hi - lo);
+    const Index n = 300;
+    grid.resize(1, n);
+    for (Index i = 0; i < n; ++i) grid(0, i) = lo - pad + (hi - lo + 2 * pad) * static_cast<double>(i) / static_cast<double>(n - 1);
+  }
+  std::vector<plot::Predictive1d> panels;
+  std::string md = "| method | draws | seconds |";
+  std::vector<std::string> splits;
+  std::vector<std::pair<std::string, nlohmann::json>> rows;
+  for (const auto& method : config.methods) {
+    FitConfig cfg = config.base;
+    cfg.method = method;
+    cfg.out_dir = config.base.out_dir / method;
+    const FitReport fit = run_fit(cfg);
+    for (const auto& f : fit.files) report.files.push_back(f);
+    nlohmann::json row{{"seconds", fit.metrics.at("seconds")}, {"num_draws", fit.metrics.at("num_draws")}};
+    if (fit.metrics.contains("splits")) row["splits"] = fit.metrics.at("splits");
+    report.table[method] = row;
+    rows.emplace_back(method, row);
+    if (one_d)
+      panels.push_back(reload_predictive(cfg.out_dir, grid, data, fmt::format("{} ({} draws)", method, row.at("num_draws").get<Index>()), cfg.seed));
+  }
+  // Markdown table: one row per method, RMSE / NLL / LPPD / 95% coverage per split.
+  for (const auto& [method, row] : rows)
+    if (row.contains("splits"))
+      for (const auto& [split, m] : row.at("splits").items())
+        if (std::find(splits.begin(), splits.end(), split) == splits.end()) splits.push_back(split);
+  const std::vector<std::string> keys{"rmse", "nll", "lppd", "coverage_95"};
+  for (const auto& s : splits)
+    for (const auto& k : keys) md += " " + s + " " + k + " |";
+  md += "\n|---|---:|---:|";
+  for (std::size_t i = 0; i < splits.size() * keys.size(); ++i) md += "---:|";
+  md += "\n";
+  for (const auto& [method, row] : rows) {
+    md += fmt::format("| {} | {} | {:.2f} |", method, row.at("num_draws").get<Index>(), row.at("seconds").get<double>());
+    for (const auto& s : splits)
+      for (const auto& k : keys) {
+        if (row.contains("splits") && row.at("splits").contains(s) && row.at("splits").at(s).contains(k))
+          md += fmt::format(" {:.4g} |", row.at("splits").at(s).at(k).get<double>());
+        else
+          md += " |";
+      }
+    md += "\n";
+  }
+  const auto dir = config.base.out_dir;
+  atomic_write_text(dir / "compare.md", md);
+  atomic_write_text(dir / "compare.json", report.table.dump(2) + "\n");
+  report.files.push_back(dir / "compare.md");
+  report.files.push_back(dir / "compare.json");
+  if (one_d && config.base.figure_format != "none") {
+    plot::SideBySideOptions options;
+    options.title = "predictive mean, 1 and 2 sd bands by method";
+    const auto path = dir / ("compare." + config.base.figure_format);
+    plot::plot_side_by_side(path, panels, options);
+    report.files.push_back(path);
+  }
+  return report;
+}
+
+}  // namespace uqnn

@@ -1,0 +1,23 @@
+// `uqnn fit --method ens`: deep ensemble (seed 001, MSE loss, J members, data fraction delta).
+//
+// Predictive sd: the members' spread is seed 001's Var[y] (1/(J-1) sum (M_j - ybar)^2), reported as
+// the epistemic sd. An MSE ensemble has no noise model, so the total sd adds the likelihood's noise:
+// the fixed --noise sigma^2, or with a learned sigma each member's maximum-likelihood sigma^2 (its
+// mean squared residual), averaged over members. Intervals and NLL use that total.
+#include "approx_common.hpp"
+
+namespace uqnn {
+
+MethodResult run_deep_ensemble(const FitContext& c) {
+  const ApproxOptions o = detail::approx_options(c);
+  const EnsembleParams p = detail::ensemble_params(c, o);
+  const bool split = detail::has_validation_split(c);
+  const auto fits = fit_deep_ensemble(*c.posterior, p, c.config.seed, split ? c.validation_inputs : Mat(),
+                                      split ? c.validation_targets : Mat());
+  MethodResult r = detail::ensemble_result(fits, "MSE");
+  r.info["data_fraction"] = p.data_fraction;
+  r.info["predictive_sd"] = "sqrt(variance across members + likelihood noise variance)";
+  return r;
+}
+
+}  // namespace uqnn

@@ -1,0 +1,184 @@
+#include <gtest/gtest.h>
+
+#include "unit/approx/blr_fixture.hpp"
+#include "uqnn/approx/ensemble.hpp"
+#include "uqnn/approx/swag.hpp"
+#include "uqnn/data/synthetic.hpp"
+#include "uqnn/predictive/predictive.hpp"
+
+namespace uqnn {
+namespace {
+
+using testing::make_blr;
+
+TrainParams quadratic_training() {
+  TrainParams t;
+  t.epochs = 1500;
+  t.optimizer.learning_rate = 0.05;
+  t.schedule.name = "exponential";
+  t.schedule.gamma = 0.995;
+  return t;
+}
+
+struct Moments {
+  Vec mean;
+  Mat cov;
+};
+Moments moments(const std::vector<MemberFit>& fits) {
+  const Index J = static_cast<Index>(fits.size()), K = fits.front().theta.size();
+  Moments m{Vec::Zero(K), Mat::Zero(K, K)};
+  for (const auto& f : fits) m.mean += f.theta / static_cast<double>(J);
+  for (const auto& f : fits) m.cov += (f.theta - m.mean) * (f.theta - m.mean).transpose() / static_cast<double>(J - 1);
+  return m;
+}
+
+// |estimate - truth| within z Monte Carlo standard errors for the mean; variances within z sqrt(2/(J-1)).
+void expect_moments(const Moments& m, const Vec& mean, const Mat& cov, Index J, double z) {
+  for (Index k = 0; k < mean.size(); ++k) {
+    EXPECT_LT(std::abs(m.mean[k] - mean[k]) / std::sqrt(cov(k, k) / static_cast<double>(J)), z) << "mean " << k;
+    EXPECT_LT(std::abs(m.cov(k, k) / cov(k, k) - 1.0), z * std::sqrt(2.0 / static_cast<double>(J - 1))) << "variance " << k;
+  }
+  // Correlations: standard error about (1 - rho^2) / sqrt(J).
+  for (Index a = 0; a < mean.size(); ++a)
+    for (Index b = a + 1; b < mean.size(); ++b) {
+      const double rho = cov(a, b) / std::sqrt(cov(a, a) * cov(b, b));
+      const double rho_hat = m.cov(a, b) / std::sqrt(m.cov(a, a) * m.cov(b, b));
+      EXPECT_LT(std::abs(rho_hat - rho), z * (1 - rho * rho) / std::sqrt(static_cast<double>(J)) + 0.01) << a << "," << b;
+    }
+}
+
+constexpr Index kMembers = 800;
+constexpr double kZ = 4.0;  // about 3 x 15 checks: Bonferroni at ~0.3% overall
+
+TEST(RandomizedMap, PerturbedMembersAreExactPosteriorDraws) {
+  const auto blr = make_blr();
+  RandomizedMapParams p;
+  p.ensemble.members = kMembers;
+  p.ensemble.training = quadratic_training();
+  p.perturb_targets = true;
+  const auto fits = fit_randomized_map(*blr.posterior, p, 21);
+  expect_moments(moments(fits), blr.mean, blr.A.inverse(), kMembers, kZ);
+}
+
+TEST(RandomizedMap, Seed001AnchorsGiveExactMeanAndTheKnownNarrowerCovariance) {
+  // Anchors alone: w_j = A^-1 (Phi^T y / sigma^2 + Lambda w0_j) with w0 ~ N(0, Lambda^-1), so the
+  // members have covariance A^-1 Lambda A^-1, not A^-1 (Pearce et al. 2020).
+  const auto blr = make_blr();
+  RandomizedMapParams p;
+  p.ensemble.members = kMembers;
+  p.ensemble.training = quadratic_training();
+  const auto fits = fit_randomized_map(*blr.posterior, p, 22);
+  const Mat Ainv = blr.A.inverse();
+  const Mat Lambda = blr.prior_sd.array().square().inverse().matrix().asDiagonal();
+  expect_moments(moments(fits), blr.mean, Ainv * Lambda * Ainv, kMembers, kZ);
+  // Each member is the minimiser of its anchored loss: A w = Phi^T y / sigma^2 + Lambda w0.
+  for (std::size_t j = 0; j < 3; ++j) {
+    const Vec exact = blr.A.llt().solve(blr.Phi.transpose() * blr.y / (blr.sigma * blr.sigma) + Lambda * fits[j].anchor);
+    EXPECT_LT((fits[j].theta - exact).norm(), 1e-5);
+  }
+}
+
+TEST(RandomizedMap, DataFractionScalesThePriorTermByDjOverN) {
+  const auto blr = make_blr(40);
+  RandomizedMapParams p;
+  p.ensemble.members = 2;
+  p.ensemble.data_fraction = 0.5;
+  p.ensemble.training = quadratic_training();
+  const auto fits = fit_randomized_map(*blr.posterior, p, 23);
+  const Mat Lambda = blr.prior_sd.array().square().inverse().matrix().asDiagonal();
+  for (const auto& f : fits) {
+    ASSERT_EQ(f.rows.size(), 20u);
+    Mat Phi(20, 3);
+    Vec y(20);
+    for (Index i = 0; i < 20; ++i) {
+      Phi.row(i) = blr.Phi.row(f.rows[static_cast<std::size_t>(i)]);
+      y[i] = blr.y[f.rows[static_cast<std::size_t>(i)]];
+    }
+    // Seed 001: (1 / 2 sigma^2) sum_{D_j} r^2 + (|D_j| / N) (1/2) (w - w0)^T Lambda (w - w0).
+    Mat A = Phi.transpose() * Phi / (blr.sigma * blr.sigma) + 0.5 * Lambda;
+    const Vec exact = A.llt().solve(Phi.transpose() * y / (blr.sigma * blr.sigma) + 0.5 * Lambda * f.anchor);
+    EXPECT_LT((f.theta - exact).norm(), 1e-5);
+  }
+}
+
+TEST(DeepEnsemble, ResultsDoNotDependOnTheThreadCountAndMembersDiffer) {
+  const Dataset data = sine_case_ii(20, 0.05);
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {10, 10}, 1, Activation::Tanh, InitScheme::Glorot});
+  auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(0.05), GaussianPrior::isotropic(model->num_params(), 1.0),
+                                          data.inputs, data.targets);
+  EnsembleParams p;
+  p.members = 4;
+  p.data_fraction = 0.8;
+  p.training.epochs = 50;
+  p.threads = 1;
+  const auto one = fit_deep_ensemble(*post, p, 5);
+  p.threads = 3;
+  const auto three = fit_deep_ensemble(*post, p, 5);
+  for (std::size_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(one[j].theta, three[j].theta) << "member " << j;
+    EXPECT_EQ(one[j].rows, three[j].rows);
+    EXPECT_EQ(one[j].rows.size(), 16u);  // floor(0.8 * 20)
+  }
+  EXPECT_NE(one[0].rows, one[1].rows);
+  EXPECT_GT((one[0].theta - one[1].theta).norm(), 1e-3);  // own initialisation per member (QUiNN defect 4)
+}
+
+// Sine case II: predictive sd in the gap (-0.2, 0.2) and beyond |x| > 1 exceeds the sd at the data.
+void expect_larger_sd_away_from_data(const std::vector<Vec>& draws, const Posterior& post, const Dataset& data) {
+  Mat gap(1, 3), outside(1, 4);
+  gap << -0.05, 0.0, 0.05;
+  outside << -1.4, -1.25, 1.25, 1.4;
+  Rng rng(1, 0);
+  const auto sd_at = [&](const Mat& X) {
+    return summarize_predictive(predict_draws(post.model(), post.likelihood(), draws, X), {}, rng).epistemic_sd.row(0).mean();
+  };
+  const double at_data = sd_at(data.inputs);
+  EXPECT_GT(sd_at(gap), 2.0 * at_data) << "gap vs data " << at_data;
+  EXPECT_GT(sd_at(outside), 2.0 * at_data) << "outside vs data " << at_data;
+}
+
+std::shared_ptr<Posterior> sine_posterior(const Dataset& data) {
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {10, 10}, 1, Activation::Tanh, InitScheme::Glorot});
+  return std::make_shared<Posterior>(model, make_gaussian_likelihood(0.05), GaussianPrior::isotropic(model->num_params(), 1.0),
+                                     data.inputs, data.targets);
+}
+
+TEST(DeepEnsemble, SineCaseIIUncertaintyGrowsAwayFromData) {
+  const Dataset data = sine_case_ii(20, 0.05);
+  const auto post = sine_posterior(data);
+  EnsembleParams p;
+  p.members = 6;
+  p.training.epochs = 3000;
+  p.training.optimizer.learning_rate = 0.01;
+  std::vector<Vec> draws;
+  for (const auto& f : fit_deep_ensemble(*post, p, 9)) draws.push_back(f.theta);
+  expect_larger_sd_away_from_data(draws, *post, data);
+}
+
+// Known result, not a passing property: with constant-lr minibatch SGD on this stiff posterior
+// (sigma = 0.05) SWAG's spread is largest *at* the data (SGD noise along stiff directions) and
+// smaller in the gap; lr 1e-5..3e-4 and T up to 6000 all gave sd(gap) < sd(data). Disabled, kept
+// as the record of that finding; see the report.
+TEST(Swag, DISABLED_SineCaseIIUncertaintyGrowsAwayFromData) {
+  const Dataset data = sine_case_ii(20, 0.05);
+  const auto post = sine_posterior(data);
+  Rng rng(4, 0);
+  NegativeLogPosteriorObjective objective(post);
+  TrainParams t;
+  t.epochs = 3000;
+  const Vec map = train(objective, post->initial_point(rng), t, rng).best_theta;
+  SwagParams p;  // minibatch SGD: its gradient noise is what SWAG's moments measure
+  p.steps = std::getenv("SWAG_STEPS") ? std::atoi(std::getenv("SWAG_STEPS")) : 200;
+  p.snapshot_every = 2;
+  p.rank = 20;
+  p.batch_size = 5;
+  p.learning_rate = std::getenv("SWAG_LR") ? std::atof(std::getenv("SWAG_LR")) : 1e-5;
+  const SwagResult swag = fit_swag(objective, map, p, rng);
+  EXPECT_EQ(swag.num_snapshots, 1 + p.steps / 2);
+  EXPECT_EQ(swag.approximation->deviations().cols(), 20);
+  Rng sampler(2, 0);
+  expect_larger_sd_away_from_data(swag.approximation->sample(sampler, 300), *post, data);
+}
+
+}  // namespace
+}  // namespace uqnn

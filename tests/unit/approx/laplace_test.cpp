@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include "unit/approx/blr_fixture.hpp"
+#include "uqnn/approx/laplace.hpp"
+#include "uqnn/core/error.hpp"
+
+namespace uqnn {
+namespace {
+
+using testing::make_blr;
+using testing::max_relative;
+
+TEST(Laplace, ExactHessianReproducesConjugatePosteriorAndEvidence) {
+  const auto blr = make_blr();
+  // One Newton step from 0 lands on the MAP of a quadratic log posterior.
+  const Vec map = refine_map_newton(*blr.posterior, Vec::Zero(3), 3);
+  LaplaceApproximation laplace(blr.posterior, map, LaplaceParams{});
+  const auto* q = dynamic_cast<const GaussianPosterior*>(laplace.approximation().get());
+  ASSERT_NE(q, nullptr);
+  EXPECT_LT(max_relative(q->mean(), blr.mean), 1e-8);
+  const Mat exact_cov = blr.A.inverse();
+  EXPECT_LT(max_relative(q->covariance(), exact_cov), 1e-8);
+  EXPECT_LT(max_relative(q->marginal_variance(), Vec(exact_cov.diagonal())), 1e-8);
+  EXPECT_NEAR(laplace.log_marginal_likelihood(), blr.log_evidence, 1e-8 * std::abs(blr.log_evidence));
+  // The density of q is the exact posterior density.
+  const Vec probe = blr.mean + Vec::Constant(3, 0.05);
+  const double exact = -0.5 * (probe - blr.mean).dot(blr.A * (probe - blr.mean)) + 0.5 * std::log(blr.A.determinant()) -
+                       1.5 * std::log(2 * M_PI);
+  EXPECT_NEAR(q->log_prob(probe), exact, 1e-9);
+}
+
+TEST(Laplace, CovarianceScaleDividesTheCovariance) {
+  const auto blr = make_blr();
+  LaplaceParams p;
+  p.covariance_scale = 4.0;
+  LaplaceApproximation laplace(blr.posterior, blr.mean, p);
+  EXPECT_LT(max_relative(laplace.approximation()->marginal_variance(), Vec(blr.A.inverse().diagonal() / 4.0)), 1e-8);
+}
+
+TEST(Laplace, GaussNewtonEqualsExactHessianForLinearGaussian) {
+  const auto blr = make_blr();
+  const Vec theta = blr.mean + Vec::Constant(3, 0.3);  // anywhere: the model is linear
+  const Mat exact = curvature_matrix(*blr.posterior, theta, CurvatureBackend::Exact);
+  const Mat ggn = curvature_matrix(*blr.posterior, theta, CurvatureBackend::GaussNewton);
+  EXPECT_LT(max_relative(exact, blr.A), 1e-10);
+  EXPECT_LT(max_relative(ggn, blr.A), 1e-10);
+  // Diagonal structure = diagonal of the full structure, for every backend.
+  for (auto b : {CurvatureBackend::Exact, CurvatureBackend::Fisher, CurvatureBackend::GaussNewton})
+    EXPECT_LT(max_relative(curvature_diagonal(*blr.posterior, theta, b),
+                           Vec(curvature_matrix(*blr.posterior, theta, b).diagonal())), 1e-10) << to_string(b);
+}
+
+TEST(Laplace, EmpiricalFisherIsTheSumOfSquaredPerExampleGradientsPlusPriorPrecision) {
+  const auto blr = make_blr();
+  const Vec theta = blr.mean;
+  Vec expected = blr.prior_sd.array().square().inverse();
+  for (Index i = 0; i < blr.y.size(); ++i) {
+    const double r = blr.y[i] - blr.Phi.row(i).dot(theta);
+    expected += (blr.Phi.row(i).transpose() * r / (blr.sigma * blr.sigma)).array().square().matrix();
+  }
+  EXPECT_LT(max_relative(curvature_diagonal(*blr.posterior, theta, CurvatureBackend::Fisher), expected), 1e-10);
+}
+
+TEST(Laplace, NotPositiveDefiniteGivesAdvice) {
+  // A tanh network away from its MAP with a vague prior: the exact Hessian is indefinite.
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {4}, 1, Activation::Tanh, InitScheme::Glorot});
+  Mat X(1, 8), Y(1, 8);
+  for (Index i = 0; i < 8; ++i) {
+    X(0, i) = -1 + 0.25 * static_cast<double>(i);
+    Y(0, i) = std::sin(3 * X(0, i));
+  }
+  auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), 100.0), X, Y);
+  Rng rng(3, 0);
+  const Vec theta = 2.0 * rng.normal_vector(model->num_params());
+  try {
+    LaplaceApproximation laplace(post, theta, LaplaceParams{});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ggn"), std::string::npos) << e.what();
+  }
+  LaplaceParams ggn;
+  ggn.backend = CurvatureBackend::GaussNewton;
+  EXPECT_NO_THROW(LaplaceApproximation(post, theta, ggn));  // PSD + prior precision
+}
+
+TEST(Laplace, MemoryLimitIsCheckedBeforeFormingTheMatrix) {
+  const auto blr = make_blr();
+  LaplaceParams p;
+  p.max_memory_bytes = 100;  // 3 x 3 x 3 x 8 = 216 bytes needed
+  try {
+    LaplaceApproximation laplace(blr.posterior, blr.mean, p);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("diag"), std::string::npos) << e.what();
+  }
+  p.structure = CurvatureStructure::Diagonal;
+  EXPECT_NO_THROW(LaplaceApproximation(blr.posterior, blr.mean, p));
+}
+
+TEST(Laplace, TuningMaximisesTheExactEvidenceOverPriorPrecisionAndNoise) {
+  const auto blr = make_blr();
+  LaplaceApproximation laplace(blr.posterior, blr.mean, LaplaceParams{});
+  const LaplaceTuning t = laplace.tune(true);
+  EXPECT_GE(t.log_marginal_likelihood_after, t.log_marginal_likelihood_before);
+  // Independent closed form of the Laplace evidence at the fixed MAP m* as a function of (alpha, sigma):
+  // log N(y | Phi m*, sigma^2 I) + log N(m* | 0, diag(sd^2) / alpha) + (K/2) log 2 pi - (1/2) log det H.
+  const Vec m = blr.mean;
+  const auto laplace_evidence = [&](double alpha, double sigma) {
+    const Vec r = blr.y - blr.Phi * m;
+    const double n = static_cast<double>(r.size());
+    const Vec prec = alpha * blr.prior_sd.array().square().inverse();
+    const double log_lik = -0.5 * r.squaredNorm() / (sigma * sigma) - n * std::log(sigma) - 0.5 * n * std::log(2 * M_PI);
+    const double log_prior = -0.5 * (m.array().square() * prec.array()).sum() + 0.5 * prec.array().log().sum() - 1.5 * std::log(2 * M_PI);
+    Mat H = blr.Phi.transpose() * blr.Phi / (sigma * sigma);
+    H.diagonal() += prec;
+    return log_lik + log_prior + 1.5 * std::log(2 * M_PI) - 0.5 * std::log(H.determinant());
+  };
+  EXPECT_NEAR(t.log_marginal_likelihood_before, laplace_evidence(1.0, blr.sigma), 1e-8);
+  const double best = laplace_evidence(t.prior_precision_factor, t.noise_sd);
+  EXPECT_NEAR(t.log_marginal_likelihood_after, best, 1e-8);
+  for (double f : {0.95, 1.05}) {
+    EXPECT_LT(laplace_evidence(t.prior_precision_factor * f, t.noise_sd), best);
+    EXPECT_LT(laplace_evidence(t.prior_precision_factor, t.noise_sd * f), best);
+  }
+  EXPECT_GT(t.noise_sd, 0.15);
+  EXPECT_LT(t.noise_sd, 0.6);
+}
+
+}  // namespace
+}  // namespace uqnn
