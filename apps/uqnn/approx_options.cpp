@@ -30,7 +30,6 @@ void flag(CLI::App& c, FitConfig& cfg, const std::string& field, const std::stri
 void add_approx_options(CLI::App& c, FitConfig& cfg) {
   const ApproxOptions d;
   option(c, cfg, "num_samples", d.num_samples, "vi/laplace/swag/dropout: number of posterior draws returned");
-  option(c, cfg, "threads", d.threads, "ens/rms: worker threads (0 = all cores; results do not depend on it)");
   option(c, cfg, "ens_members", d.ens_members, "ens/rms: number of members J");
   option(c, cfg, "ens_data_fraction", d.ens_data_fraction, "ens/rms: data fraction delta in (0,1]; each member trains on floor(delta N) random rows");
   flag(c, cfg, "rms_perturb_targets", "rms: also perturb the targets by N(0, sigma^2) (exact posterior draws for linear-Gaussian models)");

@@ -7,13 +7,18 @@ namespace uqnn::cli {
 
 Command add_demo(CLI::App& app) {
   auto* c = app.add_subcommand(
-      "demo", "fit the embedded sine case II data of seed 000 (20 points, 1-10-10-1 tanh network); no input files needed");
+      "demo", "fit the embedded sine case II data of seed 000 (20 points, 1-10-10-1 tanh network, NUTS by default); no input files needed");
   auto cfg = std::make_shared<FitConfig>();
   auto arch = std::make_shared<std::string>("10,10");
   auto noise = std::make_shared<std::string>("0.05");
   cfg->out_dir = "uqnn-demo";
   cfg->progress = true;
   cfg->training.epochs = 6000;
+  // The main job: a posterior by NUTS (4 chains, each started from its own MAP fit). Short runs
+  // suffice in function space here; `--method map` gives the point estimate alone.
+  cfg->method = "nuts";
+  cfg->mcmc.warmup = 300;
+  cfg->mcmc.draws = 300;
   add_fit_options(*c, *cfg, *arch, *noise);
   return [cfg, arch, noise]() {
     finish_fit_config(*cfg, *arch, *noise);

@@ -48,6 +48,40 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--lr-patience", t.schedule.patience, "plateau patience (epochs)")->capture_default_str();
   c.add_option("--early-stopping", t.early_stopping_patience, "stop after this many epochs without validation improvement; 0 = off")->capture_default_str();
   add_approx_options(c, cfg);
+  // MCMC (amcmc, hmc, mala, nuts, sgld, sghmc, psgld).
+  auto& m = cfg.mcmc;
+  c.add_option("--chains", m.chains, "MCMC chains")->capture_default_str();
+  c.add_option_function<int>(
+       "--threads",
+       [&cfg](const int& n) {
+         cfg.mcmc.threads = n;
+         cfg.method_options["threads"] = n;  // ensemble members (approx_options)
+       },
+       "threads for chains and ensemble members (0 = automatic); results do not depend on it")
+      ->default_str("0");
+  c.add_option("--warmup", m.warmup, "warmup (adaptation) or burn-in iterations per chain")->capture_default_str();
+  c.add_option("--draws", m.draws, "sampling iterations per chain")->capture_default_str();
+  c.add_option("--thin", m.thin, "keep every thin-th draw")->capture_default_str();
+  c.add_option("--chain-init", m.init, "chain starts: map (own MAP fit per chain) | random | prior")->capture_default_str();
+  c.add_option("--step-size", m.step_size, "initial (adapted) or fixed step size; 0 = automatic")->capture_default_str();
+  c.add_option("--num-steps", m.num_steps, "hmc leapfrog steps L")->capture_default_str();
+  c.add_option("--max-depth", m.max_depth, "nuts maximum tree depth")->capture_default_str();
+  c.add_option("--target-accept", m.target_accept, "warmup target acceptance (hmc, nuts)")->capture_default_str();
+  c.add_option("--metric", m.metric, "diag | dense | unit (hmc, nuts)")->capture_default_str();
+  c.add_flag("!--no-adapt", m.adapt, "no warmup adaptation (fixed --step-size and unit metric)");
+  c.add_option("--jitter", m.jitter, "step-size jitter fraction in [0, 1)")->capture_default_str();
+  c.add_option("--am-gamma", m.am_gamma, "adaptive Metropolis gamma")->capture_default_str();
+  c.add_option("--am-t0", m.am_t0, "adaptive Metropolis: first adaptation")->capture_default_str();
+  c.add_option("--am-t-adapt", m.am_t_adapt, "adaptive Metropolis: adaptation period")->capture_default_str();
+  c.add_option("--sg-batch-size", m.batch_size, "sgld/sghmc/psgld minibatch size; 0 = full batch")->capture_default_str();
+  c.add_option("--schedule", m.schedule, "sg step size: constant | polynomial a(b+t)^-gamma | step (decay every k)")->capture_default_str();
+  c.add_option("--schedule-b", m.schedule_b, "polynomial schedule b")->capture_default_str();
+  c.add_option("--schedule-gamma", m.schedule_gamma, "polynomial schedule gamma")->capture_default_str();
+  c.add_option("--decay", m.decay, "step schedule: factor")->capture_default_str();
+  c.add_option("--decay-every", m.decay_every, "step schedule: iterations between decays")->capture_default_str();
+  c.add_option("--friction", m.friction, "sghmc friction C")->capture_default_str();
+  c.add_option("--psgld-alpha", m.psgld_alpha, "psgld RMSprop decay alpha")->capture_default_str();
+  c.add_option("--psgld-lambda", m.psgld_lambda, "psgld regulariser lambda")->capture_default_str();
   c.add_flag("--quiet", [&cfg](std::int64_t) { cfg.progress = false; }, "no progress messages on stderr");
 }
 
@@ -88,6 +122,7 @@ void print_fit_report(const FitConfig& cfg, const FitReport& report) {
         if (s.contains(key)) std::cout << fmt::format(" {}={:.4g}", key, s.at(key).get<double>());
       std::cout << '\n';
     }
+  if (!report.summary_text.empty()) std::cout << report.summary_text;
   std::cout << "  wrote:";
   for (const auto& f : report.files) std::cout << ' ' << f.string();
   std::cout << '\n';

@@ -12,7 +12,9 @@
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/plot/plots.hpp"
+#include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/run_summary.hpp"
 
 namespace uqnn {
 
@@ -35,6 +37,74 @@ struct SplitPrediction {
 };
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) { atomic_write_text(path, j.dump(2) + "\n"); }
+
+/// Probe inputs for function-space diagnostics: 5 training rows spread over the sorted first input.
+Mat probe_inputs(const Dataset& data, const IndexVec& train) {
+  IndexVec rows = train;
+  std::sort(rows.begin(), rows.end(), [&](Index a, Index b) { return data.inputs(0, a) < data.inputs(0, b); });
+  const Index k = std::min<Index>(5, static_cast<Index>(rows.size()));
+  Mat probes(data.input_dim(), k);
+  for (Index i = 0; i < k; ++i)
+    probes.col(i) = data.inputs.col(rows[static_cast<std::size_t>(k == 1 ? 0 : i * (static_cast<Index>(rows.size()) - 1) / (k - 1))]);
+  return probes;
+}
+
+void write_mcmc_outputs(const FitOutput& o, FitReport& report) {
+  const auto& dir = o.config.out_dir;
+  const auto& r = o.result;
+  const Posterior& post = *o.posterior;
+  // Per-chain draws and statistics (equal lengths: the driver keeps the common length).
+  std::map<Index, std::pair<std::vector<Vec>, std::vector<DrawStats>>> chains;
+  for (std::size_t s = 0; s < r.draws.size(); ++s) {
+    auto& c = chains[r.chain_of_draw.empty() ? 0 : r.chain_of_draw[s]];
+    c.first.push_back(r.draws[s]);
+    c.second.push_back(r.stats[s]);
+  }
+  std::vector<Mat> chain_draws;
+  std::vector<std::vector<DrawStats>> chain_stats;
+  for (const auto& [id, c] : chains) {
+    Mat m(static_cast<Index>(c.first.size()), post.dim());
+    for (std::size_t d = 0; d < c.first.size(); ++d) m.row(static_cast<Index>(d)) = c.first[d].transpose();
+    chain_draws.push_back(m);
+    chain_stats.push_back(c.second);
+  }
+  InferenceData idata;
+  idata.posterior = make_posterior_group(chain_draws, post.layout(), false);
+  idata.sample_stats = make_sample_stats_group(chain_stats);
+  idata.method = o.config.method;
+  write_inference_data(dir / "posterior.nc", idata);
+  report.files.push_back(dir / "posterior.nc");
+
+  const RunSummary summary =
+      summarize_run(post, r.draws, r.chain_of_draw, r.stats, probe_inputs(o.data, o.split.train), o.standardizer);
+  write_json(dir / "diagnostics.json", summary.to_json());
+  atomic_write_text(dir / "diagnostics.txt", summary.format());
+  report.files.push_back(dir / "diagnostics.json");
+  report.summary_text = summary.format();
+
+  if (o.config.figure_format != "none") {
+    // Traces: lp__, the function-space rows and the worst weights, one line per chain.
+    std::vector<std::pair<std::string, Mat>> quantities;
+    const auto column = [&](const std::function<double(std::size_t)>& value) {
+      std::vector<double> v(r.draws.size());
+      for (std::size_t s = 0; s < v.size(); ++s) v[s] = value(s);
+      return by_chain(v, r.chain_of_draw).transpose().eval();  // [chain, draw]
+    };
+    quantities.emplace_back("lp__", column([&](std::size_t s) { return r.stats[s].lp; }));
+    for (const auto& row : summary.rows) {
+      if (row.name == "lp__" || row.name == "log_lik" || row.name.rfind("f(", 0) == 0) continue;
+      Index k = 0;
+      while (k < post.dim() && post.layout().name_of(k) != row.name) ++k;
+      if (k < post.dim()) quantities.emplace_back(row.name, column([&, k](std::size_t s) { return r.draws[s][k]; }));
+      if (quantities.size() >= 4) break;
+    }
+    plot::TraceOptions options;
+    options.title = o.config.method + ": traces (lp__ and the weights with the worst R-hat)";
+    const auto path = dir / ("traces." + o.config.figure_format);
+    plot::plot_traces(path, quantities, options);
+    report.files.push_back(path);
+  }
+}
 
 }  // namespace
 
@@ -166,6 +236,9 @@ FitReport write_fit_output(const FitOutput& o) {
   write_json(dir / "metrics.json", metrics);
   report.files.push_back(dir / "metrics.json");
   report.metrics = metrics;
+
+  // MCMC runs: ArviZ InferenceData, the convergence summary and trace plots.
+  if (!o.result.stats.empty()) write_mcmc_outputs(o, report);
 
   // Figures.
   if (cfg.figure_format != "none") {

@@ -7,6 +7,9 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/mcmc/sgmcmc/psgld.hpp"
+#include "uqnn/mcmc/sgmcmc/sghmc.hpp"
+#include "uqnn/mcmc/sgmcmc/sgld.hpp"
 #include "uqnn/run/run_chains.hpp"
 #include "uqnn/services/methods.hpp"
 
@@ -25,6 +28,45 @@ double initial_step_size(const McmcConfig& m) {
   if (m.step_size > 0) return m.step_size;
   if (!m.adapt) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
   return 0.1;  // replaced by Stan's heuristic at the start of warmup
+}
+
+sgmcmc::StepSizeSchedule schedule(const McmcConfig& m) {
+  if (m.step_size <= 0) throw InputError("--step-size is required (> 0) for stochastic-gradient MCMC");
+  if (m.schedule == "constant") return sgmcmc::StepSizeSchedule::constant(m.step_size);
+  if (m.schedule == "polynomial") return sgmcmc::StepSizeSchedule::polynomial(m.step_size, m.schedule_b, m.schedule_gamma);
+  if (m.schedule == "step") return sgmcmc::StepSizeSchedule::step_decay(m.step_size, m.decay, m.decay_every);
+  throw InputError("--schedule '" + m.schedule + "' is not known: valid are constant, polynomial, step");
+}
+
+/// Stochastic-gradient samplers: warmup is burn-in (no adaptation), lp__ is the exact full-data
+/// log density every 10th transition (NaN otherwise) when the data are minibatched.
+SamplerFactory sgmcmc_factory(const std::string& method, const McmcConfig& m, std::shared_ptr<const LogDensity> density) {
+  const Index lp_every = m.batch_size > 0 ? 10 : 0;
+  if (method == "sgld") {
+    sgmcmc::SgldParams p;
+    p.schedule = schedule(m);
+    p.batch_size = m.batch_size;
+    p.lp_every = lp_every;
+    p.validate();
+    return [density, p]() { return std::make_unique<sgmcmc::SgldSampler>(density, p); };
+  }
+  if (method == "sghmc") {
+    sgmcmc::SghmcParams p;
+    p.schedule = schedule(m);
+    p.friction = m.friction;
+    p.batch_size = m.batch_size;
+    p.lp_every = lp_every;
+    p.validate();
+    return [density, p]() { return std::make_unique<sgmcmc::SghmcSampler>(density, p); };
+  }
+  sgmcmc::PsgldParams p;
+  p.schedule = schedule(m);
+  p.alpha = m.psgld_alpha;
+  p.lambda = m.psgld_lambda;
+  p.batch_size = m.batch_size;
+  p.lp_every = lp_every;
+  p.validate();
+  return [density, p]() { return std::make_unique<sgmcmc::PsgldSampler>(density, p); };
 }
 
 SamplerConfig sampler_config(const std::string& method, const McmcConfig& m, Index dim) {
@@ -88,10 +130,12 @@ MethodResult run_mcmc(const FitContext& context, const std::string& method) {
   } else if (m.init == "prior") {
     initial = InitialPointFn([post](int, Rng& rng) { return post->sample_prior(rng); });
   } else {
-    throw InputError("--init '" + m.init + "' is not known: valid are map, random, prior");
+    throw InputError("--chain-init '" + m.init + "' is not known: valid are map, random, prior");
   }
 
-  const SamplerFactory factory = make_sampler_factory(post, sampler_config(method, m, post->dim()));
+  const bool stochastic = method == "sgld" || method == "sghmc" || method == "psgld";
+  const SamplerFactory factory = stochastic ? sgmcmc_factory(method, m, post)
+                                            : make_sampler_factory(post, sampler_config(method, m, post->dim()));
   ProgressObserver progress;
   InterruptObserver interrupt;
   std::vector<Observer*> observers{&interrupt};
@@ -131,5 +175,8 @@ MethodResult run_nuts(const FitContext& c) { return run_mcmc(c, "nuts"); }
 MethodResult run_hmc(const FitContext& c) { return run_mcmc(c, "hmc"); }
 MethodResult run_mala(const FitContext& c) { return run_mcmc(c, "mala"); }
 MethodResult run_amcmc(const FitContext& c) { return run_mcmc(c, "amcmc"); }
+MethodResult run_sgld(const FitContext& c) { return run_mcmc(c, "sgld"); }
+MethodResult run_sghmc(const FitContext& c) { return run_mcmc(c, "sghmc"); }
+MethodResult run_psgld(const FitContext& c) { return run_mcmc(c, "psgld"); }
 
 }  // namespace uqnn

@@ -77,7 +77,7 @@ struct McmcConfig {
   double decay = 0.9;         ///< step decay factor
   long decay_every = 5000;    ///< step decay period
   double friction = 0.1;      ///< sghmc friction C
-  double rms_alpha = 0.99, rms_lambda = 1e-5;  ///< psgld preconditioner
+  double psgld_alpha = 0.99, psgld_lambda = 1e-5;  ///< psgld RMSprop preconditioner
 };
 
 struct FitConfig {
@@ -123,6 +123,7 @@ MethodResult run_method(const std::string& name, const FitContext& context);
 /// Summary of a finished fit (also written to out_dir/metrics.json).
 struct FitReport {
   nlohmann::json metrics;
+  std::string summary_text;  ///< MCMC convergence table (empty for other methods)
   std::vector<std::filesystem::path> files;
 };
 

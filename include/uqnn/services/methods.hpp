@@ -12,6 +12,9 @@ MethodResult run_nuts(const FitContext& context);
 MethodResult run_hmc(const FitContext& context);
 MethodResult run_mala(const FitContext& context);
 MethodResult run_amcmc(const FitContext& context);
+MethodResult run_sgld(const FitContext& context);
+MethodResult run_sghmc(const FitContext& context);
+MethodResult run_psgld(const FitContext& context);
 /// Optimisation-based methods of seed 001 (src/services/method_<name>.cpp; settings in
 /// services/approx_options.hpp): deep ensemble, randomized MAP, Bayes by Backprop, Laplace, SWAG,
 /// MC dropout.

@@ -57,9 +57,11 @@ class Cli : public ::testing::Test {
 };
 
 TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
-  const CliRun r = run("demo --quiet --out " + (dir_ / "demo").string());
+  // A short NUTS run (the demo's default method) keeps the test fast.
+  const CliRun r = run("demo --quiet --warmup 150 --draws 100 --chains 2 --out " + (dir_ / "demo").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* f : {"predictions.csv", "model.json", "draws.csv", "metrics.json", "fit.png", "history.png"})
+  for (const char* f : {"predictions.csv", "model.json", "draws.csv", "metrics.json", "fit.png", "traces.png", "posterior.nc",
+                        "diagnostics.json"})
     EXPECT_TRUE(fs::exists(dir_ / "demo" / f)) << f;
   const auto metrics = json(dir_ / "demo" / "metrics.json");
   // The sine case II targets have sd ~ 4.5; a MAP fit of 20 points interpolates them.
