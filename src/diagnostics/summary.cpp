@@ -53,7 +53,11 @@ std::string format_summary_table(const std::vector<Summary>& rows, int decimals)
 
   // Cells as text first, so every column can be as wide as its widest entry.
   auto number = [&](double value, int places) {
-    return std::isnan(value) ? std::string("nan") : fmt::format("{:.{}f}", value, places);
+    if (std::isnan(value)) return std::string("nan");
+    if (!std::isfinite(value)) return std::string(value > 0 ? "inf" : "-inf");
+    // Huge values (a diverged chain) in fixed notation would widen the column to hundreds of digits.
+    if (std::abs(value) >= 1e7) return fmt::format("{:.3e}", value);
+    return fmt::format("{:.{}f}", value, places);
   };
   std::vector<std::array<std::string, 9>> cells;
   std::size_t name_width = 0;

@@ -91,18 +91,27 @@ void write_mcmc_outputs(const FitOutput& o, FitReport& report) {
       return by_chain(v, r.chain_of_draw).transpose().eval();  // [chain, draw]
     };
     quantities.emplace_back("lp__", column([&](std::size_t s) { return r.stats[s].lp; }));
+    // A trace with no finite value (lp__ of minibatch samplers between exact evaluations, or a
+    // diverged chain) cannot be drawn; the summary table reports it instead.
+    const auto drawable = [](const Mat& m) { return (m.array() == m.array()).any() && m.array().isFinite().any(); };
+    if (!drawable(quantities.back().second)) quantities.pop_back();
     for (const auto& row : summary.rows) {
       if (row.name == "lp__" || row.name == "log_lik" || row.name.rfind("f(", 0) == 0) continue;
       Index k = 0;
       while (k < post.dim() && post.layout().name_of(k) != row.name) ++k;
-      if (k < post.dim()) quantities.emplace_back(row.name, column([&, k](std::size_t s) { return r.draws[s][k]; }));
+      if (k < post.dim()) {
+        quantities.emplace_back(row.name, column([&, k](std::size_t s) { return r.draws[s][k]; }));
+        if (!drawable(quantities.back().second)) quantities.pop_back();
+      }
       if (quantities.size() >= 4) break;
     }
     plot::TraceOptions options;
     options.title = o.config.method + ": traces (lp__ and the weights with the worst R-hat)";
     const auto path = dir / ("traces." + o.config.figure_format);
-    plot::plot_traces(path, quantities, options);
-    report.files.push_back(path);
+    if (!quantities.empty()) {
+      plot::plot_traces(path, quantities, options);
+      report.files.push_back(path);
+    }
   }
 }
 
