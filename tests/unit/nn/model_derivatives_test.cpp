@@ -16,6 +16,9 @@ struct Case {
   std::shared_ptr<Model> model;
 };
 
+// Readable test names in ctest / gtest output instead of the struct bytes.
+void PrintTo(const Case& value, std::ostream* os) { *os << value.name; }
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (Activation a : {Activation::Tanh, Activation::Relu, Activation::Silu, Activation::Sigmoid, Activation::Sine,

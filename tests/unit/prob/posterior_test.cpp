@@ -38,6 +38,9 @@ std::shared_ptr<Posterior> make_posterior(const Setup& s, Index n = 12, std::uin
   return std::make_shared<Posterior>(model, s.likelihood, prior, X, Y);
 }
 
+// Readable test names in ctest / gtest output instead of the struct bytes.
+void PrintTo(const Setup& value, std::ostream* os) { *os << value.name; }
+
 std::vector<Setup> setups() {
   const Index P = 2 * 4 + 4;  // network parameters before the output layer vary; priors sized later
   (void)P;
