@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -21,9 +22,20 @@ Command add_diagnose(CLI::App& app) {
   c->add_option("source", *source, "run directory or draws CSV")->required()->check(CLI::ExistingPath);
   c->add_option("--json", *json_out, "also write the table with full precision to this JSON file");
   c->add_option("--decimals", *decimals, "decimals in the printed table")->capture_default_str();
-  return [source, json_out, decimals]() {
+  auto all = std::make_shared<bool>(false);
+  c->add_flag("--all", *all, "for a run directory: also the table of every parameter (weight-space R-hat misleads for BNNs)");
+  return [source, json_out, decimals, all]() {
     std::filesystem::path path = *source;
-    if (std::filesystem::is_directory(path)) path /= "draws.csv";
+    if (std::filesystem::is_directory(path)) {
+      // A run directory: its function-space summary (written by `uqnn fit`), then optionally every weight.
+      const auto summary = path / "diagnostics.txt";
+      if (std::filesystem::exists(summary)) {
+        std::ifstream in(summary);
+        std::cout << in.rdbuf();
+        if (!*all && json_out->empty()) return 0;
+      }
+      path /= "draws.csv";
+    }
     const auto table = diagnostics::read_draws_csv(path.string());
     const auto rows = diagnostics::summarize(table);
     std::cout << fmt::format("{}: {} chains x {} draws, {} quantities\n", path.string(), table.num_chains(), table.num_draws(),
