@@ -29,6 +29,28 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
+/// Header names may be quoted (names like "w[0,1]" contain commas); "" inside quotes is a quote.
+std::vector<std::string> split_header(std::string_view line) {
+  std::vector<std::string> names(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') names.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else names.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      names.emplace_back();
+    } else {
+      names.back() += c;
+    }
+  }
+  for (auto& n : names) n = std::string(trim(n));
+  return names;
+}
+
 /// "<source>:<line>: " prefix for messages, the line 1-based.
 std::string where(const std::string& source, std::size_t line) {
   return source + ":" + std::to_string(line) + ": ";
@@ -80,7 +102,7 @@ DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
   while (header.empty() && std::getline(in, text)) {
     ++line_number;
     if (trim(text).empty()) continue;
-    for (const auto field : split_fields(text)) header.emplace_back(field);
+    header = split_header(text);
   }
   if (header.empty()) throw InputError(source + ": empty file, expected a header 'chain, draw, ...'");
   if (header.size() < 2 || header[0] != "chain" || header[1] != "draw") {

@@ -69,6 +69,11 @@ TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   const CsvTable predictions = read_predictions(dir_ / "demo" / "predictions.csv");
   EXPECT_EQ(predictions.num_rows(), 20);
   EXPECT_GE(predictions.find_column("y_mean"), 0);
+  // diagnose on the run directory: function-space rows, then every parameter with --all.
+  const CliRun diag = run("diagnose --all " + (dir_ / "demo").string());
+  ASSERT_EQ(diag.exit_code, 0) << diag.output;
+  EXPECT_NE(diag.output.find("f(-"), std::string::npos) << diag.output;
+  EXPECT_NE(diag.output.find("layer3.bias[0]"), std::string::npos) << diag.output;
   std::ifstream png(dir_ / "demo" / "fit.png", std::ios::binary);
   std::string magic(8, '\0');
   png.read(magic.data(), 8);

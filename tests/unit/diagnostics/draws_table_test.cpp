@@ -86,4 +86,13 @@ TEST(DiagnosticsDrawsCsv, MissingFile) {
 }
 
 }  // namespace
+TEST(DrawsTable, QuotedHeaderNamesMayContainCommas) {
+  std::istringstream in("chain,draw,\"w[0,1]\",\"say \"\"hi\"\"\"\n0,0,1.5,2\n0,1,2.5,3\n");
+  const auto table = parse_draws_csv(in, "q.csv");
+  ASSERT_EQ(table.names.size(), 2u);
+  EXPECT_EQ(table.names[0], "w[0,1]");
+  EXPECT_EQ(table.names[1], "say \"hi\"");
+  EXPECT_DOUBLE_EQ(table.at("w[0,1]")(1, 0), 2.5);
+}
+
 }  // namespace uqnn::diagnostics
