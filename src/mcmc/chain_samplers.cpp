@@ -65,16 +65,21 @@ std::string describe_metric(const Metric& metric) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- NUTS
-NutsSampler::NutsSampler(std::shared_ptr<const LogDensity> density, NutsConfig config)
+// ---------------------------------------------------------------- HMC and NUTS
+template <typename Kernel, typename Config>
+HamiltonianSampler<Kernel, Config>::HamiltonianSampler(std::shared_ptr<const LogDensity> density, Config config)
     : density_(std::move(density)), config_(std::move(config)), kernel_(*density_), warmup_(config_.warmup) {
   config_.validate(density_->dim());
   config_.kernel.metric = resolve_metric(config_.kernel.metric, density_->dim());
 }
 
-void NutsSampler::init(const Vec& position) { state_ = kernel_.init(position); }
+template <typename Kernel, typename Config>
+void HamiltonianSampler<Kernel, Config>::init(const Vec& position) {
+  state_ = kernel_.init(position);
+}
 
-void NutsSampler::begin_warmup(Index num_warmup) {
+template <typename Kernel, typename Config>
+void HamiltonianSampler<Kernel, Config>::begin_warmup(Index num_warmup) {
   num_warmup_ = static_cast<long>(num_warmup);
   warmup_done_ = 0;
   finished_warmup_ = num_warmup_ <= 0;
@@ -83,43 +88,24 @@ void NutsSampler::begin_warmup(Index num_warmup) {
   need_step_size_init_ = config_.warmup.adapt_step_size;
 }
 
-DrawStats NutsSampler::transition(Rng& rng, bool warmup) {
+template <typename Kernel, typename Config>
+DrawStats HamiltonianSampler<Kernel, Config>::transition(Rng& rng, bool warmup) {
   return hamiltonian_transition(kernel_, *density_, rng, warmup, state_, config_.kernel, warmup_, num_warmup_,
                                 warmup_done_, need_step_size_init_, finished_warmup_);
 }
 
-std::string NutsSampler::describe() const {
-  return fmt::format("nuts: step_size={:.6g}, max_tree_depth={}, {}", config_.kernel.step_size,
-                     config_.kernel.max_tree_depth, describe_metric(config_.kernel.metric));
+template <typename Kernel, typename Config>
+std::string HamiltonianSampler<Kernel, Config>::describe() const {
+  if constexpr (std::is_same_v<Kernel, Nuts>)
+    return fmt::format("nuts: step_size={:.6g}, max_tree_depth={}, {}", config_.kernel.step_size,
+                       config_.kernel.max_tree_depth, describe_metric(config_.kernel.metric));
+  else
+    return fmt::format("hmc: step_size={:.6g}, num_leapfrog_steps={}, {}", config_.kernel.step_size,
+                       config_.kernel.num_leapfrog_steps, describe_metric(config_.kernel.metric));
 }
 
-// ---------------------------------------------------------------- HMC
-HmcSampler::HmcSampler(std::shared_ptr<const LogDensity> density, HmcConfig config)
-    : density_(std::move(density)), config_(std::move(config)), kernel_(*density_), warmup_(config_.warmup) {
-  config_.validate(density_->dim());
-  config_.kernel.metric = resolve_metric(config_.kernel.metric, density_->dim());
-}
-
-void HmcSampler::init(const Vec& position) { state_ = kernel_.init(position); }
-
-void HmcSampler::begin_warmup(Index num_warmup) {
-  num_warmup_ = static_cast<long>(num_warmup);
-  warmup_done_ = 0;
-  finished_warmup_ = num_warmup_ <= 0;
-  if (finished_warmup_) return;
-  warmup_.begin(num_warmup_, config_.kernel.step_size, density_->dim());
-  need_step_size_init_ = config_.warmup.adapt_step_size;
-}
-
-DrawStats HmcSampler::transition(Rng& rng, bool warmup) {
-  return hamiltonian_transition(kernel_, *density_, rng, warmup, state_, config_.kernel, warmup_, num_warmup_,
-                                warmup_done_, need_step_size_init_, finished_warmup_);
-}
-
-std::string HmcSampler::describe() const {
-  return fmt::format("hmc: step_size={:.6g}, num_leapfrog_steps={}, {}", config_.kernel.step_size,
-                     config_.kernel.num_leapfrog_steps, describe_metric(config_.kernel.metric));
-}
+template class HamiltonianSampler<Nuts, NutsConfig>;
+template class HamiltonianSampler<Hmc, HmcConfig>;
 
 // ---------------------------------------------------------------- MALA
 MalaSampler::MalaSampler(std::shared_ptr<const LogDensity> density, MalaConfig config)

@@ -49,47 +49,32 @@ struct AdaptiveMetropolisConfig {
 using SamplerConfig = std::variant<NutsConfig, HmcConfig, MalaConfig, AdaptiveMetropolisConfig>;
 
 
-class NutsSampler : public ChainSampler {
+/// HMC or NUTS with Stan's warmup (step-size heuristic, dual averaging, windowed metric): the two
+/// differ only in their kernel, so one adapter serves both.
+template <typename Kernel, typename Config>
+class HamiltonianSampler : public ChainSampler {
  public:
-  NutsSampler(std::shared_ptr<const LogDensity> density, NutsConfig config);
+  HamiltonianSampler(std::shared_ptr<const LogDensity> density, Config config);
   void init(const Vec& position) override;
   void begin_warmup(Index num_warmup) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
   std::string describe() const override;
-  const NutsParams& params() const { return config_.kernel; }
+  const auto& params() const { return config_.kernel; }
   const StanWarmup& warmup() const { return warmup_; }
 
  private:
   std::shared_ptr<const LogDensity> density_;
-  NutsConfig config_;
-  Nuts kernel_;
+  Config config_;
+  Kernel kernel_;
   GradientState state_;
   StanWarmup warmup_;
   long num_warmup_ = 0, warmup_done_ = 0;
   bool need_step_size_init_ = false, finished_warmup_ = true;
 };
 
-class HmcSampler : public ChainSampler {
- public:
-  HmcSampler(std::shared_ptr<const LogDensity> density, HmcConfig config);
-  void init(const Vec& position) override;
-  void begin_warmup(Index num_warmup) override;
-  DrawStats transition(Rng& rng, bool warmup) override;
-  const Vec& position() const override { return state_.position; }
-  std::string describe() const override;
-  const HmcParams& params() const { return config_.kernel; }
-  const StanWarmup& warmup() const { return warmup_; }
-
- private:
-  std::shared_ptr<const LogDensity> density_;
-  HmcConfig config_;
-  Hmc kernel_;
-  GradientState state_;
-  StanWarmup warmup_;
-  long num_warmup_ = 0, warmup_done_ = 0;
-  bool need_step_size_init_ = false, finished_warmup_ = true;
-};
+using NutsSampler = HamiltonianSampler<Nuts, NutsConfig>;
+using HmcSampler = HamiltonianSampler<Hmc, HmcConfig>;
 
 class MalaSampler : public ChainSampler {
  public:
