@@ -53,7 +53,8 @@ void add_approx_options(CLI::App& c, FitConfig& cfg) {
   option(c, cfg, "swag_every", d.swag_every, "swag: c, a snapshot every c steps");
   option(c, cfg, "swag_rank", d.swag_rank, "swag: k, deviation columns kept");
   option(c, cfg, "swag_cov", d.swag_cov, "swag: lowrank | diag");
-  option(c, cfg, "swag_lr", d.swag_lr, "swag: SGD learning rate (on -log posterior / N)");
+  option(c, cfg, "swag_members", d.swag_members, "swag: J members, each from its own initialisation (QUiNN's nens; MultiSWAG)");
+  option(c, cfg, "swag_lr", d.swag_lr, "swag: SGD learning rate on -log posterior / N; 0 = 1 / (largest Hessian eigenvalue at the MAP)");
   option(c, cfg, "swag_momentum", d.swag_momentum, "swag: SGD momentum");
   option(c, cfg, "dropout_p", d.dropout_p, "dropout: drop probability p of hidden units");
 }

@@ -95,4 +95,32 @@ Vec EnsemblePosterior::marginal_variance() const {
   return v / static_cast<double>(J - 1);
 }
 
+MixturePosterior::MixturePosterior(std::vector<std::shared_ptr<const ApproximatePosterior>> components)
+    : components_(std::move(components)) {
+  require(!components_.empty(), "number of mixture components", ">= 1");
+  for (const auto& c : components_)
+    if (!c || c->dim() != components_.front()->dim()) throw std::invalid_argument("mixture: components missing or differ in dimension");
+}
+
+std::vector<Vec> MixturePosterior::sample(Rng& rng, Index n) const {
+  const Index J = static_cast<Index>(components_.size());
+  std::vector<Vec> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (Index s = 0; s < n; ++s) out.push_back(components_[static_cast<std::size_t>(s % J)]->sample(rng, 1).front());
+  return out;
+}
+
+Vec MixturePosterior::mean() const {
+  Vec m = Vec::Zero(dim());
+  for (const auto& c : components_) m += c->mean();
+  return m / static_cast<double>(components_.size());
+}
+
+Vec MixturePosterior::marginal_variance() const {
+  const Vec m = mean();
+  Vec v = Vec::Zero(dim());
+  for (const auto& c : components_) v += c->marginal_variance() + (c->mean() - m).array().square().matrix();
+  return v / static_cast<double>(components_.size());
+}
+
 }  // namespace uqnn

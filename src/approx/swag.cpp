@@ -10,6 +10,10 @@
 
 namespace uqnn {
 
+namespace {
+constexpr double kDivergedLossFactor = 100.0;
+}  // namespace
+
 void SwagParams::validate() const {
   require(steps >= 1, "swag steps (T)", ">= 1");
   require(snapshot_every >= 1, "swag snapshot_every (c)", ">= 1");
@@ -66,10 +70,13 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
   IndexVec order;
   Index position = N;  // forces a new permutation
   Vec grad(K);
+  IndexVec all_rows(static_cast<std::size_t>(N));
+  for (Index i = 0; i < N; ++i) all_rows[static_cast<std::size_t>(i)] = i;
+  const double initial_loss = objective.loss_and_grad(w, all_rows, grad);  // full batch at w_0
   for (Index t = 1; t <= params.steps; ++t) {
     IndexVec rows;
     if (batch == N) {
-      for (Index i = 0; i < N; ++i) rows.push_back(i);
+      rows = all_rows;
     } else {
       if (position + batch > N) {
         order = rng.permutation(N);
@@ -81,6 +88,13 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
     const double loss = objective.loss_and_grad(w, rows, grad);
     if (!std::isfinite(loss) || !grad.allFinite())
       throw std::runtime_error(fmt::format("swag: SGD diverged at step {} (non-finite loss): lower --swag-lr", t));
+    // SGD at a stable rate fluctuates around the pre-trained loss; a minibatch loss above
+    // kDivergedLossFactor times its scale only happens when the iterates blow up, long before the
+    // loss turns non-finite, and the moments of such iterates would be garbage.
+    if (loss > initial_loss + kDivergedLossFactor * std::max(1.0, std::abs(initial_loss)))
+      throw std::runtime_error(fmt::format("swag: SGD diverged at step {} (loss per datum rose from {:.4g} to {:.4g}): lower --swag-lr "
+                                           "(or leave it unset: it then follows the curvature at the MAP)",
+                                           t, initial_loss, loss));
     optimizer->step(w, grad, params.learning_rate);
     result.loss.push_back(loss);
     if (t % params.snapshot_every != 0) continue;
@@ -105,6 +119,22 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
   result.num_snapshots = n;
   result.approximation = std::make_shared<SwagPosterior>(mean, variance, D);
   return result;
+}
+
+double swag_default_learning_rate(const LogDensity& density, const Vec& theta, Index num_data) {
+  Vec v = Vec::LinSpaced(theta.size(), 1.0, 2.0);  // fixed start: the rate is a deterministic function of theta
+  v.normalize();
+  double lambda = 0.0;
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    const Vec hv = -density.hessian_vector_product(theta, v) / static_cast<double>(num_data);
+    lambda = v.dot(hv);
+    const double norm = hv.norm();
+    if (!(norm > 0.0) || !std::isfinite(norm)) break;
+    v = hv / norm;
+  }
+  if (!(std::abs(lambda) > 0.0) || !std::isfinite(lambda))
+    throw std::runtime_error("swag: the curvature at the pre-trained weights is zero or not finite; set --swag-lr");
+  return 1.0 / std::abs(lambda);
 }
 
 }  // namespace uqnn

@@ -95,4 +95,23 @@ class EnsemblePosterior : public ApproximatePosterior {
   std::vector<Vec> members_;
 };
 
+/// A uniform mixture of approximations (QUiNN's NN_SWAG and NN_Laplace are ensembles of J members
+/// whose prediction picks a member, i.e. MultiSWAG; seed 001 / QUINN.md). Draw s comes from
+/// component s mod J (stratified: every member contributes equally, with less variance than a
+/// random member per draw).
+class MixturePosterior : public ApproximatePosterior {
+ public:
+  explicit MixturePosterior(std::vector<std::shared_ptr<const ApproximatePosterior>> components);
+  std::string kind() const override { return "mixture"; }
+  Index dim() const override { return components_.front()->dim(); }
+  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  Vec mean() const override;
+  /// Law of total variance: mean of the components' variances + variance (1/J) of their means.
+  Vec marginal_variance() const override;
+  const std::vector<std::shared_ptr<const ApproximatePosterior>>& components() const { return components_; }
+
+ private:
+  std::vector<std::shared_ptr<const ApproximatePosterior>> components_;
+};
+
 }  // namespace uqnn

@@ -33,10 +33,11 @@ struct ApproxOptions {
   bool laplace_tune = false;        ///< maximise the Laplace marginal likelihood over the prior precision
   bool laplace_tune_noise = false;  ///< ... and the noise sd (fixed-sigma Gaussian)
   Index laplace_newton_steps = 5;   ///< Newton polishing of the MAP when H is positive definite
-  // SWAG (QUiNN NN_SWAG defaults).
+  // SWAG (QUiNN NN_SWAG defaults; its app's nens 3 members).
   Index swag_steps = 12, swag_every = 1, swag_rank = 10;
+  Index swag_members = 3;            ///< J members, each its own init + SWAG (MultiSWAG, as QUiNN's NN_SWAG)
   std::string swag_cov = "lowrank";  ///< lowrank | diag
-  double swag_lr = 1e-3;
+  double swag_lr = 0.0;              ///< 0 = swag_default_learning_rate(): 1 / lambda_max at each member's MAP
   double swag_momentum = 0.0;
   // MC dropout.
   double dropout_p = 0.1;
