@@ -340,19 +340,19 @@ def main():
             if os.path.exists(path) and not args.skip_nuts:
                 with open(path) as f:
                     r = json.load(f)
-                nuts_rows.append((pid, r["warmup"], r["draws_per_chain"], tool, r))
+                nuts_rows.append((pid, f'{r["chains"]} x ({r["warmup"]} + {r["draws_per_chain"]})', None, tool, r))
 
     if nuts_rows:
-        lines += [f"NUTS, {args.chains} chains from theta0, diagonal metric, target acceptance 0.8, max tree depth "
+        lines += [f"NUTS, chains from theta0, diagonal metric, target acceptance 0.8, max tree depth "
                   f"{args.max_depth}, two chains at a time on two cores; ESS = ArviZ bulk ESS of the same long CSV for "
                   "every tool; CPU = user + system seconds of the tool's processes:", "",
-                  "| problem | warmup + draws | tool | wall s | CPU s | ESS lp__ | ESS/CPU-s lp__ | ESS f(Xtest) min-max "
+                  "| problem | chains x (warmup + draws) | tool | wall s | CPU s | ESS lp__ | ESS/CPU-s lp__ | ESS f(Xtest) min-max "
                   "| ESS/CPU-s f min | R-hat lp__ / max f | step size (chains) | mean tree depth (at max) | mean leapfrog "
                   "| divergences | accept |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for pid, W, D, tool, r in nuts_rows:
             lines.append(
-                f"| {pid} | {W} + {D} | {tool} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['ess_lp']:.0f} | "
+                f"| {pid} | {W} | {tool} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['ess_lp']:.0f} | "
                 f"{r['ess_lp'] / r['cpu']:.3g} | {min(r['ess_f']):.0f}-{max(r['ess_f']):.0f} | "
                 f"{min(r['ess_f']) / r['cpu']:.3g} | {r['rhat_lp']:.2f} / {r['rhat_f_max']:.2f} | "
                 f"{', '.join(fmt(s, 2) for s in r['step_sizes'])} | {r['mean_tree_depth']:.2f} "
