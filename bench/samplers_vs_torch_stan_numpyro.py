@@ -227,9 +227,11 @@ def main():
     ap.add_argument("--problems", default="B1,B2")
     ap.add_argument("--hmc-draws", type=int, default=200)
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--chains", type=int, default=4)
-    ap.add_argument("--warmup", default="B1:1000,B2:1000", help="per problem, e.g. B1:1000,B2:200")
-    ap.add_argument("--draws", default="B1:1000,B2:1000")
+    # B2 defaults are what a loaded 2-core machine finishes: Stan needs ~2 s of CPU per depth-10
+    # NUTS iteration on B2, so 4 x (1000 + 1000) would be ~4.5 CPU-hours for Stan alone.
+    ap.add_argument("--chains", default="B1:4,B2:2", help="per problem (one number: all problems)")
+    ap.add_argument("--warmup", default="B1:1000,B2:30", help="per problem (one number: all problems)")
+    ap.add_argument("--draws", default="B1:1000,B2:20", help="per problem (one number: all problems)")
     ap.add_argument("--max-depth", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--core", default="0", help="core for the one-thread HMC timings")
@@ -249,12 +251,16 @@ def main():
         print(json.dumps(torch_hmc(shared_bench, args.problem, args.hmc_draws, args.steps, args.seed)))
         return
     if args.part == "numpyro":
-        numpyro_nuts(shared_bench, args.problem, args.chains, int(args.warmup), int(args.draws), args.seed,
+        numpyro_nuts(shared_bench, args.problem, int(args.chains), int(args.warmup), int(args.draws), args.seed,
                      args.max_depth, args.csv)
         return
 
-    per = lambda spec: {k: int(v) for k, v in (kv.split(":") for kv in spec.split(","))}
-    warmups, drawss = per(args.warmup), per(args.draws)
+    def per(spec):
+        if ":" not in spec:
+            return {pid: int(spec) for pid in PROBLEMS}
+        return {k: int(v) for k, v in (kv.split(":") for kv in spec.split(","))}
+
+    warmups, drawss, chainss = per(args.warmup), per(args.draws), per(args.chains)
     problems = args.problems.split(",")
     tools = [t for t in args.tools.split(",") if t]
     bench_bin = os.path.join(args.build, "bench", "samplers_bench")
@@ -286,12 +292,12 @@ def main():
     nuts_rows = []
     for pid in problems if not args.skip_nuts else []:
         widths, sigma, _ = PROBLEMS[pid]
-        W, D = warmups[pid], drawss[pid]
+        W, D, C = warmups[pid], drawss[pid], chainss[pid]
         results = {}
         if "uqnn" in tools:
             print(f"== NUTS {pid}: uqnn", file=sys.stderr)
             csv = os.path.join(args.results, f"nuts_{pid}_uqnn.csv")
-            out, wall, cpu = run_timed(two_cores + [bench_bin, "nuts", "--problem", pid, "--chains", str(args.chains),
+            out, wall, cpu = run_timed(two_cores + [bench_bin, "nuts", "--problem", pid, "--chains", str(C),
                                                     "--threads", "2", "--warmup", str(W), "--draws", str(D),
                                                     "--seed", str(args.seed), "--max-tree-depth", str(args.max_depth),
                                                     "--csv", csv])
@@ -302,11 +308,11 @@ def main():
         if "stan" in tools:
             print(f"== NUTS {pid}: Stan", file=sys.stderr)
             csvs = [os.path.join(args.results, f"nuts_{pid}_stan_{k}.csv") for k in range(2)]
-            half = args.chains // 2
+            half = C // 2
             cmds = [two_cores + ["Rscript", os.path.join(here, "stan_nuts.R"), "sample", args.stan_model, shared_bench,
                                  pid, str(sigma), str(widths[1]), str(widths[2]), str(n), "1", str(W), str(D),
                                  str(args.seed + k), str(args.max_depth), csvs[k], csvs[k] + ".json"]
-                    for k, n in enumerate([half, args.chains - half])]
+                    for k, n in enumerate([half, C - half])]
             wall, cpu = run_parallel_timed(cmds)
             csv = os.path.join(args.results, f"nuts_{pid}_stan.csv")
             merge_chains(csvs, csv)
@@ -321,15 +327,15 @@ def main():
             print(f"== NUTS {pid}: NumPyro", file=sys.stderr)
             csv = os.path.join(args.results, f"nuts_{pid}_numpyro.csv")
             env = dict(os.environ, JAX_PLATFORMS="cpu",
-                       XLA_FLAGS=f"--xla_force_host_platform_device_count={args.chains} "
+                       XLA_FLAGS=f"--xla_force_host_platform_device_count={C} "
                                  "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
             out, wall, cpu = run_timed(two_cores + [sys.executable, __file__, "--part", "numpyro", "--shared",
-                                                    args.shared, "--problem", pid, "--chains", str(args.chains),
+                                                    args.shared, "--problem", pid, "--chains", str(C),
                                                     "--warmup", str(W), "--draws", str(D), "--seed", str(args.seed),
                                                     "--max-depth", str(args.max_depth), "--csv", csv], env=env)
             results["numpyro"] = dict(csv=csv, wall=wall, cpu=cpu)
         for tool, r in results.items():
-            r.update(summarise(r["csv"]), warmup=W, draws_per_chain=D, chains=args.chains, date=time.strftime(
+            r.update(summarise(r["csv"]), warmup=W, draws_per_chain=D, chains=C, date=time.strftime(
                 "%Y-%m-%d %H:%M UTC", time.gmtime()), load=os.getloadavg())
             with open(os.path.join(args.results, f"nuts_{pid}_{tool}.json"), "w") as f:
                 json.dump(r, f, indent=1)

@@ -9,7 +9,8 @@
 # Prints a markdown table and saves it to bench/results/samplers.md (draw CSVs beside it).
 #
 # Usage: bench/samplers_vs_torch_stan_numpyro.sh [extra args of samplers_vs_torch_stan_numpyro.py]
-#   e.g. --warmup B1:1000,B2:200 --draws B1:1000,B2:200 (default 1000 + 1000 for both), --tools uqnn,stan
+#   defaults: B1 4 chains x (1000 + 1000), B2 2 chains x (30 + 20) (Stan needs ~2 CPU-s per B2 iteration);
+#   e.g. --chains 4 --warmup B1:1000,B2:50 --draws B1:1000,B2:50 --tools uqnn,numpyro --problems B2
 #   env: BUILD_DIR=build, CORE=0, CORES=0,1, UQNN_SHARED_DIR=<repo>/../shared
 # First run: apt-get installs r-cran-rstan if Rscript cannot load rstan (needs root), compiles the
 # Stan model once into bench/results/, and adds numpyro, arviz and pandas to bench/.venv.
