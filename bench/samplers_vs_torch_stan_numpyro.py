@@ -374,6 +374,12 @@ def main():
                     best = max(others, key=lambda t: val(rows[t]))
                     lines.append(f"- {pid}: bulk ESS per CPU-second of {name}: uqnn / best other ({best}) = "
                                  f"{val(rows['uqnn']) / max(val(rows[best]), 1e-300):.3g}")
+                # Every tool at (nearly) maximal trees: ESS per second converges to the inverse cost
+                # ratio when the samplers mix alike, and unlike single-run ESS it is not noisy.
+                same_work = [f"{t} / uqnn = {rows[t]['cpu'] / rows['uqnn']['cpu']:.3g}" for t in others]
+                lines.append(f"- {pid}: CPU seconds of the run (mean leapfrog steps per draw: " +
+                             ", ".join(f"{t} {rows[t]['mean_leapfrog']:.0f}" for t in rows) + "): " +
+                             ", ".join(same_work))
         lines.append("")
     text = "\n".join(lines)
     print(text)
