@@ -36,7 +36,7 @@ BENCH_PYTHON_MODULES="numpyro arviz pandas" BENCH_PYTHON_EXTRA="numpyro arviz pa
 mkdir -p "$results"
 if ! Rscript -e 'suppressPackageStartupMessages(library(rstan))' >/dev/null 2>&1; then
   echo "== installing r-cran-rstan" >&2
-  apt-get install -y -q r-cran-rstan r-cran-bh >/dev/null
+  apt-get update -qq && apt-get install -y -q r-cran-rstan r-cran-bh >/dev/null
 fi
 # Debian's r-cran-bh is a stub without include/ (Boost comes from libboost-dev), which rstan's
 # stan_model() refuses: give R a private copy of the stub whose include/ is the system's.
