@@ -1,7 +1,7 @@
 #pragma once
 /// @file The benchmark problems B1-B3 of ../shared/BENCHMARKS.md, loaded from ../shared/bench at run
-/// time (never copied into the repository). Used by bench/gradient_bench.cpp and
-/// tests/unit/bench/bench_golden_test.cpp.
+/// time (never copied into the repository). Used by bench/gradient_bench.cpp,
+/// bench/samplers_bench.cpp, bench/approx_bench.cpp and tests/unit/bench/bench_golden_test.cpp.
 ///
 /// The shared CSV files have no header: X is [n, input_dim] (one row per example, transposed here to
 /// uqnn's [input_dim, n]); y, theta_ref, gradref and lpref hold one number per line.
@@ -45,6 +45,8 @@ struct Problem {
   Vec theta_ref;      ///< where gradients are timed and checked (PyTorch nn.Linear order)
   Vec grad_ref;       ///< gradient of the log posterior at theta_ref (PyTorch float64)
   double lp_ref = 0;  ///< log posterior at theta_ref, constants dropped
+  Vec theta0;         ///< a MAP-like chain start (Adam + L-BFGS; BENCHMARKS.md)
+  Mat X_test;         ///< [input_dim, 5]: the test inputs where predictive means are compared
   Index N() const { return X.cols(); }
   Index P() const { return theta_ref.size(); }
 };
@@ -103,10 +105,14 @@ inline Problem load_problem(const std::filesystem::path& dir, const ProblemSpec&
   p.theta_ref = to_vec(read_numbers(dir / (prefix + "theta_ref.csv")));
   p.grad_ref = to_vec(read_numbers(dir / (prefix + "gradref.csv")));
   p.lp_ref = read_numbers(dir / (prefix + "lpref.csv")).at(0);
+  p.theta0 = to_vec(read_numbers(dir / (prefix + "theta0.csv")));
+  const auto x_test = read_numbers(dir / (prefix + "Xtest.csv"), &cols);
+  if (cols != spec.widths.front()) throw std::runtime_error(prefix + "Xtest.csv: unexpected column count");
+  p.X_test = Eigen::Map<const Mat>(x_test.data(), cols, static_cast<Index>(x_test.size()) / cols);
   Index P = 0;
   for (std::size_t l = 1; l < spec.widths.size(); ++l) P += spec.widths[l] * spec.widths[l - 1] + spec.widths[l];
-  if (p.theta_ref.size() != P || p.grad_ref.size() != P)
-    throw std::runtime_error(prefix + "theta_ref/gradref: expected " + std::to_string(P) + " entries");
+  if (p.theta_ref.size() != P || p.grad_ref.size() != P || p.theta0.size() != P)
+    throw std::runtime_error(prefix + "theta_ref/gradref/theta0: expected " + std::to_string(P) + " entries");
   return p;
 }
 

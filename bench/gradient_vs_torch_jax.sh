@@ -15,7 +15,6 @@ shared="${UQNN_SHARED_DIR:-$root/../shared}"
 build="${BUILD_DIR:-$root/build}"
 core="${CORE:-0}"
 min_seconds="${MIN_SECONDS:-1}"
-venv="$here/.venv"
 results="$here/results"
 
 if [[ ! -f "$shared/bench/B1_X.csv" ]]; then
@@ -23,15 +22,9 @@ if [[ ! -f "$shared/bench/B1_X.csv" ]]; then
   exit 0
 fi
 
-# --- Python environment --------------------------------------------------------------------------
-if ! "$venv/bin/python" -c "import torch, jax, numpy" 2>/dev/null; then
-  echo "== setting up $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q --retries 1 --timeout 20 torch --index-url https://download.pytorch.org/whl/cpu ||
-    "$venv/bin/pip" install -q torch
-  "$venv/bin/pip" install -q "jax[cpu]" numpy
-fi
+# --- Python environment (bench/python_env.sh sets $venv) -------------------------------------------
+# shellcheck source=python_env.sh
+. "$here/python_env.sh"
 
 # --- C++ benchmark ---------------------------------------------------------------------------------
 if [[ ! -f "$build/CMakeCache.txt" ]]; then

@@ -1,0 +1,121 @@
+// uqnn's side of bench/approx_vs_torch.sh (issue 4 item 10): Bayes-by-backprop VI epochs and
+// deep-ensemble member fits on a benchmark problem of ../shared/BENCHMARKS.md (B2 by default),
+// through the library's fit_bayes_by_backprop and fit_deep_ensemble (the code path of
+// `uqnn fit --method vi|ens`), one thread.
+//
+// Usage:
+//   approx_bench vi  --problem B2 --epochs 20 --batch-size 100 --samples 5 [--learning-rate 1e-3]
+//   approx_bench ens --problem B2 --epochs 20 --batch-size 100 --members 2 [--learning-rate 1e-3]
+// VI: mean-field Gaussian, N(0, 1) prior with the analytic KL, Gaussian likelihood with the
+// problem's sigma, Adam; ensembles: MSE loss, Adam, full data per member, members on one thread.
+// Prints one JSON line with wall and CPU seconds in total, per epoch (VI) and per member (ens).
+#include <ctime>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_problems.hpp"
+#include "uqnn/approx/ensemble.hpp"
+#include "uqnn/approx/vi.hpp"
+
+namespace uqnn::bench {
+namespace {
+
+double clock_seconds(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Options {
+  std::string method, problem = "B2";
+  Index epochs = 20, batch_size = 100, samples = 5, members = 2;
+  double learning_rate = 1e-3;
+  std::uint64_t seed = 1;
+};
+
+Options parse(int argc, char** argv) {
+  if (argc < 2) throw std::invalid_argument("usage: approx_bench vi|ens --problem B2 [options]");
+  Options o;
+  o.method = argv[1];
+  if (o.method != "vi" && o.method != "ens") throw std::invalid_argument("method must be vi or ens");
+  for (int i = 2; i < argc; i += 2) {
+    const std::string key = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(key + ": missing value");
+    const std::string value = argv[i + 1];
+    if (key == "--problem") o.problem = value;
+    else if (key == "--epochs") o.epochs = std::stol(value);
+    else if (key == "--batch-size") o.batch_size = std::stol(value);
+    else if (key == "--samples") o.samples = std::stol(value);
+    else if (key == "--members") o.members = std::stol(value);
+    else if (key == "--learning-rate") o.learning_rate = std::stod(value);
+    else if (key == "--seed") o.seed = std::stoull(value);
+    else throw std::invalid_argument("unknown option " + key);
+  }
+  return o;
+}
+
+const ProblemSpec& find_spec(const std::string& id) {
+  for (const auto& s : problem_specs())
+    if (id == s.id) return s;
+  throw std::invalid_argument("--problem: " + id + " is not one of B1, B2, B3");
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
+  if (!dir) {
+    std::cerr << "approx_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
+    return 2;
+  }
+  const Problem problem = load_problem(*dir, find_spec(o.problem));
+  const auto posterior = make_posterior(problem);
+
+  nlohmann::json report = {{"tool", "uqnn"}, {"method", o.method}, {"problem", o.problem}, {"epochs", o.epochs},
+                           {"batch_size", o.batch_size}};
+  const double wall0 = clock_seconds(CLOCK_MONOTONIC), cpu0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  double final_loss = 0;
+  if (o.method == "vi") {
+    ViParams params;
+    params.epochs = o.epochs;
+    params.batch_size = o.batch_size;
+    params.num_samples = o.samples;
+    params.learning_rate = o.learning_rate;
+    params.analytic_kl = true;
+    Rng rng(o.seed);
+    const ViResult fit = fit_bayes_by_backprop(*posterior, posterior->prior(), params, rng);
+    final_loss = -fit.elbo.back();
+    report["samples"] = o.samples;
+  } else {
+    EnsembleParams params;
+    params.members = o.members;
+    params.threads = 1;
+    params.training.epochs = o.epochs;
+    params.training.batch_size = o.batch_size;
+    params.training.optimizer.learning_rate = o.learning_rate;
+    const auto members = fit_deep_ensemble(*posterior, params, o.seed);
+    final_loss = members.back().history.train_loss.back();
+    report["members"] = o.members;
+  }
+  const double wall = clock_seconds(CLOCK_MONOTONIC) - wall0, cpu = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  const double units = o.method == "vi" ? static_cast<double>(o.epochs) : static_cast<double>(o.members);
+  report["wall_seconds"] = wall;
+  report["cpu_seconds"] = cpu;
+  report["cpu_seconds_per_unit"] = cpu / units;  // per epoch (vi) or per member fit (ens)
+  report["final_loss"] = final_loss;             // -ELBO (vi) or the last epoch's MSE (ens)
+  std::cout << report.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace uqnn::bench
+
+int main(int argc, char** argv) {
+  try {
+    return uqnn::bench::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "approx_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
