@@ -27,6 +27,9 @@ void add_functional_options(CLI::App& c, FitConfig& cfg) {
   option(c, cfg, "--gp-lr", "gp_learning_rate", d.gp_learning_rate, "fsgld/fsghmc: Adam learning rate of the GP fit (log scale)");
   option(c, cfg, "--gp-max-points", "gp_max_points", d.gp_max_points, "fsgld/fsghmc: the GP fit uses at most this many random training points");
   option(c, cfg, "--gp-jitter", "gp_jitter", d.gp_jitter, "fsgld/fsghmc: jitter on the prior covariance diagonal, relative to the signal variance");
+  c.add_option_function<bool>("--gp-prior-noise", [&cfg](const bool& v) { cfg.method_options["gp_prior_noise"] = v; },
+                              "fsgld/fsghmc: add the fitted GP noise variance to the prior covariance (true|false)")
+      ->default_str(d.gp_prior_noise ? "true" : "false");
   option(c, cfg, "--measurement-data", "measurement_data", d.measurement_data,
          "fsgld/fsghmc: training inputs in each measurement set (>= N: all of them, fixed)");
   option(c, cfg, "--measurement-box", "measurement_box", d.measurement_box,

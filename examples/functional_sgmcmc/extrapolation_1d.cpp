@@ -6,12 +6,16 @@
 // steps, marginal likelihood), measurement set = the 20 training inputs + 40 points from U(-1, 1)
 // redrawn at every step. SGLD / SGHMC: weight prior N(0, 1 / fan_in) per layer (the NNGP-style
 // prior; the paper does not state its weight prior). All: full batch (N = 20), 2000 burn-in +
-// 8000 iterations keeping every 100th (80 samples), eps_0 = 1e-3 decayed by 0.9 every 5000
-// steps, start at the network's Glorot initialisation. SGHMC friction C = 10, unit mass.
+// 8000 iterations keeping every 100th (80 samples), eps_t decayed by 0.9 every 5000 steps, start
+// at the network's Glorot initialisation. eps_0 = 1e-3 for SGHMC / fSGHMC (friction C = 10, unit
+// mass) and 1e-3 / N = 5e-5 for SGLD / fSGLD: in the seed-002 eq. 1 convention, eps = 1e-3 is
+// beyond the stability limit eps lambda_max < 2 of this 10401-weight network (lambda_max ~ 1e4:
+// fSGLD diverges, SGLD oscillates), while 1e-3 / N is the paper's value for a per-datum loss.
+// Usage: example_fsgmcmc_1d [OUT_DIR] [SEED] [CHAINS] [EPS_LANGEVIN] [PRIOR_NOISE 0|1] [FRICTION] [EPS_HAMILTONIAN] [WEIGHT_PRIOR fanin|iso]
 //
 // Writes OUT/fig1_extrapolation.png (2 x 2 panels: mean, +-1 and +-2 sd of f, truth, data),
 // OUT/results.md (mean widths of the +-2 sd band per region and CPU seconds per iteration) and
-// OUT/predictive.csv. Usage: example_fsgmcmc_1d [OUT_DIR] [SEED] [CHAINS]
+// OUT/predictive.csv.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -49,6 +53,11 @@ int main(int argc, char** argv) {
   const std::filesystem::path out = argc > 1 ? argv[1] : "fsgmcmc-1d";
   const std::uint64_t seed = argc > 2 ? std::stoull(argv[2]) : 1;
   const int chains = argc > 3 ? std::stoi(argv[3]) : 1;
+  const double step_size = argc > 4 ? std::stod(argv[4]) : 1e-3 / 20.0;
+  const double hmc_step_size = argc > 7 ? std::stod(argv[7]) : 1e-3;
+  const std::string weight_prior = argc > 8 ? argv[8] : "fanin";  // fanin | iso (N(0, 1) on every weight)
+  const bool prior_noise = argc > 5 ? std::stoi(argv[5]) != 0 : true;
+  const double friction = argc > 6 ? std::stod(argv[6]) : 10.0;
   std::filesystem::create_directories(out);
 
   // Data.
@@ -61,7 +70,10 @@ int main(int argc, char** argv) {
   }
   auto model = std::make_shared<Mlp>(MlpSpec{1, {100, 100}, 1, Activation::Tanh, InitScheme::Glorot});
   auto likelihood = make_gaussian_likelihood(0.5);
-  auto weight_posterior = std::make_shared<Posterior>(model, likelihood, GaussianPrior::fan_in_scaled(model->layout(), 1.0), X, Y);
+  auto weight_posterior = std::make_shared<Posterior>(model, likelihood, 
+                                                           weight_prior == "iso" ? GaussianPrior::isotropic(model->num_params(), 1.0)
+                                                                                 : GaussianPrior::fan_in_scaled(model->layout(), 1.0),
+                                                           X, Y);
 
   // The pre-trained GP prior and the functional posterior.
   GpFitParams fit;
@@ -73,16 +85,16 @@ int main(int argc, char** argv) {
   mp.num_box_points = 40;
   mp.box_lower = Vec::Constant(1, -1.0);
   mp.box_upper = Vec::Constant(1, 1.0);
-  auto functional = std::make_shared<FunctionalPosterior>(weight_posterior, FunctionalPrior(model, gp, 1e-4),
+  auto functional = std::make_shared<FunctionalPosterior>(weight_posterior, FunctionalPrior(model, gp, 1e-4, prior_noise),
                                                           MeasurementSampler(X, mp), seed);
   std::cout << "GP prior: " << gp.describe() << "\n";
 
-  const auto schedule = sgmcmc::StepSizeSchedule::step_decay(1e-3, 0.9, 5000);
+  const auto schedule = sgmcmc::StepSizeSchedule::step_decay(step_size, 0.9, 5000);
   sgmcmc::SgldParams sgld;
   sgld.schedule = schedule;
   sgmcmc::SghmcParams sghmc;
-  sghmc.schedule = schedule;
-  sghmc.friction = 10.0;
+  sghmc.schedule = sgmcmc::StepSizeSchedule::step_decay(hmc_step_size, 0.9, 5000);
+  sghmc.friction = friction;
 
   RunConfig run;
   run.num_chains = chains;
@@ -153,7 +165,8 @@ int main(int argc, char** argv) {
                                     {"gap [-0.25,0.25]", -0.25, 0.25},
                                     {"data [0.25,0.75]", 0.25, 0.75},
                                     {"right [0.75,1]", 0.75, 1.0}};
-  std::string table = fmt::format("GP prior: {}; seed {}, {} chain(s)\n\n", gp.describe(), seed, chains);
+  std::string table = fmt::format("GP prior: {} (noise variance in the prior covariance: {}); seed {}, {} chain(s), eps0 {} (SGLD, fSGLD) and {} (SGHMC, fSGHMC), friction {}, SGLD/SGHMC weight prior {}\n\n",
+                                  gp.describe(), prior_noise ? "yes" : "no", seed, chains, step_size, hmc_step_size, friction, weight_prior);
   table += "| method |";
   for (const auto& r : regions) table += " " + r.name + " |";
   table += " RMSE to truth in data regions | CPU ms / iteration | divergent |\n|---|";

@@ -8,8 +8,9 @@
 
 namespace uqnn {
 
-FunctionalPrior::FunctionalPrior(std::shared_ptr<const Model> model, GaussianProcess process, double relative_jitter)
-    : model_(std::move(model)), process_(std::move(process)), relative_jitter_(relative_jitter) {
+FunctionalPrior::FunctionalPrior(std::shared_ptr<const Model> model, GaussianProcess process, double relative_jitter,
+                                 bool include_noise)
+    : model_(std::move(model)), process_(std::move(process)), relative_jitter_(relative_jitter), include_noise_(include_noise) {
   if (!model_) throw std::invalid_argument("functional prior: model must not be null");
   require(std::isfinite(relative_jitter) && relative_jitter >= 0, "gp_jitter", "finite and >= 0");
 }
@@ -19,8 +20,9 @@ MeasurementCovariance FunctionalPrior::factorize(const Mat& points) const {
     throw std::invalid_argument("functional prior: measurement points have the wrong input dimension");
   MeasurementCovariance c;
   c.points = points;
-  c.cholesky = cholesky_with_jitter(process_.covariance(points), relative_jitter_ * process_.hyperparameters().signal_variance,
-                                    &c.jitter);
+  Mat K = process_.covariance(points);
+  if (include_noise_) K.diagonal().array() += process_.hyperparameters().noise_variance;
+  c.cholesky = cholesky_with_jitter(K, relative_jitter_ * process_.hyperparameters().signal_variance, &c.jitter);
   c.log_determinant = 2.0 * c.cholesky.matrixLLT().diagonal().array().log().sum();
   return c;
 }

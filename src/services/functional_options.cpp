@@ -5,7 +5,7 @@
 namespace uqnn {
 
 #define UQNN_FUNCTIONAL_FIELDS(X)                                                                                   \
-  X(gp_kernel) X(gp_ard) X(gp_iterations) X(gp_learning_rate) X(gp_max_points) X(gp_jitter) X(measurement_data) \
+  X(gp_kernel) X(gp_ard) X(gp_iterations) X(gp_learning_rate) X(gp_max_points) X(gp_jitter) X(gp_prior_noise) X(measurement_data) \
   X(measurement_box) X(measurement_margin)
 
 FunctionalOptions FunctionalOptions::from_json(const nlohmann::json& j) {
@@ -55,7 +55,7 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
   Rng rng(context.config.seed, 0x67705f666974 /* "gp_fit" */);
   const Vec y = post->targets().row(0).transpose();
   const GaussianProcess process = fit_gaussian_process(post->inputs(), y, fit, rng);
-  FunctionalPrior prior(post->model_ptr(), process, o.gp_jitter);
+  FunctionalPrior prior(post->model_ptr(), process, o.gp_jitter, o.gp_prior_noise);
   auto target = std::make_shared<FunctionalPosterior>(post, std::move(prior), MeasurementSampler(post->inputs(), measurement),
                                                       context.config.seed);
   const auto& h = process.hyperparameters();

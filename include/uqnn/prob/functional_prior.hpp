@@ -8,10 +8,13 @@
 /// (one independent GP per output o, same kernel), d log P0 / d f_o = -K^-1 f_o, and by the chain
 /// rule grad_theta log P0 = J^T (-K^-1 f) (eq. 6's J^T grad_f log P0). J^T v is one reverse pass of
 /// the network with output seeds v (Model::value_and_gradient), never the Jacobian itself.
-/// K is factorised by Cholesky (cholesky_with_jitter): no explicit inverse. The GP's noise
-/// variance is NOT added (the prior is over the noise-free function f); `jitter` (relative to the
-/// signal variance) keeps K well conditioned, since smooth kernels on dense points are nearly
-/// singular and the prior gradient K^-1 f then grows like 1 / jitter.
+/// K is factorised by Cholesky (cholesky_with_jitter): no explicit inverse. `jitter` (relative to
+/// the signal variance) keeps K positive definite. With `include_noise` the GP's fitted noise
+/// variance s_n^2 is added to the diagonal as well (like FBNN's injected noise, Sun et al. 2019):
+/// smooth kernels on dense or repeated measurement points are nearly singular, the prior's
+/// curvature K^-1 then reaches 1 / jitter, and SG-MCMC at the paper's step sizes diverges (we saw
+/// it on the 1-D example); s_n^2 bounds it by 1 / s_n^2. Without it the prior is over the
+/// noise-free f exactly.
 /// References: seed 002 eqs. (5)-(6), (9); Rasmussen & Williams (2006) eq. (2.30) and A.4.
 #include <Eigen/Cholesky>
 #include <memory>
@@ -26,18 +29,20 @@ struct MeasurementCovariance {
   Mat points;                ///< X_M [input_dim, M]
   Eigen::LLT<Mat> cholesky;  ///< of K
   double log_determinant = 0.0;
-  double jitter = 0.0;       ///< absolute jitter that was added
+  double jitter = 0.0;       ///< absolute jitter that was added (besides the noise variance, if included)
 };
 
 class FunctionalPrior {
  public:
   /// `relative_jitter` >= 0: jitter = relative_jitter * signal variance (raised 10x at a time if
-  /// the factorisation fails). Default 1e-4.
-  FunctionalPrior(std::shared_ptr<const Model> model, GaussianProcess process, double relative_jitter = 1e-4);
+  /// the factorisation fails). Default 1e-4. `include_noise`: add the GP's noise variance (see above).
+  FunctionalPrior(std::shared_ptr<const Model> model, GaussianProcess process, double relative_jitter = 1e-4,
+                  bool include_noise = false);
 
   const Model& model() const { return *model_; }
   const GaussianProcess& process() const { return process_; }
   double relative_jitter() const { return relative_jitter_; }
+  bool includes_noise() const { return include_noise_; }
 
   /// Factorises the prior covariance at X_M.
   MeasurementCovariance factorize(const Mat& points) const;
@@ -59,6 +64,7 @@ class FunctionalPrior {
   std::shared_ptr<const Model> model_;
   GaussianProcess process_;
   double relative_jitter_;
+  bool include_noise_;
 };
 
 }  // namespace uqnn

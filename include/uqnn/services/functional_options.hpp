@@ -19,6 +19,7 @@ struct FunctionalOptions {
   double gp_learning_rate = 0.1;
   Index gp_max_points = 1000;     ///< the fit uses at most this many random training points
   double gp_jitter = 1e-4;        ///< added to the prior covariance's diagonal, relative to the signal variance
+  bool gp_prior_noise = true;     ///< add the fitted noise variance to the prior covariance (functional_prior.hpp)
   /// Measurement points per gradient step: training inputs (all of them when >= N: then fixed) plus
   /// uniform points in the box [min - margin range, max + margin range] of the (standardised)
   /// inputs. Defaults: seed 002 sec. 5.1 (40 + 40).
