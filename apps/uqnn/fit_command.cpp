@@ -48,6 +48,7 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--lr-patience", t.schedule.patience, "plateau patience (epochs)")->capture_default_str();
   c.add_option("--early-stopping", t.early_stopping_patience, "stop after this many epochs without validation improvement; 0 = off")->capture_default_str();
   add_approx_options(c, cfg);
+  add_functional_options(c, cfg);
   // MCMC (amcmc, hmc, mala, nuts, sgld, sghmc, psgld).
   auto& m = cfg.mcmc;
   c.add_option("--chains", m.chains, "MCMC chains")->capture_default_str();
@@ -73,7 +74,7 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--am-gamma", m.am_gamma, "adaptive Metropolis gamma")->capture_default_str();
   c.add_option("--am-t0", m.am_t0, "adaptive Metropolis: first adaptation")->capture_default_str();
   c.add_option("--am-t-adapt", m.am_t_adapt, "adaptive Metropolis: adaptation period")->capture_default_str();
-  c.add_option("--sg-batch-size", m.batch_size, "sgld/sghmc/psgld minibatch size; 0 = full batch")->capture_default_str();
+  c.add_option("--sg-batch-size", m.batch_size, "sgld/sghmc/psgld/fsgld/fsghmc minibatch size; 0 = full batch")->capture_default_str();
   c.add_option("--schedule", m.schedule, "sg step size: constant | polynomial a(b+t)^-gamma | step (decay every k)")->capture_default_str();
   c.add_option("--schedule-b", m.schedule_b, "polynomial schedule b")->capture_default_str();
   c.add_option("--schedule-gamma", m.schedule_gamma, "polynomial schedule gamma")->capture_default_str();

@@ -1,4 +1,4 @@
-// `uqnn fit --method amcmc|hmc|mala|nuts`: gradient-based and adaptive-Metropolis MCMC through the
+// `uqnn fit --method amcmc|hmc|mala|nuts|sgld|sghmc|psgld|fsgld|fsghmc`: gradient-based and adaptive-Metropolis MCMC through the
 // multi-chain driver. Chains start from their own MAP fit (QUiNN's zflag), a network initialisation
 // or a prior draw; every chain uses Rng(seed, chain), so draws do not depend on the thread count.
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include "uqnn/mcmc/sgmcmc/sghmc.hpp"
 #include "uqnn/mcmc/sgmcmc/sgld.hpp"
 #include "uqnn/run/run_chains.hpp"
+#include "uqnn/services/functional_options.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
@@ -133,8 +134,14 @@ MethodResult run_mcmc(const FitContext& context, const std::string& method) {
     throw InputError("--chain-init '" + m.init + "' is not known: valid are map, random, prior");
   }
 
-  const bool stochastic = method == "sgld" || method == "sghmc" || method == "psgld";
-  const SamplerFactory factory = stochastic ? sgmcmc_factory(method, m, post)
+  // fSGLD / fSGHMC (seed 002): SGLD / SGHMC on the functional posterior (GP prior at measurement points).
+  const bool functional = method == "fsgld" || method == "fsghmc";
+  nlohmann::json functional_info;
+  std::shared_ptr<const LogDensity> target = post;
+  if (functional) target = build_functional_posterior(context, &functional_info);
+  const std::string kernel = functional ? method.substr(1) : method;
+  const bool stochastic = kernel == "sgld" || kernel == "sghmc" || kernel == "psgld";
+  const SamplerFactory factory = stochastic ? sgmcmc_factory(kernel, m, target)
                                             : make_sampler_factory(post, sampler_config(method, m, post->dim()));
   ProgressObserver progress;
   InterruptObserver interrupt;
@@ -165,6 +172,7 @@ MethodResult run_mcmc(const FitContext& context, const std::string& method) {
                  {"interrupted", r.interrupted},
                  {"sampling_seconds", r.seconds},
                  {"tuned", r.sampler_descriptions}};
+  if (functional) result.info["functional_prior"] = functional_info;
   if (r.interrupted) context.log("interrupted: keeping the draws made so far");
   return result;
 }
@@ -178,5 +186,7 @@ MethodResult run_amcmc(const FitContext& c) { return run_mcmc(c, "amcmc"); }
 MethodResult run_sgld(const FitContext& c) { return run_mcmc(c, "sgld"); }
 MethodResult run_sghmc(const FitContext& c) { return run_mcmc(c, "sghmc"); }
 MethodResult run_psgld(const FitContext& c) { return run_mcmc(c, "psgld"); }
+MethodResult run_fsgld(const FitContext& c) { return run_mcmc(c, "fsgld"); }
+MethodResult run_fsghmc(const FitContext& c) { return run_mcmc(c, "fsghmc"); }
 
 }  // namespace uqnn

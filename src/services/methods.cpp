@@ -25,6 +25,8 @@ const std::vector<std::pair<std::string, MethodRunner>>& methods() {
       {"laplace", &run_laplace},
       {"swag", &run_swag},
       {"dropout", &run_dropout},
+      {"fsgld", &run_fsgld},
+      {"fsghmc", &run_fsghmc},
   };
   return kMethods;
 }

@@ -15,6 +15,9 @@ MethodResult run_amcmc(const FitContext& context);
 MethodResult run_sgld(const FitContext& context);
 MethodResult run_sghmc(const FitContext& context);
 MethodResult run_psgld(const FitContext& context);
+/// Functional SG-MCMC of seed 002 (GP prior over the network's outputs; services/functional_options.hpp).
+MethodResult run_fsgld(const FitContext& context);
+MethodResult run_fsghmc(const FitContext& context);
 /// Optimisation-based methods of seed 001 (src/services/method_<name>.cpp; settings in
 /// services/approx_options.hpp): deep ensemble, randomized MAP, Bayes by Backprop, Laplace, SWAG,
 /// MC dropout.

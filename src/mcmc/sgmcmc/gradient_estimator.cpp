@@ -9,6 +9,7 @@ GradientEstimator::GradientEstimator(std::shared_ptr<const LogDensity> density, 
   if (!density_) throw std::invalid_argument("sgmcmc: density must not be null");
   if (batch_size < 0) throw std::invalid_argument("batch_size must be >= 0 (0 = full batch)");
   stochastic_ = dynamic_cast<const StochasticLogDensity*>(density_.get());
+  randomized_ = dynamic_cast<const RandomizedLogDensity*>(density_.get());
   if (batch_size > 0 && stochastic_ == nullptr)
     throw std::invalid_argument("batch_size must be 0 (full batch) for a log-density without minibatches");
 }
@@ -27,6 +28,11 @@ IndexVec GradientEstimator::next_batch(Rng& rng) {
 }
 
 double GradientEstimator::estimate(Rng& rng, const Vec& theta, Vec& grad) {
+  if (randomized_) {
+    if (!uses_minibatches()) return randomized_->randomized_log_density_and_grad(rng, theta, nullptr, grad);
+    const IndexVec batch = next_batch(rng);
+    return randomized_->randomized_log_density_and_grad(rng, theta, &batch, grad);
+  }
   if (!uses_minibatches()) return density_->log_density_and_grad(theta, grad);
   return stochastic_->minibatch_log_density_and_grad(theta, next_batch(rng), grad);
 }

@@ -151,5 +151,35 @@ TEST_F(Cli, EveryCommandHasHelp) {
   }
 }
 
+// fSGLD / fSGHMC (seed 002) through the CLI: the GP prior is fitted and reported, draws come out,
+// and a bad kernel name or measurement count is a located error with exit code 2.
+TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 30; ++i) {
+    const double x = -1 + 2.0 * i / 29.0;
+    csv += std::to_string(x) + "," + std::to_string(std::sin(3 * x) + 0.1 * std::cos(17.0 * i)) + "\n";
+  }
+  write("sine.csv", csv);
+  const std::string common = "fit --quiet --figure none --data " + (dir_ / "sine.csv").string() +
+                             " --arch 10 --chains 1 --warmup 50 --draws 100 --thin 10 --step-size 1e-3 --chain-init random";
+  for (const std::string method : {"fsgld", "fsghmc"}) {
+    const CliRun r = run(common + " --method " + method + " --gp-kernel matern52 --measurement-data 10 --measurement-box 5 --out " +
+                         (dir_ / method).string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto metrics = json(dir_ / method / "metrics.json");
+    EXPECT_EQ(metrics["num_draws"].get<int>(), 10);
+    const auto& info = metrics["info"]["functional_prior"];
+    EXPECT_EQ(info["gp_kernel"].get<std::string>(), "matern52");
+    EXPECT_EQ(info["measurement_points_per_step"].get<int>(), 15);
+    EXPECT_GT(info["gp_signal_variance"].get<double>(), 0.0);
+  }
+  CliRun r = run(common + " --method fsgld --gp-kernel cubic");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--gp-kernel 'cubic' is not known: valid are rbf, matern52, linear"), std::string::npos) << r.output;
+  r = run(common + " --method fsgld --measurement-box -3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("num_box_points must be >= 0"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace uqnn

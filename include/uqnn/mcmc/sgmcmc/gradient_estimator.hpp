@@ -9,11 +9,13 @@
 /// drawn, so every batch has exactly `batch_size` distinct points and is marginally a uniform
 /// random subset: the N/n-scaled estimate is unbiased. batch_size = 0 (or >= N), or a density
 /// that is not a StochasticLogDensity, gives the exact full-data gradient and uses no randomness.
+/// A RandomizedLogDensity (e.g. the functional posterior of fSGLD) also draws its own randomness
+/// (measurement points) from the chain's Rng, after the batch, at every call.
 /// References: Welling & Teh (2011), eq. (4); seed 002 sec. 2.2 (grad U~ with N/n scaling).
 #include <memory>
 
 #include "uqnn/core/rng.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/prob/randomized_log_density.hpp"
 
 namespace uqnn::sgmcmc {
 
@@ -44,6 +46,7 @@ class GradientEstimator {
  private:
   std::shared_ptr<const LogDensity> density_;
   const StochasticLogDensity* stochastic_ = nullptr;
+  const RandomizedLogDensity* randomized_ = nullptr;
   Index batch_size_ = 0;
   IndexVec permutation_;
   std::size_t cursor_ = 0;

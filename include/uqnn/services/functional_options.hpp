@@ -1,0 +1,40 @@
+#pragma once
+/// @file Settings of the functional SG-MCMC methods (fsgld, fsghmc; seed 002) and the builder of
+/// their target. They travel in FitConfig::method_options under these field names (CLI flags: the
+/// same names with '-' for '_', e.g. --gp-kernel, --measurement-data). Step size, schedule, burn-in
+/// (--warmup), draws, thinning, minibatch (--sg-batch-size) and friction are the sgld / sghmc ones.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "uqnn/prob/functional_posterior.hpp"
+#include "uqnn/services/fit.hpp"
+
+namespace uqnn {
+
+struct FunctionalOptions {
+  std::string gp_kernel = "rbf";  ///< rbf | matern52 | linear
+  bool gp_ard = false;            ///< one length scale per input (else one shared)
+  Index gp_iterations = 100;      ///< Adam steps of the marginal-likelihood fit (seed 002 App. E: 100 epochs)
+  double gp_learning_rate = 0.1;
+  Index gp_max_points = 1000;     ///< the fit uses at most this many random training points
+  double gp_jitter = 1e-4;        ///< added to the prior covariance's diagonal, relative to the signal variance
+  bool gp_prior_noise = true;     ///< add the fitted noise variance to the prior covariance (functional_prior.hpp)
+  /// Measurement points per gradient step: training inputs (all of them when >= N: then fixed) plus
+  /// uniform points in the box [min - margin range, max + margin range] of the (standardised)
+  /// inputs. Defaults: seed 002 sec. 5.1 (40 + 40).
+  Index measurement_data = 40;
+  Index measurement_box = 40;
+  double measurement_margin = 0.1;
+
+  /// Reads the fields present in `j` (keys = field names); throws InputError on a wrong type.
+  static FunctionalOptions from_json(const nlohmann::json& j);
+  nlohmann::json to_json() const;
+};
+
+/// Fits the GP prior to the training data of `context.posterior` (standardised units) and builds
+/// the functional posterior; `info`, when given, receives the fitted hyperparameters and settings.
+/// Needs a Gaussian likelihood (fixed or learned noise); throws InputError otherwise.
+std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext& context, nlohmann::json* info = nullptr);
+
+}  // namespace uqnn

@@ -1,0 +1,245 @@
+#include "uqnn/prob/gaussian_process.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/optim/optimizer.hpp"
+
+namespace uqnn {
+
+Eigen::LLT<Mat> cholesky_with_jitter(const Mat& K, double jitter, double* jitter_used) {
+  if (K.rows() != K.cols()) throw std::invalid_argument("cholesky_with_jitter: the matrix is not square");
+  const double scale = K.rows() > 0 ? std::max(K.diagonal().mean(), 1e-300) : 1.0;
+  double current = jitter;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    Mat A = K;
+    A.diagonal().array() += current;
+    Eigen::LLT<Mat> llt(A);
+    if (llt.info() == Eigen::Success && llt.matrixLLT().diagonal().minCoeff() > 0) {
+      if (jitter_used) *jitter_used = current;
+      return llt;
+    }
+    const double next = current > 0 ? 10.0 * current : 1e-10 * scale;
+    if (next > 1e-2 * scale) break;
+    current = next;
+  }
+  throw std::runtime_error(fmt::format("Cholesky factorisation failed with jitter up to {:.3g} (mean diagonal {:.3g}): "
+                                       "the kernel matrix is not positive definite",
+                                       current, scale));
+}
+
+GpKernel parse_gp_kernel(const std::string& name) {
+  if (name == "rbf") return GpKernel::Rbf;
+  if (name == "matern52") return GpKernel::Matern52;
+  if (name == "linear") return GpKernel::Linear;
+  throw InputError("--gp-kernel '" + name + "' is not known: valid are rbf, matern52, linear");
+}
+
+std::string gp_kernel_name(GpKernel kernel) {
+  switch (kernel) {
+    case GpKernel::Rbf: return "rbf";
+    case GpKernel::Matern52: return "matern52";
+    case GpKernel::Linear: return "linear";
+  }
+  return "?";
+}
+
+void GpHyperparameters::validate() const {
+  require(std::isfinite(signal_variance) && signal_variance > 0, "gp signal_variance", "finite and > 0");
+  require(length_scales.size() >= 1, "gp length_scales", "one shared value or one per input (non-empty)");
+  require(length_scales.allFinite() && (length_scales.array() > 0).all(), "gp length_scales", "finite and > 0");
+  require(std::isfinite(noise_variance) && noise_variance > 0, "gp noise_variance", "finite and > 0");
+}
+
+void GpFitParams::validate() const {
+  require(iterations >= 0, "gp iterations", ">= 0");
+  require(std::isfinite(learning_rate) && learning_rate > 0, "gp learning_rate", "finite and > 0");
+  require(max_points >= 2, "gp max_points", ">= 2");
+}
+
+GaussianProcess::GaussianProcess(GpKernel kernel, GpHyperparameters hyperparameters)
+    : kernel_(kernel), hyper_(std::move(hyperparameters)) {
+  hyper_.validate();
+}
+
+namespace {
+
+/// Inputs divided by their length scales (shared or per input).
+Mat scaled(const Mat& X, const Vec& length_scales) {
+  if (length_scales.size() == 1) return X / length_scales[0];
+  if (length_scales.size() != X.rows())
+    throw std::invalid_argument(fmt::format("gaussian process: {} length scales for {} inputs", length_scales.size(), X.rows()));
+  return length_scales.cwiseInverse().asDiagonal() * X;
+}
+
+/// r^2 between the columns of A and B.
+Mat squared_distances(const Mat& A, const Mat& B) {
+  const Vec a = A.colwise().squaredNorm().transpose(), b = B.colwise().squaredNorm().transpose();
+  Mat D = -2.0 * A.transpose() * B;
+  D.colwise() += a;
+  D.rowwise() += b.transpose();
+  return D.cwiseMax(0.0);  // round-off can make tiny distances negative
+}
+
+}  // namespace
+
+Mat GaussianProcess::covariance(const Mat& X1, const Mat& X2) const {
+  if (X1.rows() != X2.rows()) throw std::invalid_argument("gaussian process: inputs of different dimension");
+  const double s2 = hyper_.signal_variance;
+  const Mat A = scaled(X1, hyper_.length_scales), B = scaled(X2, hyper_.length_scales);
+  switch (kernel_) {
+    case GpKernel::Rbf: return s2 * (-0.5 * squared_distances(A, B)).array().exp().matrix();
+    case GpKernel::Matern52: {
+      const Eigen::ArrayXXd r = squared_distances(A, B).array().sqrt();
+      const double c = std::sqrt(5.0);
+      return (s2 * (1.0 + c * r + (5.0 / 3.0) * r.square()) * (-c * r).exp()).matrix();
+    }
+    case GpKernel::Linear: return (s2 * (1.0 + (A.transpose() * B).array())).matrix();
+  }
+  return {};
+}
+
+Mat GaussianProcess::covariance_derivative(const Mat& X, Index j) const {
+  const Index num_scales = hyper_.length_scales.size();
+  if (j < 0 || j > num_scales) throw std::invalid_argument("covariance_derivative: index out of range");
+  if (j == 0) return covariance(X);  // dk / d log s^2 = k
+  const double s2 = hyper_.signal_variance;
+  const Mat A = scaled(X, hyper_.length_scales);
+  // D_j = sum over the inputs this length scale covers of (x_i - x'_i)^2 / l_i^2 (= d r^2 / d log l_j * -1/2).
+  Mat D;
+  Mat P;  // linear kernel: sum of x_i x'_i / l_i^2 over the covered inputs
+  if (num_scales == 1) {
+    D = squared_distances(A, A);
+    P = A.transpose() * A;
+  } else {
+    const Mat row = A.row(j - 1);
+    D = squared_distances(row, row);
+    P = row.transpose() * row;
+  }
+  switch (kernel_) {
+    case GpKernel::Rbf: return covariance(X).cwiseProduct(D);  // k * D
+    case GpKernel::Matern52: {
+      const Eigen::ArrayXXd r = squared_distances(A, A).array().sqrt();
+      const double c = std::sqrt(5.0);
+      // dk/dr * dr/dlog l = s^2 (5/3) (1 + sqrt5 r) exp(-sqrt5 r) * D (no 1/r: finite at r = 0).
+      return (s2 * (5.0 / 3.0) * (1.0 + c * r) * (-c * r).exp() * D.array()).matrix();
+    }
+    case GpKernel::Linear: return -2.0 * s2 * P;
+  }
+  return {};
+}
+
+Vec GaussianProcess::log_parameters() const {
+  const Index k = hyper_.length_scales.size();
+  Vec p(k + 2);
+  p[0] = std::log(hyper_.signal_variance);
+  p.segment(1, k) = hyper_.length_scales.array().log().matrix();
+  p[k + 1] = std::log(hyper_.noise_variance);
+  return p;
+}
+
+GaussianProcess GaussianProcess::from_log_parameters(GpKernel kernel, const Vec& p) {
+  if (p.size() < 3) throw std::invalid_argument("gaussian process: log parameters need at least 3 entries");
+  GpHyperparameters h;
+  h.signal_variance = std::exp(p[0]);
+  h.length_scales = p.segment(1, p.size() - 2).array().exp().matrix();
+  h.noise_variance = std::exp(p[p.size() - 1]);
+  return GaussianProcess(kernel, h);
+}
+
+double GaussianProcess::log_marginal_likelihood(const Mat& X, const Vec& y, Vec* grad) const {
+  const Index n = X.cols();
+  if (y.size() != n) throw std::invalid_argument(fmt::format("gaussian process: {} targets for {} inputs", y.size(), n));
+  Mat K = covariance(X);
+  K.diagonal().array() += hyper_.noise_variance;
+  double jitter = 0.0;
+  const Eigen::LLT<Mat> llt = cholesky_with_jitter(K, 0.0, &jitter);
+  const Vec alpha = llt.solve(y);
+  const double log_det = 2.0 * llt.matrixLLT().diagonal().array().log().sum();
+  const double value = -0.5 * y.dot(alpha) - 0.5 * log_det - 0.5 * static_cast<double>(n) * std::log(2.0 * std::numbers::pi);
+  if (grad) {
+    // R&W eq. 5.9: 1/2 tr((a a^T - K^-1) dK/dt). K^-1 from the Cholesky factor (needed whole for
+    // the trace); O(n^3) like the factorisation itself.
+    const Mat W = alpha * alpha.transpose() - llt.solve(Mat::Identity(n, n));
+    const Index k = hyper_.length_scales.size();
+    grad->resize(k + 2);
+    for (Index j = 0; j <= k; ++j) (*grad)[j] = 0.5 * W.cwiseProduct(covariance_derivative(X, j)).sum();
+    (*grad)[k + 1] = 0.5 * hyper_.noise_variance * W.trace();  // dK / d log s_n^2 = s_n^2 I
+  }
+  return value;
+}
+
+std::string GaussianProcess::describe() const {
+  std::string scales;
+  for (Index i = 0; i < hyper_.length_scales.size(); ++i)
+    scales += fmt::format("{}{:.4g}", i ? "," : "", hyper_.length_scales[i]);
+  return fmt::format("{}(signal_variance={:.4g}, length_scales=[{}], noise_variance={:.4g})", gp_kernel_name(kernel_),
+                     hyper_.signal_variance, scales, hyper_.noise_variance);
+}
+
+GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng) {
+  params.validate();
+  if (X.cols() != y.size()) throw std::invalid_argument("fit_gaussian_process: X and y sizes differ");
+  if (X.cols() < 2) throw std::invalid_argument("fit_gaussian_process: needs at least 2 points");
+  Mat Xf = X;
+  Vec yf = y;
+  if (X.cols() > params.max_points) {
+    const IndexVec perm = rng.permutation(X.cols());
+    Xf.resize(X.rows(), params.max_points);
+    yf.resize(params.max_points);
+    for (Index i = 0; i < params.max_points; ++i) {
+      Xf.col(i) = X.col(perm[static_cast<std::size_t>(i)]);
+      yf[i] = y[perm[static_cast<std::size_t>(i)]];
+    }
+  }
+  const double var_y = std::max((yf.array() - yf.mean()).square().mean(), 1e-12);
+  GpHyperparameters start;
+  start.signal_variance = var_y;
+  start.noise_variance = var_y / 10.0;
+  if (params.per_input_length_scales && params.kernel != GpKernel::Linear) {
+    start.length_scales.resize(X.rows());
+    for (Index i = 0; i < X.rows(); ++i) {
+      const double sd = std::sqrt((Xf.row(i).array() - Xf.row(i).mean()).square().mean());
+      start.length_scales[i] = sd > 0 ? sd : 1.0;
+    }
+  } else if (params.per_input_length_scales) {
+    start.length_scales = Vec::Ones(X.rows());
+  } else {
+    const Mat D = squared_distances(Xf, Xf);
+    std::vector<double> d;
+    for (Index j = 0; j < D.cols(); ++j)
+      for (Index i = 0; i < j; ++i)
+        if (D(i, j) > 0) d.push_back(std::sqrt(D(i, j)));
+    double median = 1.0;
+    if (!d.empty()) {
+      std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+      median = d[d.size() / 2];
+    }
+    start.length_scales = Vec::Constant(1, params.kernel == GpKernel::Linear ? 1.0 : median);
+  }
+  Vec p = GaussianProcess(params.kernel, start).log_parameters();
+  OptimizerParams adam;
+  adam.learning_rate = params.learning_rate;
+  auto optimizer = make_optimizer(adam, p.size());
+  Vec best = p, grad(p.size());
+  double best_value = -std::numeric_limits<double>::infinity();
+  for (Index it = 0; it <= params.iterations; ++it) {
+    const double value = GaussianProcess::from_log_parameters(params.kernel, p).log_marginal_likelihood(Xf, yf, &grad);
+    if (std::isfinite(value) && value > best_value) {
+      best_value = value;
+      best = p;
+    }
+    if (it == params.iterations || !grad.allFinite()) break;
+    const Vec descent = -grad;  // the optimiser minimises
+    optimizer->step(p, descent, params.learning_rate);
+  }
+  return GaussianProcess::from_log_parameters(params.kernel, best);
+}
+
+}  // namespace uqnn
