@@ -73,7 +73,10 @@ void setup_b3() {
   auto post = make_posterior(p);
   const Mlp& mlp = static_cast<const Mlp&>(post->model());
   const SensitivityReport report = compute_sensitivities(mlp, p.theta_ref, Vec::Constant(p.P(), 0.1), p.X, 250);
-  add_cases("B3 wide10k", post, p.theta_ref, report, {}, "");
+  // Structured: layer 1 fixed (its output cached), layers 2 and 3 sampled.
+  IndexVec upper;
+  for (Index i = 200; i < p.P(); ++i) upper.push_back(i);
+  add_cases("B3 wide10k", post, p.theta_ref, report, upper, "layer 1 fixed, layers 2-3 sampled (structured)");
 }
 
 void setup_burgers() {

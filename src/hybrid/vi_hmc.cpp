@@ -22,6 +22,7 @@ void ViHmcParams::validate() const {
   require(num_leapfrog_steps >= 1, "vi-hmc num_leapfrog_steps", ">= 1");
   require(max_leapfrog_steps >= 1, "vi-hmc max_leapfrog_steps", ">= 1");
   require(init_spread >= 0 && std::isfinite(init_spread), "vi-hmc init_spread", ">= 0");
+  require(step_size_jitter >= 0 && step_size_jitter < 1, "vi-hmc step_size_jitter", "[0, 1)");
   require(nuts_max_depth >= 1 && nuts_max_depth <= 30, "vi-hmc nuts_max_depth", "[1, 30]");
 }
 
@@ -101,6 +102,8 @@ ViHmcResult run_vi_hmc(std::shared_ptr<const Posterior> posterior, const Vec& vi
             ? paper_path_length(sd_s, step_size, params.spread_statistic, params.spread_measure, params.max_leapfrog_steps)
             : params.num_leapfrog_steps;
     c.kernel.metric = make_unit_metric(view->dim());
+    c.kernel.jitter_path_length = params.jitter_path_length;
+    c.kernel.step_size_jitter = params.step_size_jitter;
     c.warmup.adapt_step_size = false;  // warmup is burn-in at the fixed step (Algorithm 2)
     c.warmup.metric = MetricAdaptation::None;
     result.num_leapfrog_steps = c.kernel.num_leapfrog_steps;

@@ -54,6 +54,7 @@ ViHmcParams vi_hmc_params(const FitContext& c, bool& sensitivity_only) {
   p.num_leapfrog_steps = m.num_steps;
   p.target_accept = m.target_accept;
   p.nuts_max_depth = m.max_depth;
+  p.step_size_jitter = m.jitter;
   try {
     p.validate();
   } catch (const std::invalid_argument& e) {

@@ -54,6 +54,11 @@ struct ViHmcParams {
   SpreadMeasure spread_measure = SpreadMeasure::StandardDeviation;
   int num_leapfrog_steps = 10;               ///< >= 1; also the path length while finding the step size
   int max_leapfrog_steps = 1000;             ///< cap of the rule, >= 1
+  /// HMC: each transition uses L' ~ U{1, ..., L} steps (Neal 2011, sec. 5.4.2.2). A fixed L can be
+  /// close to a multiple of a half period of some direction of a near-Gaussian target, and then
+  /// mixes badly there; the paper uses a fixed L (default).
+  bool jitter_path_length = false;
+  double step_size_jitter = 0.0;             ///< HMC: eps (1 + u), u ~ U(-j, j); in [0, 1)
   /// Chain starts: mu_s + init_spread * sigma_s * N(0, I) per chain (0 = at the VI means; the
   /// paper initialises "around the mean parameters obtained from VI" for Burgers). >= 0.
   double init_spread = 0.0;
