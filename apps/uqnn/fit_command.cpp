@@ -49,6 +49,7 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--early-stopping", t.early_stopping_patience, "stop after this many epochs without validation improvement; 0 = off")->capture_default_str();
   add_approx_options(c, cfg);
   add_functional_options(c, cfg);
+  add_vi_hmc_options(c, cfg);
   // MCMC (amcmc, hmc, mala, nuts, sgld, sghmc, psgld).
   auto& m = cfg.mcmc;
   c.add_option("--chains", m.chains, "MCMC chains")->capture_default_str();

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_demo);
   add(&uqnn::cli::add_diagnose);
   add(&uqnn::cli::add_compare);
+  add(&uqnn::cli::add_sensitivity);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

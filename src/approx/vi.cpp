@@ -42,6 +42,11 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     rho[k] = rng.uniform(params.rho_init_lower, params.rho_init_upper);
   }
   mu.tail(E) = lik.initial_extra();
+  if (params.initial_mean.size() > 0) {
+    if (params.initial_mean.size() != K)
+      throw std::invalid_argument(fmt::format("vi initial_mean has {} entries, the posterior {}", params.initial_mean.size(), K));
+    mu = params.initial_mean;
+  }
 
   const Index N = post.num_data();
   const Index batch = (params.batch_size == 0 || params.batch_size > N) ? N : params.batch_size;

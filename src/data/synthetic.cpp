@@ -33,6 +33,12 @@ Dataset sine_case_ii(Index n, double noise, std::uint64_t seed) {
   return two_interval_data(n, noise, seed, 0.2, 1.0, &sine_case_ii_truth, "sine case II (seed 000, section 4.1.2)");
 }
 
+double sine_case_i_truth(double x) { return 0.4 * std::sin(4 * x) + 0.5 * std::sin(-3 * x + 1.57); }
+
+Dataset sine_case_i(Index n, double noise, std::uint64_t seed) {
+  return two_interval_data(n, noise, seed, 0.2, 1.0, &sine_case_i_truth, "sine case I (seed 000, section 4.1.1)");
+}
+
 double extrapolation_curve_truth(double x) {
   const double pi = std::numbers::pi;
   return std::sin(3 * pi * x) + 0.3 * std::cos(9 * pi * x) + 0.5 * std::sin(7 * pi * x);

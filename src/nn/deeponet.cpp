@@ -39,6 +39,57 @@ Vec DeepOnet::initial_params(Rng& rng) const {
   return theta;
 }
 
+namespace {
+
+class DeepOnetSubspaceGradient : public SubspaceGradient {
+ public:
+  DeepOnetSubspaceGradient(const DeepOnet& net, const Vec& base, const IndexVec& active, const Mat& X)
+      : net_(net),
+        branch_(net.branch_stack(), base.data() + net.branch_offset(), local(active, net.branch_offset(), net.branch_stack()),
+                net.grid_mode() ? X : Mat(X.topRows(net.spec().branch_input))),
+        trunk_(net.trunk_stack(), base.data() + net.trunk_offset(), local(active, net.trunk_offset(), net.trunk_stack()),
+               net.grid_mode() ? net.query_grid() : Mat(X.bottomRows(net.spec().trunk_input))) {}
+
+  double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const override {
+    if (grad.size() != theta.size()) grad = Vec::Zero(theta.size());
+    const double* p = theta.data();
+    DenseStackTape<double> branch_tape, trunk_tape;
+    branch_.forward(p + net_.branch_offset(), branch_tape);
+    trunk_.forward(p + net_.trunk_offset(), trunk_tape);
+    const Mat& B = branch_tape.output();
+    const Mat& Tr = trunk_tape.output();
+    const Mat Y = net_.combine(B, Tr, theta[net_.bias_offset()]);
+    Mat dY(Y.rows(), Y.cols());
+    const double value = loss(Y, dY);
+    grad[net_.bias_offset()] += dY.sum();
+    // A net without active parameters needs no cotangent at all (a fixed trunk on a grid then
+    // costs nothing after construction).
+    Mat dB, dT;
+    net_.combine_backward(B, Tr, dY, branch_.mask.any_active() ? &dB : nullptr, trunk_.mask.any_active() ? &dT : nullptr);
+    if (branch_.mask.any_active()) branch_.backward(p + net_.branch_offset(), branch_tape, dB, grad.data() + net_.branch_offset());
+    if (trunk_.mask.any_active()) trunk_.backward(p + net_.trunk_offset(), trunk_tape, dT, grad.data() + net_.trunk_offset());
+    return value;
+  }
+
+ private:
+  static IndexVec local(const IndexVec& active, Index offset, const DenseStackSpec& stack) {
+    IndexVec out;
+    for (Index i : active)
+      if (i >= offset && i < offset + stack.num_params()) out.push_back(i - offset);
+    return out;
+  }
+  const DeepOnet& net_;
+  DenseStackSubspace branch_, trunk_;
+};
+
+}  // namespace
+
+std::unique_ptr<SubspaceGradient> DeepOnet::make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
+                                                                   const Mat& X) const {
+  check_model_shapes(*this, base_theta, X);
+  return std::make_unique<DeepOnetSubspaceGradient>(*this, base_theta, active, X);
+}
+
 nlohmann::json DeepOnet::to_json() const {
   nlohmann::json j{{"kind", "deeponet"},
                    {"branch_input", spec_.branch_input},

@@ -22,6 +22,35 @@ Vec Mlp::initial_params(Rng& rng) const {
   return theta;
 }
 
+namespace {
+
+class MlpSubspaceGradient : public SubspaceGradient {
+ public:
+  MlpSubspaceGradient(const DenseStackSpec& stack, const Vec& base_theta, const IndexVec& active, const Mat& X)
+      : stack_(stack, base_theta.data(), active, X) {}
+  double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const override {
+    if (grad.size() != theta.size()) grad = Vec::Zero(theta.size());
+    DenseStackTape<double> tape;
+    stack_.forward(theta.data(), tape);
+    const Mat& Y = tape.output();
+    Mat dY(Y.rows(), Y.cols());
+    const double value = loss(Y, dY);
+    stack_.backward(theta.data(), tape, dY, grad.data());
+    return value;
+  }
+
+ private:
+  DenseStackSubspace stack_;
+};
+
+}  // namespace
+
+std::unique_ptr<SubspaceGradient> Mlp::make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
+                                                              const Mat& X) const {
+  check_model_shapes(*this, base_theta, X);
+  return std::make_unique<MlpSubspaceGradient>(stack_, base_theta, active, X);
+}
+
 nlohmann::json Mlp::to_json() const {
   return {{"kind", "mlp"},
           {"input_dim", spec_.input_dim},

@@ -41,6 +41,31 @@ Mat Model::jacobian(const Vec& theta, const Mat& X) const {
 
 namespace {
 
+/// The default subspace gradient: the model's full gradient (inactive entries included).
+class FullSubspaceGradient : public SubspaceGradient {
+ public:
+  FullSubspaceGradient(const Model& model, Mat X) : model_(model), X_(std::move(X)) {}
+  double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const override {
+    return model_.value_and_gradient(theta, X_, loss, grad);
+  }
+
+ private:
+  const Model& model_;
+  Mat X_;
+};
+
+}  // namespace
+
+std::unique_ptr<SubspaceGradient> Model::make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
+                                                                const Mat& X) const {
+  check_model_shapes(*this, base_theta, X);
+  for (Index i : active)
+    if (i < 0 || i >= num_params()) throw std::invalid_argument(fmt::format("{} model: active index {} outside [0, {})", kind(), i, num_params()));
+  return std::make_unique<FullSubspaceGradient>(*this, X);
+}
+
+namespace {
+
 std::vector<Index> index_list(const nlohmann::json& j) { return j.get<std::vector<Index>>(); }
 
 }  // namespace

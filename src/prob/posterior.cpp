@@ -32,7 +32,7 @@ Posterior::Posterior(std::shared_ptr<const Model> model, std::shared_ptr<const L
 }
 
 double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double scale, Vec& grad,
-                           bool include_prior) const {
+                           bool include_prior, const SubspaceGradient* model_gradient) const {
   if (theta.size() != dim())
     throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
   const Index P = model_->num_params(), E = likelihood_->num_extra();
@@ -63,7 +63,8 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
     if (c->scale != 1.0) dY *= c->scale;
     return value;
   };
-  double value = scale * model_->value_and_gradient(*theta_net, inputs, loss, *grad_net);
+  double value = scale * (model_gradient ? model_gradient->value_and_gradient(*theta_net, loss, *grad_net)
+                                         : model_->value_and_gradient(*theta_net, inputs, loss, *grad_net));
   if (include_prior) value += prior_->log_density(*theta_net, grad_net);  // adds its gradient
   if (E > 0) {
     grad.head(P) = *grad_net;
@@ -79,6 +80,10 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
 
 double Posterior::log_density_and_grad(const Vec& theta, Vec& grad) const {
   return evaluate(theta, inputs_, targets_, 1.0, grad, true);
+}
+
+double Posterior::subspace_log_density_and_grad(const SubspaceGradient& model_gradient, const Vec& theta, Vec& grad) const {
+  return evaluate(theta, inputs_, targets_, 1.0, grad, true, &model_gradient);
 }
 
 double Posterior::minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const {

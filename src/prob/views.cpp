@@ -8,6 +8,14 @@ SubspaceView::SubspaceView(std::shared_ptr<const LogDensity> base, IndexVec acti
     : base_(std::move(base)), active_(std::move(active)), base_point_(std::move(base_point)) {
   require(base_point_.size() == base_->dim(), "subspace base point", "a vector of the base density's dimension");
   for (Index i : active_) require(i >= 0 && i < base_->dim(), "subspace coordinate", "in [0, dim)");
+  posterior_ = dynamic_cast<const Posterior*>(base_.get());
+  if (posterior_) {
+    const Index P = posterior_->model().num_params();
+    IndexVec network;
+    for (Index i : active_)
+      if (i < P) network.push_back(i);
+    model_gradient_ = posterior_->model().make_subspace_gradient(base_point_.head(P), network, posterior_->inputs());
+  }
 }
 
 Vec SubspaceView::expand(const Vec& z) const {
@@ -23,9 +31,14 @@ Vec SubspaceView::restrict(const Vec& theta) const {
 }
 
 double SubspaceView::log_density_and_grad(const Vec& z, Vec& grad) const {
-  Vec full_grad;
-  const double value = base_->log_density_and_grad(expand(z), full_grad);
-  grad = restrict(full_grad);
+  // Per-thread buffers: chains share the view, and a sampler's gradients then allocate nothing.
+  thread_local Vec theta, full_grad;
+  theta = base_point_;
+  for (std::size_t j = 0; j < active_.size(); ++j) theta[active_[j]] = z[static_cast<Index>(j)];
+  const double value = model_gradient_ ? posterior_->subspace_log_density_and_grad(*model_gradient_, theta, full_grad)
+                                       : base_->log_density_and_grad(theta, full_grad);
+  grad.resize(dim());
+  for (std::size_t j = 0; j < active_.size(); ++j) grad[static_cast<Index>(j)] = full_grad[active_[j]];
   return value;
 }
 

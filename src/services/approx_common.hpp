@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "uqnn/approx/ensemble.hpp"
+#include "uqnn/approx/vi.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/services/approx_options.hpp"
@@ -43,6 +44,10 @@ inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const st
   r.info["member_rows"] = fits.empty() ? 0 : fits.front().rows.size();
   return r;
 }
+
+/// Bayes by Backprop on the context's posterior with the fit's VI settings (method_vi.cpp);
+/// `prior` receives the prior used on the network parameters. Shared by vi and vi-hmc.
+ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior);
 
 inline void check_samples(const ApproxOptions& o) {
   if (o.num_samples < 2) throw InputError(fmt::format("--num-samples {} is invalid: it must be >= 2", o.num_samples));

@@ -4,11 +4,11 @@
 
 namespace uqnn {
 
-MethodResult run_vi(const FitContext& c) {
+namespace detail {
+
+ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
   const ApproxOptions o = detail::approx_options(c);
-  detail::check_samples(o);
   const Posterior& post = *c.posterior;
-  std::shared_ptr<const Prior> prior;
   if (o.vi_prior == "mixture")
     prior = std::make_shared<ScaleMixturePrior>(post.model().num_params(), o.vi_pi, o.vi_sigma1, o.vi_sigma2);
   else if (o.vi_prior == "model")
@@ -29,9 +29,18 @@ MethodResult run_vi(const FitContext& c) {
   p.analytic_kl = o.vi_kl == "analytic";
   Rng rng(c.config.seed, 0);
   const auto progress = epoch_progress(c.config.progress && progress_wanted(), p.epochs, "vi");
-  const ViResult fit = fit_bayes_by_backprop(post, *prior, p, rng, [&progress](Index e, double elbo) {
+  return fit_bayes_by_backprop(post, *prior, p, rng, [&progress](Index e, double elbo) {
     return progress ? progress(e, -elbo, std::nan("")) : true;
   });
+}
+
+}  // namespace detail
+
+MethodResult run_vi(const FitContext& c) {
+  const ApproxOptions o = detail::approx_options(c);
+  detail::check_samples(o);
+  std::shared_ptr<const Prior> prior;
+  const ViResult fit = detail::fit_vi(c, prior);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
   r.draws = fit.approximation->sample(sampler, o.num_samples);

@@ -27,6 +27,7 @@ const std::vector<std::pair<std::string, MethodRunner>>& methods() {
       {"dropout", &run_dropout},
       {"fsgld", &run_fsgld},
       {"fsghmc", &run_fsghmc},
+      {"vi-hmc", &run_vi_hmc},
   };
   return kMethods;
 }

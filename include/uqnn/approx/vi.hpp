@@ -31,6 +31,9 @@ struct ViParams {
   double mu_init_lower = -0.2, mu_init_upper = 0.2;   ///< mu ~ U(lower, upper) (QUiNN defaults)
   double rho_init_lower = -5.0, rho_init_upper = -4.0; ///< rho ~ U(lower, upper) (QUiNN defaults)
   bool analytic_kl = true;       ///< use the closed-form KL when the prior is a GaussianPrior
+  /// When non-empty (posterior dim entries), mu starts here instead of U(mu_init_lower, upper),
+  /// e.g. at a MAP fit (seed 000's VI-HMC examples pre-train).
+  Vec initial_mean;
   ScheduleParams schedule;       ///< learning-rate schedule per epoch (monitors -ELBO)
   void validate() const;
 };

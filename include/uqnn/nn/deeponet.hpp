@@ -40,39 +40,58 @@ class DeepOnet : public ModelBase<DeepOnet> {
   Vec initial_params(Rng& rng) const override;
   nlohmann::json to_json() const override;
 
+  /// Skips fixed parameters' gradient work; caches the leading fully fixed layers of the branch
+  /// and of the trunk (a fully fixed trunk on a query grid is then computed once).
+  std::unique_ptr<SubspaceGradient> make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
+                                                           const Mat& X) const override;
+  const DenseStackSpec& branch_stack() const { return branch_; }
+  const DenseStackSpec& trunk_stack() const { return trunk_; }
+  Index branch_offset() const { return branch_offset_; }
+  Index trunk_offset() const { return trunk_offset_; }
+  Index bias_offset() const { return bias_offset_; }
+
+  /// The outputs from the branch outputs B [p, functions or pairs] and trunk outputs T [p, points
+  /// or pairs]: T^T B + b0 on a grid, sum_k B_k T_k + b0 for pairs.
+  template <typename T>
+  MatT<T> combine(const MatT<T>& B, const MatT<T>& Tr, const T& bias) const {
+    MatT<T> Y;
+    if (grid_mode()) Y.noalias() = Tr.transpose() * B;  // [points, functions]
+    else Y = B.cwiseProduct(Tr).colwise().sum();
+    Y.array() += bias;
+    return Y;
+  }
+  /// Cotangents of B and T from dY (each only when its pointer is given).
+  template <typename T>
+  void combine_backward(const MatT<T>& B, const MatT<T>& Tr, const MatT<T>& dY, MatT<T>* dB, MatT<T>* dT) const {
+    if (grid_mode()) {
+      if (dB) dB->noalias() = Tr * dY;             // [p, functions]
+      if (dT) dT->noalias() = B * dY.transpose();  // [p, points]
+    } else {
+      if (dB) *dB = Tr.array().rowwise() * dY.row(0).array();
+      if (dT) *dT = B.array().rowwise() * dY.row(0).array();
+    }
+  }
+
   template <typename T>
   MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
                    VecT<T>* grad) const {
     const T* p = theta.data();
-    const T bias = theta[bias_offset_];
     DenseStackTape<T> branch_tape, trunk_tape;
-    MatT<T> Y;
     if (grid_mode()) {
       dense_forward(branch_, p + branch_offset_, X, branch_tape);
       dense_forward(trunk_, p + trunk_offset_, MatT<T>(grid_.cast<T>()), trunk_tape);
-      const MatT<T>& B = branch_tape.output();  // [p, functions]
-      const MatT<T>& Tr = trunk_tape.output();  // [p, points]
-      Y.noalias() = Tr.transpose() * B;         // [points, functions]
-      Y.array() += bias;
     } else {
       dense_forward(branch_, p + branch_offset_, MatT<T>(X.topRows(spec_.branch_input)), branch_tape);
       dense_forward(trunk_, p + trunk_offset_, MatT<T>(X.bottomRows(spec_.trunk_input)), trunk_tape);
-      Y = branch_tape.output().cwiseProduct(trunk_tape.output()).colwise().sum();
-      Y.array() += bias;
     }
+    const MatT<T>& B = branch_tape.output();
+    const MatT<T>& Tr = trunk_tape.output();
+    MatT<T> Y = combine(B, Tr, theta[bias_offset_]);
     if (!loss) return Y;
     MatT<T> dY(Y.rows(), Y.cols());
     *loss_value = (*loss)(Y, dY);
-    const MatT<T>& B = branch_tape.output();
-    const MatT<T>& Tr = trunk_tape.output();
     MatT<T> dB, dT;
-    if (grid_mode()) {
-      dB.noalias() = Tr * dY;              // [p, functions]
-      dT.noalias() = B * dY.transpose();   // [p, points]
-    } else {
-      dB = Tr.array().rowwise() * dY.row(0).array();
-      dT = B.array().rowwise() * dY.row(0).array();
-    }
+    combine_backward(B, Tr, dY, &dB, &dT);
     (*grad)[bias_offset_] += dY.sum();
     dense_backward(branch_, p + branch_offset_, branch_tape, dB, grad->data() + branch_offset_, static_cast<MatT<T>*>(nullptr));
     dense_backward(trunk_, p + trunk_offset_, trunk_tape, dT, grad->data() + trunk_offset_, static_cast<MatT<T>*>(nullptr));

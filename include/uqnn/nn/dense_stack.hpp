@@ -88,15 +88,20 @@ Eigen::Map<const RowMajorMatT<T>> weight_map(const T* theta, Index rows, Index c
 }  // namespace detail
 
 /// Forward pass of the stack whose parameters start at `theta`; fills `tape` (post[0] = X).
+/// With `first_layer` = k > 1, X is the (cached) output a_{k-1} of layer k - 1 and only layers
+/// k..L run (post[k-1] = X; earlier tape entries are stale): the subspace gradient's cache of
+/// leading layers whose parameters are all fixed (seed 000 section 3.3).
 template <typename T>
-void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X, DenseStackTape<T>& tape) {
+void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X, DenseStackTape<T>& tape,
+                   Index first_layer = 1) {
   const Index L = spec.num_layers();
   tape.post.resize(static_cast<std::size_t>(L + 1));
   tape.pre.resize(static_cast<std::size_t>(L + 1));
-  tape.post[0] = X;
+  tape.post[static_cast<std::size_t>(first_layer - 1)] = X;
   const bool keep_pre = activation_needs_preactivation(spec.activation);
   const T* p = theta;
-  for (Index l = 1; l <= L; ++l) {
+  for (Index l = 1; l < first_layer; ++l) p += spec.widths[static_cast<std::size_t>(l)] * spec.widths[static_cast<std::size_t>(l - 1)] + spec.widths[static_cast<std::size_t>(l)];
+  for (Index l = first_layer; l <= L; ++l) {
     const std::size_t ls = static_cast<std::size_t>(l);
     const Index out = spec.widths[ls], in = spec.widths[ls - 1];
     const auto W = detail::weight_map(p, out, in);
@@ -117,16 +122,36 @@ void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X,
   }
 }
 
+/// Which parameters of a dense stack need their gradient: the subspace gradient of VI-HMC skips
+/// the weight-gradient work of the others and stops the reverse pass below the first layer that
+/// has an active parameter (seed 000 section 3.3: PyTorch computes every gradient; we do not).
+struct DenseStackMask {
+  /// Per layer (index l - 1): local indices (0 .. out*in + out - 1, weight row-major then bias) of
+  /// the active parameters, increasing.
+  std::vector<IndexVec> active;
+  /// Per layer: compute the whole weight gradient by one matrix product (many active weights)
+  /// rather than one dot product per active weight.
+  std::vector<char> full_weight_gradient;
+  Index first_active_layer = 1;  ///< 1-based; num_layers() + 1 when nothing is active
+
+  /// The mask of `spec` for active indices local to the stack's block (any order, in range).
+  static DenseStackMask from_active(const DenseStackSpec& spec, const IndexVec& active_local);
+  bool any_active() const { return first_active_layer <= static_cast<Index>(active.size()); }
+};
+
 /// Reverse pass: adds J^T d_output to grad[0, num_params) and, when `d_input` is given, writes the
-/// cotangent of the stack's input. `d_output` is consumed (used as workspace).
+/// cotangent of the stack's input. `d_output` is consumed (used as workspace). With a `mask`
+/// (and no `d_input`) only the mask's active entries of grad are meaningful: the others may be
+/// left unchanged or receive partial sums.
 template <typename T>
 void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStackTape<T>& tape, MatT<T>& d_output,
-                    T* grad, MatT<T>* d_input) {
+                    T* grad, MatT<T>* d_input, const DenseStackMask* mask = nullptr) {
   const Index L = spec.num_layers();
+  const Index lowest = (mask && !d_input) ? mask->first_active_layer : 1;  // layers below need nothing
   Index offset = spec.num_params();  // walk the layers backwards from the end of the stack's block
   MatT<T>* delta = &d_output;
   int next = 0;  // the tape's scratch buffer that receives the next cotangent
-  for (Index l = L; l >= 1; --l) {
+  for (Index l = L; l >= lowest; --l) {
     const std::size_t ls = static_cast<std::size_t>(l);
     const Index out = spec.widths[ls], in = spec.widths[ls - 1];
     offset -= out * in + out;
@@ -135,9 +160,19 @@ void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStack
     T* g = grad + offset;
     Eigen::Map<RowMajorMatT<T>> dW(g, out, in);
     Eigen::Map<VecT<T>> db(g + out * in, out);
-    dW.noalias() += *delta * tape.post[ls - 1].transpose();
-    db.noalias() += delta->rowwise().sum();
-    if (l > 1 || d_input) {
+    const IndexVec* active = mask ? &mask->active[ls - 1] : nullptr;
+    if (!active || mask->full_weight_gradient[ls - 1]) {
+      dW.noalias() += *delta * tape.post[ls - 1].transpose();
+    } else if (!active->empty() && active->front() < out * in) {
+      // A few active weights: one dot product each, on transposed copies so rows are contiguous.
+      const MatT<T> delta_t = delta->transpose(), input_t = tape.post[ls - 1].transpose();
+      for (Index k : *active) {
+        if (k >= out * in) break;
+        g[k] += delta_t.col(k / in).dot(input_t.col(k % in));
+      }
+    }
+    if (!active || !active->empty()) db.noalias() += delta->rowwise().sum();
+    if (l > lowest || d_input) {
       const auto W = detail::weight_map(theta + offset, out, in);
       MatT<T>& previous = tape.scratch[next];
       next ^= 1;
@@ -147,5 +182,25 @@ void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStack
   }
   if (d_input) *d_input = *delta;
 }
+
+/// One dense stack's share of a subspace gradient on inputs fixed at construction: its mask and
+/// the cached output of its leading layers whose parameters are all fixed (computed once at the
+/// base point). Used by Mlp and by DeepOnet's branch and trunk.
+struct DenseStackSubspace {
+  DenseStackSpec spec;
+  DenseStackMask mask;
+  Index first_layer = 1;  ///< forward passes start here
+  Mat input;              ///< X, or the output of layer first_layer - 1 on X at the base point
+
+  /// `base_params` points at the stack's block of the base point; `active_local` indexes that block.
+  DenseStackSubspace(const DenseStackSpec& stack, const double* base_params, const IndexVec& active_local, const Mat& X);
+  void forward(const double* params, DenseStackTape<double>& tape) const {
+    dense_forward(spec, params, input, tape, first_layer);
+  }
+  /// Adds the active parameters' gradient to grad (the stack's block); consumes d_output.
+  void backward(const double* params, const DenseStackTape<double>& tape, Mat& d_output, double* grad) const {
+    dense_backward(spec, params, tape, d_output, grad, static_cast<Mat*>(nullptr), &mask);
+  }
+};
 
 }  // namespace uqnn

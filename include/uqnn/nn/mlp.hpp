@@ -28,6 +28,9 @@ class Mlp : public ModelBase<Mlp> {
   const DenseStackSpec& stack() const { return stack_; }
   Vec initial_params(Rng& rng) const override;
   nlohmann::json to_json() const override;
+  /// Skips fixed weights' gradient work and caches the leading fully fixed layers' output on X.
+  std::unique_ptr<SubspaceGradient> make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
+                                                           const Mat& X) const override;
 
   template <typename T>
   MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,

@@ -20,6 +20,19 @@ namespace uqnn {
 template <typename T>
 using OutputLoss = std::function<T(const MatT<T>& outputs, MatT<T>& output_grad)>;
 
+/// The gradient of loss(f(theta, X)) with respect to a subset of the parameters ("active"), on
+/// inputs X fixed at construction, while the other parameters stay at a base point: what the
+/// VI-HMC subspace sampler needs (seed 000 section 3.3). Implementations skip the weight-gradient
+/// work of fixed parameters and may cache the outputs of leading layers whose parameters are all
+/// fixed, so theta must equal the base point at every inactive coordinate.
+class SubspaceGradient {
+ public:
+  virtual ~SubspaceGradient() = default;
+  /// loss(f(theta, X)); adds the gradient at the active coordinates to `grad` (num_params entries).
+  /// Entries of inactive coordinates are unspecified (left alone or given partial sums).
+  virtual double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -44,6 +57,11 @@ class Model {
   virtual Mat jacobian(const Vec& theta, const Mat& X) const;
   /// Architecture description (no parameter values); `make_model(json)` rebuilds the model.
   virtual nlohmann::json to_json() const = 0;
+  /// A SubspaceGradient on inputs X for the parameters `active` (indices into theta) with the rest
+  /// at `base_theta`. This default computes the full gradient (correct, no saving); Mlp and
+  /// DeepOnet skip fixed parameters' work and cache fully fixed leading layers.
+  virtual std::unique_ptr<SubspaceGradient> make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
+                                                                   const Mat& X) const;
 };
 
 /// Rebuilds a model from `Model::to_json()`; throws InputError on an unknown or invalid description.

@@ -45,6 +45,11 @@ class Posterior : public StochasticLogDensity {
   /// Network parameters followed by the likelihood's initial extras.
   Vec initial_point(Rng& rng) const;
 
+  /// log p(theta | D) with a gradient exact only at the coordinates a `model_gradient` (made by
+  /// model().make_subspace_gradient on inputs()) treats as active, plus every extra; the other
+  /// entries of grad are unspecified. Used by SubspaceView (VI-HMC, seed 000 section 3.3).
+  double subspace_log_density_and_grad(const SubspaceGradient& model_gradient, const Vec& theta, Vec& grad) const;
+
   /// The network parameters / extras of theta.
   Eigen::Ref<const Vec> network_params(const Vec& theta) const { return theta.head(model_->num_params()); }
   Vec extra_params(const Vec& theta) const { return theta.tail(likelihood_->num_extra()); }
@@ -52,7 +57,7 @@ class Posterior : public StochasticLogDensity {
  private:
   /// (N / n) sum over the batch of log lik + log prior; grad overwritten.
   double evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double likelihood_scale, Vec& grad,
-                  bool include_prior) const;
+                  bool include_prior, const SubspaceGradient* model_gradient = nullptr) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Likelihood> likelihood_;

@@ -4,11 +4,17 @@
 #include <memory>
 
 #include "uqnn/prob/log_density.hpp"
+#include "uqnn/prob/posterior.hpp"
 
 namespace uqnn {
 
 /// log p restricted to the coordinates `active` of a base point; the others stay at `base_point`.
 /// dim() = active.size(); `expand(z)` gives the full theta. References: seed 000 section 3.3.
+///
+/// When the base density is a Posterior, gradients go through Model::make_subspace_gradient:
+/// fixed parameters cost no weight-gradient work and leading layers whose parameters are all
+/// fixed are evaluated once (the paper's PyTorch code computes every gradient and slices it).
+/// Other densities get the full gradient, sliced.
 class SubspaceView : public LogDensity {
  public:
   SubspaceView(std::shared_ptr<const LogDensity> base, IndexVec active, Vec base_point);
@@ -20,11 +26,16 @@ class SubspaceView : public LogDensity {
   /// The subspace coordinates of a full vector.
   Vec restrict(const Vec& theta) const;
   const IndexVec& active() const { return active_; }
+  const Vec& base_point() const { return base_point_; }
+  /// True when gradients take the fast subspace path (the base is a Posterior).
+  bool uses_subspace_gradient() const { return model_gradient_ != nullptr; }
 
  private:
   std::shared_ptr<const LogDensity> base_;
   IndexVec active_;
   Vec base_point_;
+  const Posterior* posterior_ = nullptr;  ///< base_ as a Posterior, when it is one
+  std::shared_ptr<const SubspaceGradient> model_gradient_;
 };
 
 /// beta * log p (beta = 1 / temperature): beta < 1 flattens, beta > 1 sharpens ("cold posterior").

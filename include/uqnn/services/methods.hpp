@@ -28,6 +28,9 @@ MethodResult run_laplace(const FitContext& context);
 MethodResult run_swag(const FitContext& context);
 MethodResult run_dropout(const FitContext& context);
 
+/// VI-HMC (seed 000): VI, sensitivities, HMC/NUTS on the sensitive subset (src/services/method_vi_hmc.cpp).
+MethodResult run_vi_hmc(const FitContext& context);
+
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);
 
