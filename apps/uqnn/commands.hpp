@@ -21,6 +21,8 @@ Command add_compare(CLI::App& app);
 void add_fit_options(CLI::App& command, FitConfig& config, std::string& arch, std::string& noise);
 /// Declares the flags of the optimisation-based methods (approx_options.cpp).
 void add_approx_options(CLI::App& command, FitConfig& config);
+/// Declares the flags of dei-nuts (dei_options.cpp).
+void add_dei_options(CLI::App& command, FitConfig& config);
 /// Applies the string-valued options to the config after parsing.
 void finish_fit_config(FitConfig& config, const std::string& arch, const std::string& noise);
 /// Prints the metrics of a fit to stdout.

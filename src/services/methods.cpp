@@ -25,6 +25,7 @@ const std::vector<std::pair<std::string, MethodRunner>>& methods() {
       {"laplace", &run_laplace},
       {"swag", &run_swag},
       {"dropout", &run_dropout},
+      {"dei-nuts", &run_dei_nuts},
   };
   return kMethods;
 }

@@ -25,6 +25,9 @@ MethodResult run_laplace(const FitContext& context);
 MethodResult run_swag(const FitContext& context);
 MethodResult run_dropout(const FitContext& context);
 
+/// Deep Ensemble Initialized NUTS (seed 003 sec. 7.2; src/services/method_dei.cpp).
+MethodResult run_dei_nuts(const FitContext& context);
+
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);
 
