@@ -1,5 +1,6 @@
 #include "uqnn/hybrid/dei_figures.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
+#include "uqnn/diagnostics/rhat.hpp"
 #include "uqnn/plot/figure.hpp"
 #include "uqnn/plot/panel.hpp"
 
@@ -127,6 +129,20 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
                        c.at("kept").get<bool>() ? "yes" : "no", dying.back() ? "yes" : "no", c.at("rmse").get<double>(),
                        c.at("draws").get<Index>(), converged.back() ? std::to_string(*converged.back()) : "-",
                        traces.back().empty() ? std::nan("") : traces.back().back());
+  }
+  // Function-space R-hat^(2) of LPL^(k,s) (seed 003 App. B.2) over the chains, cut to a common length.
+  std::vector<std::vector<double>> lpl;
+  for (const auto& c : j.at("chains"))
+    if (c.at("kept").get<bool>()) lpl.push_back(c.at("log_pointwise_likelihood").get<std::vector<double>>());
+  std::size_t common = lpl.empty() ? 0 : lpl.front().size();
+  for (const auto& v : lpl) common = std::min(common, v.size());
+  if (lpl.size() >= 2 && common >= 4) {
+    Mat x(static_cast<Index>(common), static_cast<Index>(lpl.size()));
+    for (std::size_t c = 0; c < lpl.size(); ++c)
+      for (std::size_t s = 0; s < common; ++s) x(static_cast<Index>(s), static_cast<Index>(c)) = lpl[c][s];
+    const auto r = diagnostics::rank_normalized_rhat(x, 2);
+    out << fmt::format("function-space R-hat^(2) of the held-out LPL over {} kept chains x {} draws: {:.3f}\n",
+                       lpl.size(), common, r.max);
   }
   std::vector<std::filesystem::path> figures;
   if (figure_format != "none") {
