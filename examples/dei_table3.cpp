@@ -220,6 +220,24 @@ int main(int argc, char** argv) try {
   for (std::size_t k = 0; k < 2 * (3 + snapshots.size()) + 2; ++k) table << "|---";
   table << "|\n";
   std::ostringstream paper_table;
+  std::ostringstream dying_table;
+  const auto write_markdown = [&]() {
+    const double wall = seconds_since(started), cpu = cpu_seconds() - cpu_started;
+    std::ostringstream md;
+    md << fmt::format("Settings: {} split(s), M = {}, {} warmup, {} draws per chain, {} epochs; {} threads; "
+                      "wall {:.0f} s, CPU {:.0f} s so far.\n\n",
+                      o.reps, o.members, o.warmup, o.draws, o.epochs, o.threads, wall, cpu);
+    md << table.str() << "\nPaper (seed 003 Table 3; columns LM, DNN, DE, OURS(10), OURS(100), OURS(1000)):\n\n"
+       << "| data | LM | DNN | DE | (10) | (100) | (1000) | LM | DNN | DE | (10) | (100) | (1000) | | |\n"
+       << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+       << paper_table.str() << '\n'
+       << dying_table.str();
+    results["wall_seconds"] = wall;
+    results["cpu_seconds"] = cpu;
+    atomic_write_text(o.out / "results.json", results.dump(1));
+    atomic_write_text(o.out / "results.md", md.str());
+    return md.str();
+  };
 
   for (const auto& name : o.datasets) {
     const Dataset data = load_dataset(o.data_dir / (name + ".csv"));
@@ -376,12 +394,11 @@ int main(int argc, char** argv) try {
       for (int k = 0; k < 6; ++k) paper_table << fmt::format(" | {:.2f}±{:.2f}", pr.lppd[k][0], pr.lppd[k][1]);
       paper_table << " | 0 | |\n";
     }
-    atomic_write_text(o.out / "results.json", results.dump(1));
+    write_markdown();
   }
 
   // Tables 1/2 setting: cold-start NUTS (prior draws) vs DEI, ReLU and tanh, share of chains whose
   // test RMSE beats the linear model (split 0).
-  std::ostringstream dying_table;
   if (!o.dying.empty()) {
     dying_table << fmt::format("| data | activation | start | chains better than LM | LM RMSE | median chain RMSE | "
                                "merged RMSE (all chains) | merged LPPD (all chains) | wall s |\n|---|---|---|---|---|---|---|---|---|\n");
@@ -422,26 +439,13 @@ int main(int argc, char** argv) try {
           if (activation == "relu" && start == "prior")
             plot_lppd_traces(o.out / fmt::format("lppd_traces_cold_relu_{}.png", name), r.lppd_traces, r.converged_at,
                              r.dying, fmt::format("{} (split 0): cold-start NUTS, ReLU: expanding-window LPPD", name));
-          atomic_write_text(o.out / "results.json", results.dump(1));
+          write_markdown();
         }
     }
   }
 
-  const double wall = seconds_since(started), cpu = cpu_seconds() - cpu_started;
-  std::ostringstream md;
-  md << fmt::format("Settings: {} split(s), M = {}, {} warmup, {} draws per chain, {} epochs; {} threads; "
-                    "wall {:.0f} s, CPU {:.0f} s (load average when run: see README).\n\n",
-                    o.reps, o.members, o.warmup, o.draws, o.epochs, o.threads, wall, cpu);
-  md << table.str() << "\nPaper (seed 003 Table 3; columns LM, DNN, DE, OURS(10), OURS(100), OURS(1000)):\n\n"
-     << "| data | LM | DNN | DE | (10) | (100) | (1000) | LM | DNN | DE | (10) | (100) | (1000) | | |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-     << paper_table.str() << '\n'
-     << dying_table.str();
-  results["wall_seconds"] = wall;
-  results["cpu_seconds"] = cpu;
-  atomic_write_text(o.out / "results.json", results.dump(1));
-  atomic_write_text(o.out / "results.md", md.str());
-  std::cout << md.str();
+  const std::string md = write_markdown();
+  std::cout << md;
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "dei_table3: " << e.what() << '\n';
