@@ -17,6 +17,7 @@
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/layerwise.hpp"
 #include "uqnn/diagnostics/lppd.hpp"
+#include "uqnn/hybrid/dei_figures.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/hybrid/linear_baseline.hpp"
 #include "uqnn/io/csv.hpp"
@@ -315,7 +316,7 @@ TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   cfg.method = "dei-nuts";
   cfg.training.epochs = 50;
   cfg.mcmc.warmup = 10;
-  cfg.mcmc.draws = 12;
+  cfg.mcmc.draws = 16;
   cfg.mcmc.threads = 2;
   cfg.out_dir = dir / "out";
   cfg.figure_format = "none";
@@ -323,13 +324,19 @@ TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   run_fit(cfg);
   const nlohmann::json chains = nlohmann::json::parse(std::ifstream(dir / "out" / "dei_chains.json"));
   ASSERT_EQ(chains.at("chains").size(), 3u);
-  // draws.csv: columns chain, draw, parameters; every kept chain's 12 draws under its own index.
+  // draws.csv: columns chain, draw, parameters; every kept chain's 16 draws under its own index.
   std::ifstream in(dir / "out" / "draws.csv");
   std::string line;
   std::getline(in, line);
   std::map<int, int> count;
   while (std::getline(in, line)) ++count[std::stoi(line.substr(0, line.find(',')))];
-  EXPECT_EQ(count, (std::map<int, int>{{0, 12}, {1, 12}, {2, 12}}));
+  EXPECT_EQ(count, (std::map<int, int>{{0, 16}, {1, 16}, {2, 16}}));
+  // `uqnn diagnose DIR`: the chain table and one row per ParamLayout block.
+  const std::string report = diagnose_dei_run(dir / "out", "none");
+  EXPECT_NE(report.find("converged_at"), std::string::npos) << report;
+  EXPECT_NE(report.find("function-space R-hat^(2) of the held-out LPL over 3 kept chains x 16 draws"), std::string::npos) << report;
+  for (const char* block : {"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias", "likelihood.log_sigma"})
+    EXPECT_NE(report.find(block), std::string::npos) << block << "\n" << report;
   fs::remove_all(dir);
 }
 
