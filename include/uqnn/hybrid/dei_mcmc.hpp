@@ -53,7 +53,7 @@ struct DeiMcmcResult {
   double linear_model_rmse = 0.0;  ///< the LM baseline's held-out RMSE
   std::vector<bool> dying;         ///< per chain: chain_rmse >= linear_model_rmse
   int num_dying = 0;
-  std::vector<bool> kept;          ///< per chain: part of the merged posterior
+  std::vector<bool> kept;          ///< per chain: part of the merged posterior (all kept if every chain is dying)
   double ensemble_seconds = 0.0, sampling_seconds = 0.0;
 
   /// Merged posterior: the kept chains' draws (each chain's first `max_draws_per_chain` draws, all
