@@ -26,6 +26,8 @@ void add_approx_options(CLI::App& command, FitConfig& config);
 void add_functional_options(CLI::App& command, FitConfig& config);
 /// Declares the flags of vi-hmc (vi_hmc_options.cpp).
 void add_vi_hmc_options(CLI::App& command, FitConfig& config);
+/// Declares the flags of dei-nuts (dei_options.cpp).
+void add_dei_options(CLI::App& command, FitConfig& config);
 /// Applies the string-valued options to the config after parsing.
 void finish_fit_config(FitConfig& config, const std::string& arch, const std::string& noise);
 /// Prints the metrics of a fit to stdout.

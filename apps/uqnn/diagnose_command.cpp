@@ -8,6 +8,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/hybrid/dei_figures.hpp"
 #include "uqnn/io/atomic_file.hpp"
 
 namespace uqnn::cli {
@@ -28,6 +29,8 @@ Command add_diagnose(CLI::App& app) {
     std::filesystem::path path = *source;
     if (std::filesystem::is_directory(path)) {
       // A run directory: its function-space summary (written by `uqnn fit`), then optionally every weight.
+      // dei-nuts runs: chain-wise LPPD traces and per-layer views as figures (seed 003).
+      if (std::filesystem::exists(path / "dei_chains.json")) std::cout << diagnose_dei_run(path, "png") << '\n';
       const auto summary = path / "diagnostics.txt";
       if (std::filesystem::exists(summary)) {
         std::ifstream in(summary);

@@ -85,6 +85,7 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--psgld-alpha", m.psgld_alpha, "psgld RMSprop decay alpha")->capture_default_str();
   c.add_option("--psgld-lambda", m.psgld_lambda, "psgld regulariser lambda")->capture_default_str();
   c.add_flag("--quiet", [&cfg](std::int64_t) { cfg.progress = false; }, "no progress messages on stderr");
+  add_dei_options(c, cfg);
 }
 
 void finish_fit_config(FitConfig& cfg, const std::string& arch, const std::string& noise) {
@@ -144,6 +145,7 @@ Command add_fit(CLI::App& app) {
   c->add_option("--inputs", *inputs, "input columns (default: all but the targets)")->delimiter(',');
   c->add_flag("!--no-standardize", cfg->data.standardize, "do not standardise inputs and targets (priors are then in the data's units)");
   c->add_option("--valid-fraction", cfg->data.validation_fraction, "fraction of rows held out for validation (model selection)")->capture_default_str();
+  c->add_option("--valid", cfg->data.validation_path, "held-out CSV (same columns) used as validation data (dei-nuts: LPPD monitoring)")->check(CLI::ExistingFile);
   c->add_option("--test-fraction", cfg->data.test_fraction, "fraction of rows held out for testing")->capture_default_str();
   c->add_option("--split-seed", cfg->data.split_seed, "seed of the random split")->capture_default_str();
   c->add_option("--train-indices", cfg->data.train_indices, "file of 0-based training row indices (one per line)")->check(CLI::ExistingFile);

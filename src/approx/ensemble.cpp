@@ -13,6 +13,7 @@ void EnsembleParams::validate() const {
   require(members >= 1, "ensemble members", ">= 1");
   require(data_fraction > 0 && data_fraction <= 1, "data_fraction (delta)", "in (0, 1]");
   require(threads >= 0, "threads", ">= 0 (0 = hardware concurrency)");
+  require(loss == "mse" || loss == "nll", "ensemble loss", "mse or nll");
   training.validate();
 }
 
@@ -37,7 +38,8 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   const Model& model = posterior.model();
   const Likelihood& lik = posterior.likelihood();
   const Index P = model.num_params();
-  if (lik.kind() != "gaussian" && lik.kind() != "gaussian_learned_sigma")
+  const bool nll = params.loss == "nll";
+  if (!nll && lik.kind() != "gaussian" && lik.kind() != "gaussian_learned_sigma")
     throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
                      "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
   std::function<MemberFit(Index)> member = [&](Index j) {
@@ -45,6 +47,18 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     MemberFit fit;
     fit.rows = member_subset(posterior.num_data(), params.data_fraction, rng);
     const Mat X = gather_columns(posterior.inputs(), fit.rows), Y = gather_columns(posterior.targets(), fit.rows);
+    if (nll) {
+      // Seed 003 App. D: Gaussian NLL (here: the posterior's likelihood), weight decay from the optimiser.
+      std::shared_ptr<const Posterior> posterior_view(&posterior, [](const Posterior*) {});
+      NegativeLogLikelihoodObjective objective(posterior_view, X, Y);
+      std::function<double(const Vec&)> validation;
+      if (Xv.cols() > 0)
+        validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
+      const TrainResult trained = train(objective, posterior.initial_point(rng), params.training, rng, validation);
+      fit.theta = trained.best_theta;
+      fit.history = trained.history;
+      return fit;
+    }
     const Vec start = model.initial_params(rng);
     // Shared ownership is not needed: the objective lives only in this call.
     std::shared_ptr<const Model> model_view(&model, [](const Model*) {});

@@ -29,4 +29,21 @@ double MeanSquaredErrorObjective::loss_and_grad(const Vec& theta, const IndexVec
   return model_->value_and_gradient(theta, X, loss, grad);
 }
 
+NegativeLogLikelihoodObjective::NegativeLogLikelihoodObjective(std::shared_ptr<const Posterior> posterior, Mat inputs,
+                                                               Mat targets)
+    : posterior_(std::move(posterior)), inputs_(std::move(inputs)), targets_(std::move(targets)) {
+  if (inputs_.cols() != targets_.cols())
+    throw std::invalid_argument(fmt::format("nll objective: {} inputs but {} targets", inputs_.cols(), targets_.cols()));
+}
+
+double NegativeLogLikelihoodObjective::loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const {
+  const bool full = static_cast<Index>(batch.size()) == inputs_.cols();
+  const Mat X = full ? Mat() : gather_columns(inputs_, batch), T = full ? Mat() : gather_columns(targets_, batch);
+  const double scale = 1.0 / static_cast<double>(batch.size());
+  grad = Vec::Zero(theta.size());
+  const double value = posterior_->log_likelihood(theta, full ? inputs_ : X, full ? targets_ : T, &grad);
+  grad *= -scale;
+  return -scale * value;
+}
+
 }  // namespace uqnn

@@ -97,6 +97,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   result.warmup_stats.resize(chains);
   result.sampler_descriptions.resize(chains);
   result.initial_points.resize(chains);
+  result.chain_stopped.assign(chains, false);
 
   // Samplers are made on the calling thread (factories need not be thread safe).
   std::vector<std::unique_ptr<ChainSampler>> samplers(chains);
@@ -136,7 +137,8 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
     try {
       sampler.begin_warmup(config.num_warmup);
       const long total = config.num_warmup + config.num_draws;
-      for (long it = 0; it < total && !stop.load(std::memory_order_relaxed); ++it) {
+      bool chain_stop = false;
+      for (long it = 0; it < total && !chain_stop && !stop.load(std::memory_order_relaxed); ++it) {
         const bool warmup = it < config.num_warmup;
         DrawStats s = sampler.transition(rng, warmup);
         IterationEvent event;
@@ -154,9 +156,13 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
         }
         event.position = &sampler.position();
         event.stats = &s;
-        for (Observer* o : observers)
-          if (o->on_iteration(event) == ObserverAction::Stop) stop = true;
+        for (Observer* o : observers) {
+          const ObserverAction action = o->on_iteration(event);
+          if (action == ObserverAction::Stop) stop = true;
+          if (action == ObserverAction::StopChain) chain_stop = true;
+        }
       }
+      result.chain_stopped[ci] = chain_stop;
     } catch (...) {
       errors[ci] = std::current_exception();
       stop = true;
@@ -188,7 +194,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
       std::rethrow_exception(e);
     }
   for (std::size_t c = 0; c < chains; ++c)
-    if (result.draws[c].rows() < kept_per_chain) result.interrupted = true;
+    if (result.draws[c].rows() < kept_per_chain && !result.chain_stopped[c]) result.interrupted = true;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (Observer* o : observers) o->on_end(result);
   return result;

@@ -129,8 +129,13 @@ FitReport run_fit(const FitConfig& cfg) {
                   data.size(), split.train.size(), split.validation.size(), split.test.size(), data.input_dim(),
                   model->kind(), model->num_params(), cfg.method));
 
-  const Dataset validation_std =
+  Dataset validation_std =
       split.validation.empty() ? train_std : standardizer.transform(data.subset(split.validation));
+  if (!cfg.data.validation_path.empty()) {
+    // A held-out file (--valid): same columns, standardised with the training rows' statistics.
+    const Dataset held_out = load_dataset(cfg.data.validation_path, data.target_names, data.input_names);
+    validation_std = standardizer.transform(held_out);
+  }
   const FitContext context{cfg, posterior, validation_std.inputs, validation_std.targets, log};
   MethodResult result = run_method(cfg.method, context);
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");

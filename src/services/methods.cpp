@@ -28,6 +28,7 @@ const std::vector<std::pair<std::string, MethodRunner>>& methods() {
       {"fsgld", &run_fsgld},
       {"fsghmc", &run_fsghmc},
       {"vi-hmc", &run_vi_hmc},
+      {"dei-nuts", &run_dei_nuts},
   };
   return kMethods;
 }

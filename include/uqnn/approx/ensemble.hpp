@@ -22,6 +22,9 @@ struct EnsembleParams {
   double data_fraction = 1.0;  ///< delta in (0, 1]: each member trains on floor(delta N) random rows
   Index threads = 0;           ///< worker threads; 0 = std::thread::hardware_concurrency()
   TrainParams training;        ///< optimiser, epochs, batch size of every member
+  /// "mse" (seed 001) or "nll": the likelihood's mean negative log-likelihood, extras (learned or
+  /// heteroscedastic sigma) trained jointly; seed 003 App. D's "Gaussian NLL" members.
+  std::string loss = "mse";
   void validate() const;
 };
 
@@ -77,7 +80,9 @@ std::vector<T> run_members(Index count, Index threads, const std::function<T(Ind
 /// floor(delta N) distinct rows drawn from `rng` (all rows, in order, when delta = 1).
 IndexVec member_subset(Index num_data, double data_fraction, Rng& rng);
 
-/// Deep ensemble: member j minimises (1/|D_j|) sum_{i in D_j} ||y_i - f(x_i; w_j)||^2 (seed 001)
+/// Deep ensemble: with loss "nll" member j minimises -(1/|D_j|) sum log p(y_i | f(x_i; w_j)) over
+/// network parameters and likelihood extras (any likelihood; selection by validation mean NLL).
+/// With loss "mse", member j minimises (1/|D_j|) sum_{i in D_j} ||y_i - f(x_i; w_j)||^2 (seed 001)
 /// from its own initialisation. `posterior` supplies model and (standardised) training data; the
 /// returned theta carry the likelihood's extras as well: for a learned-sigma Gaussian the
 /// maximum-likelihood log sigma of the member's fit (log of its root mean squared residual),

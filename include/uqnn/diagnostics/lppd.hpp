@@ -26,6 +26,27 @@ double lppd(const Mat& log_lik);
 /// References: seed 003 App. B.2 eq. 8.
 Vec expanding_window_lppd(const Mat& log_lik);
 
+/// The running form of expanding_window_lppd for one chain (used online by run/LppdMonitor): add()
+/// one draw's pointwise log-likelihoods at a time; value() is then LPPD_l of seed 003 eq. 8.
+class ExpandingWindowLppd {
+ public:
+  explicit ExpandingWindowLppd(Index num_points = 0);
+  /// Adds draw l+1; `pointwise_log_lik` has one entry per test point. Returns LPPD_{l+1}.
+  double add(const Vec& pointwise_log_lik);
+  double value() const;
+  Index count() const { return count_; }
+  /// log sum_{l' <= l} p(y_i | theta_l') per test point.
+  const Vec& running_log_sum() const { return running_; }
+
+ private:
+  Vec running_;
+  Index count_ = 0;
+};
+
+/// Whether the stopping rule of seed 003 eq. 9 holds at 1-based time l of `lppd_by_draw`:
+/// |(1/window) sum_{l-window <= l' < l} LPPD_l' - LPPD_l| < epsilon (false while l <= window).
+bool lppd_settled(const Vec& lppd_by_draw, Index l, Index window, double epsilon);
+
 /// First time point l (1-based, as in seed 003) where the expanding-window LPPD has settled:
 /// |(1/window) sum_{l-window <= l' < l} LPPD_l' - LPPD_l| < epsilon (seed 003 eq. 9), or nullopt
 /// if it never does. `lppd_by_draw` is expanding_window_lppd's output (element l-1 = LPPD_l).

@@ -30,6 +30,21 @@ class NegativeLogPosteriorObjective : public Objective {
   std::shared_ptr<const StochasticLogDensity> density_;
 };
 
+/// Mean negative log-likelihood -(1/n) sum_batch log p(y_i | f(x_i; theta)) of a posterior's model
+/// and likelihood, without the prior (the "Gaussian NLL" loss of seed 003 App. D; weight decay, if
+/// wanted, comes from the optimiser). Trains the likelihood's extras (learned log sigma) too.
+class NegativeLogLikelihoodObjective : public Objective {
+ public:
+  NegativeLogLikelihoodObjective(std::shared_ptr<const Posterior> posterior, Mat inputs, Mat targets);
+  Index dim() const override { return posterior_->dim(); }
+  Index num_data() const override { return inputs_.cols(); }
+  double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+
+ private:
+  std::shared_ptr<const Posterior> posterior_;
+  Mat inputs_, targets_;
+};
+
 /// Mean squared error (1/n) sum_batch ||y_i - f(x_i)||^2 of a model on data (deep ensembles, seed 001).
 class MeanSquaredErrorObjective : public Objective {
  public:

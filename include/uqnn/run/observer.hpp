@@ -20,7 +20,9 @@ namespace uqnn {
 struct RunConfig;
 struct RunResult;
 
-enum class ObserverAction { Continue, Stop };
+/// Continue; Stop ends every chain; StopChain ends only the chain of the event (e.g. a chain whose
+/// function-space LPPD has converged, seed 003 App. B.2 eq. 9), the others keep running.
+enum class ObserverAction { Continue, Stop, StopChain };
 
 /// What an observer sees after every iteration of a chain.
 struct IterationEvent {

@@ -35,7 +35,8 @@ struct RunResult {
   std::vector<std::vector<DrawStats>> warmup_stats;  ///< per chain, every warmup iteration
   std::vector<std::string> sampler_descriptions;     ///< describe() after the run, per chain
   std::vector<Vec> initial_points;              ///< per chain
-  bool interrupted = false;                     ///< an observer stopped the run early
+  bool interrupted = false;                     ///< an observer stopped the run early (Stop)
+  std::vector<bool> chain_stopped;              ///< per chain: an observer ended it alone (StopChain)
   double seconds = 0.0;                         ///< wall time
 
   int num_chains() const { return static_cast<int>(draws.size()); }

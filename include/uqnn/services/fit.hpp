@@ -51,6 +51,7 @@ struct DataConfig {
   double test_fraction = 0.0;
   std::uint64_t split_seed = 0;
   std::filesystem::path train_indices, test_indices;  ///< split files (override the fractions)
+  std::filesystem::path validation_path;  ///< held-out CSV (same columns) used as validation data instead of a split
 };
 
 /// Settings of the MCMC methods (amcmc, hmc, mala, nuts, sgld, sghmc, psgld).

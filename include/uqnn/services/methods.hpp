@@ -30,6 +30,8 @@ MethodResult run_dropout(const FitContext& context);
 
 /// VI-HMC (seed 000): VI, sensitivities, HMC/NUTS on the sensitive subset (src/services/method_vi_hmc.cpp).
 MethodResult run_vi_hmc(const FitContext& context);
+/// Deep Ensemble Initialized NUTS (seed 003 sec. 7.2; src/services/method_dei.cpp).
+MethodResult run_dei_nuts(const FitContext& context);
 
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);
