@@ -56,12 +56,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-const ProblemSpec& find_spec(const std::string& id) {
-  for (const auto& s : problem_specs())
-    if (id == s.id) return s;
-  throw std::invalid_argument("--problem: " + id + " is not one of B1, B2, B3");
-}
-
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
@@ -69,7 +63,7 @@ int run(int argc, char** argv) {
     std::cerr << "approx_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
     return 2;
   }
-  const Problem problem = load_problem(*dir, find_spec(o.problem));
+  const Problem problem = load_problem(*dir, find_problem_spec(o.problem));
   const auto posterior = make_posterior(problem);
 
   nlohmann::json report = {{"tool", "uqnn"}, {"method", o.method}, {"problem", o.problem}, {"epochs", o.epochs},

@@ -38,6 +38,13 @@ inline const std::vector<ProblemSpec>& problem_specs() {
   return specs;
 }
 
+/// The spec of problem `id` (B1, B2 or B3); std::invalid_argument naming --problem otherwise.
+inline const ProblemSpec& find_problem_spec(const std::string& id) {
+  for (const auto& s : problem_specs())
+    if (id == s.id) return s;
+  throw std::invalid_argument("--problem: " + id + " is not one of B1, B2, B3");
+}
+
 struct Problem {
   ProblemSpec spec;
   Mat X;              ///< [input_dim, N]

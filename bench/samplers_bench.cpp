@@ -68,12 +68,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-const ProblemSpec& find_spec(const std::string& id) {
-  for (const auto& s : problem_specs())
-    if (id == s.id) return s;
-  throw std::invalid_argument("--problem: " + id + " is not one of B1, B2, B3");
-}
-
 void write_csv(const std::string& path, const RunResult& result, const Problem& problem, const Posterior& posterior) {
   const double constants = log_normalising_constants(problem);
   std::ofstream out(path);
@@ -106,7 +100,7 @@ int run(int argc, char** argv) {
     std::cerr << "samplers_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
     return 2;
   }
-  const Problem problem = load_problem(*dir, find_spec(o.problem));
+  const Problem problem = load_problem(*dir, find_problem_spec(o.problem));
   const auto posterior = make_posterior(problem);
 
   SamplerConfig config;
