@@ -25,7 +25,8 @@ Command add_demo(CLI::App& app) {
     // Settings that suit this data set where the general defaults do not: the stochastic-gradient
     // samplers have no automatic step size (1e-6 is stable here; 1e-5 makes SGLD diverge), and the
     // exact Hessian at a MAP of this small-noise posterior is indefinite, so Laplace uses the GGN.
-    const bool stochastic_gradient = cfg->method == "sgld" || cfg->method == "sghmc" || cfg->method == "psgld";
+    const bool stochastic_gradient = cfg->method == "sgld" || cfg->method == "sghmc" || cfg->method == "psgld" ||
+                                     cfg->method == "fsgld" || cfg->method == "fsghmc";
     if (stochastic_gradient && cfg->mcmc.step_size == 0.0) cfg->mcmc.step_size = 1e-6;
     if (cfg->method == "laplace" && !cfg->method_options.contains("laplace_curvature")) cfg->method_options["laplace_curvature"] = "ggn";
     cfg->data.dataset = sine_case_ii(20, 0.05);
