@@ -17,7 +17,7 @@ namespace {
 
 /// The functional posterior of testing::make_linear_regression: linear kernel with s^2 =
 /// prior_sd^2, 3 measurement points uniform in [-2, 2]^2 redrawn at every call, no jitter.
-std::shared_ptr<FunctionalPosterior> linear_functional_posterior(const testing::LinearRegression& lr, double prior_sd) {
+std::shared_ptr<FunctionalPosterior> linear_functional_posterior(const testing::SgLinearRegression& lr, double prior_sd) {
   GpHyperparameters h;
   h.signal_variance = prior_sd * prior_sd;
   h.length_scales = Vec::Ones(1);

@@ -32,14 +32,16 @@ class IndependentGaussian : public LogDensity {
 };
 
 /// y = w . x + b + N(0, noise_sd^2), x ~ N(0, I_2), N points; prior N(0, prior_sd^2 I) on (w, b).
-struct LinearRegression {
+/// (Not named LinearRegression: tests/unit/mcmc has a different struct of that name in the same
+/// namespace and binary, an ODR violation that UBSan caught as garbage matrix sizes.)
+struct SgLinearRegression {
   std::shared_ptr<Posterior> posterior;
   Vec exact_mean;  ///< theta order: layer0.weight (1 x 2) then layer0.bias
   Mat exact_cov;
   Mat precision;   ///< A = Phi^T Phi / s^2 + I / prior_sd^2 (grad log p = -A (theta - mean))
 };
 
-inline LinearRegression make_linear_regression(Index N = 200, double noise_sd = 0.5, double prior_sd = 1.0,
+inline SgLinearRegression make_linear_regression(Index N = 200, double noise_sd = 0.5, double prior_sd = 1.0,
                                                std::uint64_t seed = 7) {
   Rng rng(seed);
   Mat X(2, N), Y(1, N);
@@ -49,7 +51,7 @@ inline LinearRegression make_linear_regression(Index N = 200, double noise_sd = 
     Y(0, i) = 0.5 * X(0, i) - 1.0 * X(1, i) + 0.3 + noise_sd * rng.normal();
   }
   auto model = std::make_shared<Mlp>(Mlp::linear(2, 1));
-  LinearRegression lr;
+  SgLinearRegression lr;
   lr.posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(noise_sd),
                                              GaussianPrior::isotropic(model->num_params(), prior_sd), X, Y);
   Mat Phi(N, 3);
