@@ -49,6 +49,9 @@ void add_approx_options(CLI::App& c, FitConfig& cfg) {
   flag(c, cfg, "laplace_tune", "laplace: tune the prior precision by the Laplace marginal likelihood");
   flag(c, cfg, "laplace_tune_noise", "laplace: tune the prior precision and the noise sd (fixed --noise)");
   option(c, cfg, "laplace_newton_steps", d.laplace_newton_steps, "laplace: Newton steps polishing the MAP (0 = off)");
+  option(c, cfg, "laplace_predictive", d.laplace_predictive,
+         "laplace: nn (seed 001: sampled weights through the network) | glm (through the network linearised at the MAP; "
+         "use when most directions are prior-dominated)");
   option(c, cfg, "swag_steps", d.swag_steps, "swag: T SGD steps after pre-training");
   option(c, cfg, "swag_every", d.swag_every, "swag: c, a snapshot every c steps");
   option(c, cfg, "swag_rank", d.swag_rank, "swag: k, deviation columns kept");

@@ -82,6 +82,8 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--decay", m.decay, "step schedule: factor")->capture_default_str();
   c.add_option("--decay-every", m.decay_every, "step schedule: iterations between decays")->capture_default_str();
   c.add_option("--friction", m.friction, "sghmc friction C")->capture_default_str();
+  c.add_option("--sghmc-steps", m.sghmc_steps, "sghmc/fsghmc: gradient steps per draw (m of seed 002 Alg. 2)")->capture_default_str();
+  c.add_flag("--resample-momentum", m.resample_momentum, "sghmc/fsghmc: redraw the momentum before each draw's steps (seed 002 Alg. 2)");
   c.add_option("--psgld-alpha", m.psgld_alpha, "psgld RMSprop decay alpha")->capture_default_str();
   c.add_option("--psgld-lambda", m.psgld_lambda, "psgld regulariser lambda")->capture_default_str();
   c.add_flag("--quiet", [&cfg](std::int64_t) { cfg.progress = false; }, "no progress messages on stderr");

@@ -4,6 +4,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
 
@@ -116,7 +117,15 @@ std::unique_ptr<Model> make_model(const nlohmann::json& d) {
       }
       return std::make_unique<DeepOnet>(net);
     }
-    throw InputError("unknown model kind '" + kind + "': valid are mlp, rnet, deeponet");
+    if (kind == "linearized") {
+      std::shared_ptr<const Model> base = make_model(d.at("base"));
+      const auto center = d.at("center").get<std::vector<double>>();
+      if (static_cast<Index>(center.size()) != base->num_params())
+        throw InputError(fmt::format("linearized model: 'center' has {} entries, the {} base model has {} parameters",
+                                     center.size(), base->kind(), base->num_params()));
+      return std::make_unique<LinearizedModel>(std::move(base), Eigen::Map<const Vec>(center.data(), static_cast<Index>(center.size())));
+    }
+    throw InputError("unknown model kind '" + kind + "': valid are mlp, rnet, deeponet, linearized");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
   }

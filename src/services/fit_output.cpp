@@ -153,7 +153,7 @@ FitReport write_fit_output(const FitOutput& o) {
   const auto& dir = cfg.out_dir;
   std::filesystem::create_directories(dir);
   const Posterior& post = *o.posterior;
-  const Model& model = post.model();
+  const Model& model = o.result.predictive_model ? *o.result.predictive_model : post.model();
   const Likelihood& lik = post.likelihood();
   const bool regression = lik.kind() != "bernoulli" && lik.kind() != "categorical";
   FitReport report;

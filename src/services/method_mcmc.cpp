@@ -55,6 +55,8 @@ SamplerFactory sgmcmc_factory(const std::string& method, const McmcConfig& m, st
     sgmcmc::SghmcParams p;
     p.schedule = schedule(m);
     p.friction = m.friction;
+    p.num_steps = m.sghmc_steps;
+    p.resample_momentum = m.resample_momentum;
     p.batch_size = m.batch_size;
     p.lp_every = lp_every;
     p.validate();

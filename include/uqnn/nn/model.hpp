@@ -36,7 +36,7 @@ class SubspaceGradient {
 class Model {
  public:
   virtual ~Model() = default;
-  /// "mlp", "rnet" or "deeponet"; the key of `to_json()` round trips.
+  /// "mlp", "rnet", "deeponet" or "linearized"; the key of `to_json()` round trips.
   virtual std::string kind() const = 0;
   virtual Index input_dim() const = 0;
   virtual Index output_dim() const = 0;
@@ -53,6 +53,9 @@ class Model {
   /// Exact H v where H is the Hessian of theta -> loss(f(theta, X)).
   virtual Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,
                                      const OutputLoss<Dual>& loss) const = 0;
+  /// J(theta, X) v, the directional derivative of the outputs along v, [output_dim, n] (forward mode:
+  /// one pass, the Jacobian is never formed).
+  virtual Mat jacobian_vector_product(const Vec& theta, const Vec& v, const Mat& X) const = 0;
   /// Per-example Jacobian, [n * output_dim, num_params]: row i * output_dim + o is d f_o(x_i) / d theta.
   virtual Mat jacobian(const Vec& theta, const Mat& X) const;
   /// Architecture description (no parameter values); `make_model(json)` rebuilds the model.
@@ -86,6 +89,14 @@ class ModelBase : public Model {
     double value = 0.0;
     self().template evaluate<double>(theta, X, &loss, &value, &grad);
     return value;
+  }
+
+  Mat jacobian_vector_product(const Vec& theta, const Vec& v, const Mat& X) const override {
+    check_shapes(theta, X);
+    if (v.size() != theta.size()) throw std::invalid_argument("jacobian_vector_product: v and theta differ in size");
+    const MatT<Dual> outputs = self().template evaluate<Dual>(make_dual_vector(theta, v), X.cast<Dual>(), nullptr,
+                                                              nullptr, nullptr);
+    return outputs.unaryExpr([](const Dual& y) { return dual_tangent(y); });
   }
 
   Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,

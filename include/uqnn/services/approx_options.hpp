@@ -33,6 +33,9 @@ struct ApproxOptions {
   bool laplace_tune = false;        ///< maximise the Laplace marginal likelihood over the prior precision
   bool laplace_tune_noise = false;  ///< ... and the noise sd (fixed-sigma Gaussian)
   Index laplace_newton_steps = 5;   ///< Newton polishing of the MAP when H is positive definite
+  /// nn: seed 001's step 4, y = M(x; w) with w ~ N(w*, Sigma); glm: through the network linearised at
+  /// w* (Immer et al. 2021, laplace-torch's default), see nn/linearized_model.hpp.
+  std::string laplace_predictive = "nn";
   // SWAG (QUiNN NN_SWAG defaults; its app's nens 3 members).
   Index swag_steps = 12, swag_every = 1, swag_rank = 10;
   Index swag_members = 3;            ///< J members, each its own init + SWAG (MultiSWAG, as QUiNN's NN_SWAG)

@@ -78,6 +78,8 @@ struct McmcConfig {
   double decay = 0.9;         ///< step decay factor
   long decay_every = 5000;    ///< step decay period
   double friction = 0.1;      ///< sghmc friction C
+  Index sghmc_steps = 1;      ///< sghmc / fsghmc gradient steps per draw (m of seed 002 Alg. 2)
+  bool resample_momentum = false;  ///< sghmc / fsghmc: z ~ N(0, M) before each draw's m steps (Alg. 2)
   double psgld_alpha = 0.99, psgld_lambda = 1e-5;  ///< psgld RMSprop preconditioner
 };
 
@@ -112,6 +114,9 @@ struct MethodResult {
   nlohmann::json info = nlohmann::json::object();  ///< method summary for metrics.json
   std::vector<std::pair<std::string, std::vector<double>>> history;  ///< curves for history.<ext>
   std::string history_label = "loss";
+  /// Predictions evaluate the draws with this model instead of the posterior's (Laplace's GLM
+  /// predictive: the network linearised at the MAP); it is also what model.json records.
+  std::shared_ptr<const Model> predictive_model;
 };
 
 using MethodRunner = std::function<MethodResult(const FitContext&)>;

@@ -3,6 +3,8 @@
 #include "unit/approx/blr_fixture.hpp"
 #include "uqnn/approx/laplace.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/nn/linearized_model.hpp"
+#include "uqnn/predictive/predictive.hpp"
 
 namespace uqnn {
 namespace {
@@ -124,6 +126,47 @@ TEST(Laplace, TuningMaximisesTheExactEvidenceOverPriorPrecisionAndNoise) {
   }
   EXPECT_GT(t.noise_sd, 0.15);
   EXPECT_LT(t.noise_sd, 0.6);
+}
+
+}  // namespace
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+TEST(Laplace, GlmPredictiveHasFunctionSpaceCovarianceJacobianSigmaJacobianTranspose) {
+  // Immer et al. (2021): through the network linearised at theta*, draws theta ~ N(theta*, Sigma) give
+  // outputs N(f(theta*, x), J Sigma J^T). Checked by Monte Carlo at inputs inside and far outside the data.
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {8}, 1, Activation::Tanh, InitScheme::Glorot});
+  Mat X(1, 8), Y(1, 8);
+  for (Index i = 0; i < 8; ++i) {
+    X(0, i) = -1 + 0.25 * static_cast<double>(i);
+    Y(0, i) = std::sin(3 * X(0, i));
+  }
+  auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), 1.0), X, Y);
+  Rng rng(5, 0);
+  const Vec theta = model->initial_params(rng);
+  LaplaceParams ggn;
+  ggn.backend = CurvatureBackend::GaussNewton;
+  const LaplaceApproximation laplace(post, theta, ggn);
+  const auto& gaussian = dynamic_cast<const GaussianPosterior&>(*laplace.approximation());
+  const LinearizedModel linearized(model, theta);
+  Mat X_test(1, 3);
+  X_test << -0.5, 0.1, 3.0;
+  const Mat J = model->jacobian(theta, X_test);
+  const Vec exact_variance = (J * gaussian.covariance() * J.transpose()).diagonal();
+  const Index S = 4000;
+  Rng sampler(6, 0);
+  const PredictiveDraws draws = predict_draws(linearized, post->likelihood(), gaussian.sample(sampler, S), X_test);
+  const Mat f_map = model->forward(theta, X_test);
+  for (Index i = 0; i < 3; ++i) {
+    double mean = 0, second = 0;
+    for (const Mat& m : draws.means) mean += m(0, i) / static_cast<double>(S);
+    for (const Mat& m : draws.means) second += (m(0, i) - mean) * (m(0, i) - mean) / static_cast<double>(S - 1);
+    EXPECT_NEAR(mean, f_map(0, i), 4 * std::sqrt(exact_variance[i] / static_cast<double>(S))) << "input " << X_test(0, i);
+    // The sample variance of S Gaussian draws has relative sd sqrt(2 / (S - 1)) = 2.2%.
+    EXPECT_NEAR(second / exact_variance[i], 1.0, 4 * std::sqrt(2.0 / static_cast<double>(S - 1))) << "input " << X_test(0, i);
+  }
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "uqnn/io/csv.hpp"
 
@@ -179,6 +181,41 @@ TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
   r = run(common + " --method fsgld --measurement-box -3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("num_box_points must be >= 0"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+TEST_F(Cli, LaplaceDemoPredictsThroughTheLinearisedNetworkAndReloads) {
+  // On the demo data 121 of 141 GGN directions keep the prior variance; sampled networks (seed 001's
+  // predictive) are then +-20 wide everywhere. The demo predicts through the linearised network.
+  const CliRun demo = run("demo --method laplace --quiet --out " + (dir_ / "demo").string());
+  ASSERT_EQ(demo.exit_code, 0) << demo.output;
+  EXPECT_EQ(json(dir_ / "demo" / "model.json")["model"]["kind"], "linearized");
+  EXPECT_EQ(json(dir_ / "demo" / "metrics.json")["info"]["predictive"], "glm");
+  const CsvTable fitted = read_predictions(dir_ / "demo" / "predictions.csv");
+  const Index x_fit = fitted.find_column("x"), m_fit = fitted.find_column("y_mean"), sd_fit = fitted.find_column("y_sd");
+  ASSERT_GE(x_fit, 0);
+  std::string grid = "x\n0.0\n1.4\n";
+  for (Index r = 0; r < fitted.num_rows(); ++r) grid += fmt::format("{:.17g}\n", fitted.values(r, x_fit));
+  write("grid.csv", grid);
+  const CliRun predict = run("predict --model " + (dir_ / "demo").string() + " --data " + (dir_ / "grid.csv").string() +
+                             " --out " + (dir_ / "p.csv").string());
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const CsvTable again = read_csv(dir_ / "p.csv");
+  ASSERT_EQ(again.num_rows(), fitted.num_rows() + 2);
+  const Index m_new = again.find_column("y_mean"), sd_new = again.find_column("y_sd");
+  double largest_sd_at_data = 0;
+  for (Index r = 0; r < fitted.num_rows(); ++r) {
+    EXPECT_NEAR(again.values(r + 2, m_new), fitted.values(r, m_fit), 1e-9) << "reloaded model, row " << r;
+    largest_sd_at_data = std::max(largest_sd_at_data, fitted.values(r, sd_fit));
+  }
+  EXPECT_LT(largest_sd_at_data, 0.5) << "the noise sd is 0.05 and the data pin the function down there";
+  EXPECT_GT(again.values(0, sd_new), 2 * largest_sd_at_data) << "wider in the gap (-0.2, 0.2)";
+  EXPECT_GT(again.values(1, sd_new), 2 * largest_sd_at_data) << "wider beyond |x| > 1";
 }
 
 }  // namespace

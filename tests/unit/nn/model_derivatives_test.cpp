@@ -4,7 +4,9 @@
 
 #include <memory>
 
+#include "uqnn/core/error.hpp"
 #include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
 
@@ -57,6 +59,15 @@ std::vector<Case> all_cases() {
     Mat grid(2, 7);
     for (Index i = 0; i < grid.size(); ++i) grid.data()[i] = rng.uniform(-1, 1);
     cases.push_back({"deeponet_grid_" + to_string(a), std::make_shared<DeepOnet>(pairs.with_query_grid(grid))});
+  }
+  // Networks linearised at a random point (Laplace's GLM predictive): every derivative must hold for
+  // them too, and their Hessian is the base's generalized Gauss-Newton.
+  const std::size_t bases = cases.size();
+  for (std::size_t i = 0; i < bases; ++i) {
+    if (cases[i].name != "mlp_tanh" && cases[i].name != "deeponet_grid_sine" && cases[i].name != "rnet_order2_res_tanh") continue;
+    Rng rng(17);
+    const Vec center = cases[i].model->initial_params(rng) + 0.3 * rng.normal_vector(cases[i].model->num_params());
+    cases.push_back({"linearized_" + cases[i].name, std::make_shared<LinearizedModel>(cases[i].model, center)});
   }
   return cases;
 }
@@ -135,6 +146,17 @@ TEST_P(ModelDerivatives, JacobianMatchesFiniteDifferences) {
         ASSERT_NEAR(J(i * out + o, k), fd(o, i), 1e-6 * (1 + std::abs(fd(o, i))))
             << GetParam().name << " example " << i << " output " << o << " parameter " << model_->layout().name_of(k);
   }
+}
+
+TEST_P(ModelDerivatives, JacobianVectorProductEqualsJacobianTimesVector) {
+  Rng rng(9);
+  const Vec v = rng.normal_vector(theta_.size());
+  const Mat jv = model_->jacobian_vector_product(theta_, v, X_);
+  const Vec expected = model_->jacobian(theta_, X_) * v;  // row i * out + o = column-major [out, n]
+  ASSERT_EQ(jv.rows(), model_->output_dim());
+  ASSERT_EQ(jv.cols(), X_.cols());
+  const Eigen::Map<const Vec> flat(jv.data(), jv.size());
+  EXPECT_LT((flat - expected).cwiseAbs().maxCoeff(), 1e-12 * (1 + expected.cwiseAbs().maxCoeff())) << GetParam().name;
 }
 
 TEST_P(ModelDerivatives, HessianVectorProductMatchesFiniteDifferencesOfGradient) {
@@ -216,6 +238,59 @@ TEST(Activation, FastTanhIsAccurate) {
   activate(Activation::Tanh, z, a);
   for (Index i = 0; i < z.cols(); ++i)
     EXPECT_NEAR(a(0, i), std::tanh(z(0, i)), 2e-15 * std::abs(std::tanh(z(0, i))) + 1e-300) << z(0, i);
+}
+
+}  // namespace
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+TEST(LinearizedModel, IsTheFirstOrderTaylorExpansionOfItsBase) {
+  const auto base = std::make_shared<Mlp>(MlpSpec{2, {6}, 1, Activation::Tanh, InitScheme::Glorot});
+  Rng rng(4);
+  const Vec center = base->initial_params(rng);
+  const LinearizedModel linear(base, center);
+  Mat X(2, 4);
+  for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.uniform(-1, 1);
+  // At the centre it is the network; a step h v away it differs from the network by O(h^2).
+  EXPECT_LT((linear.forward(center, X) - base->forward(center, X)).cwiseAbs().maxCoeff(), 1e-15);
+  const Vec v = rng.normal_vector(center.size());
+  double previous_gap = 0;
+  for (double h : {1e-1, 1e-2}) {
+    const double gap = (linear.forward(center + h * v, X) - base->forward(center + h * v, X)).cwiseAbs().maxCoeff();
+    EXPECT_GT(gap, 0.0);
+    if (previous_gap > 0) EXPECT_NEAR(previous_gap / gap, 100.0, 20.0) << "second-order remainder";
+    previous_gap = gap;
+  }
+  // Linear in theta: f(c + a u + b w) = a f(c + u) + b f(c + w) - (a + b - 1) f(c).
+  const Vec u = rng.normal_vector(center.size()), w = rng.normal_vector(center.size());
+  const Mat combined = linear.forward(center + 2.0 * u - 0.5 * w, X);
+  const Mat expected = 2.0 * linear.forward(center + u, X) - 0.5 * linear.forward(center + w, X) - 0.5 * linear.forward(center, X);
+  EXPECT_LT((combined - expected).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+TEST(LinearizedModel, OfALinearModelIsThatModel) {
+  const auto base = std::make_shared<Mlp>(Mlp::linear(3, 2));
+  Rng rng(8);
+  const LinearizedModel linear(base, rng.normal_vector(base->num_params()));
+  const Vec theta = rng.normal_vector(base->num_params());
+  Mat X(3, 5);
+  for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.normal();
+  EXPECT_LT((linear.forward(theta, X) - base->forward(theta, X)).cwiseAbs().maxCoeff(), 1e-13);
+}
+
+TEST(LinearizedModel, BadCenterOrDescriptionIsAClearError) {
+  const auto base = std::make_shared<Mlp>(Mlp::linear(3, 2));
+  EXPECT_THROW(LinearizedModel(base, Vec::Zero(3)), std::invalid_argument);
+  nlohmann::json d = LinearizedModel(base, Vec::Zero(base->num_params())).to_json();
+  d["center"] = std::vector<double>{1.0, 2.0};
+  try {
+    make_model(d);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'center' has 2 entries"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
