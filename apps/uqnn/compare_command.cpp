@@ -42,8 +42,9 @@ Command add_compare(CLI::App& app) {
       }
       std::cout << '\n';
     }
-    std::cout << "  wrote: " << (cfg->base.out_dir / "compare.md").string() << ' '
-              << (cfg->base.out_dir / "compare.json").string() << '\n';
+    std::cout << "  wrote:";
+    for (const auto& f : report.files) std::cout << ' ' << f.string();
+    std::cout << '\n';
     return 0;
   };
 }

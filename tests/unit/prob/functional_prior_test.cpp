@@ -133,28 +133,47 @@ TEST(FunctionalPosterior, ScaledMinibatchPlusFunctionalPrior) {
   auto net = small_network(1, 1);
   const Mat X = uniform_points(1, 30, 12);
   Mat Y = X.array().sin().matrix();
-  auto weight_posterior = std::make_shared<Posterior>(net, make_gaussian_likelihood(0.3),
-                                                      GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
   MeasurementParams mp;
   mp.num_data_points = 5;
   mp.num_box_points = 5;
   const FunctionalPrior prior(net, rbf(1.0, 0.5));
-  const FunctionalPosterior target(weight_posterior, prior, MeasurementSampler(X, mp), 3);
-  Rng rng(13);
-  const Vec theta = net->initial_params(rng);
   const IndexVec batch{1, 4, 7, 20, 29, 0};
+  Rng rng(13);
+  const Vec net_theta = net->initial_params(rng);
+  for (const bool learned_noise : {false, true}) {
+    auto weight_posterior = std::make_shared<Posterior>(
+        net, learned_noise ? make_learned_sigma_likelihood(0.3) : make_gaussian_likelihood(0.3),
+        GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
+    const FunctionalPosterior target(weight_posterior, prior, MeasurementSampler(X, mp), 3);
+    Vec theta(target.dim());
+    theta.head(net_theta.size()) = net_theta;
+    if (learned_noise) theta.tail(1).setConstant(-0.7);  // log sigma, away from its prior mean
+    Vec grad;
+    const double value = target.minibatch_log_density_and_grad(theta, batch, grad);
+    Vec extra_prior_grad = Vec::Zero(learned_noise ? 1 : 0);
+    const double expected = 5.0 * weight_posterior->log_likelihood(theta, gather_columns(X, batch), gather_columns(Y, batch)) +
+                            prior.log_density(net_theta, target.reference()) +
+                            weight_posterior->likelihood().extra_log_prior(theta.tail(learned_noise ? 1 : 0), &extra_prior_grad);
+    EXPECT_NEAR(value, expected, 1e-10 * std::abs(expected)) << "learned noise " << learned_noise;
+    IndexVec checked;
+    for (Index j = 0; j < theta.size(); j += 7) checked.push_back(j);
+    checked.push_back(theta.size() - 1);  // the log sigma when learned
+    for (Index j : checked) {
+      Vec up = theta, down = theta, g;
+      up[j] += 1e-6;
+      down[j] -= 1e-6;
+      const double fd = (target.minibatch_log_density_and_grad(up, batch, g) - target.minibatch_log_density_and_grad(down, batch, g)) / 2e-6;
+      EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd))) << "learned noise " << learned_noise << ", coordinate " << j;
+    }
+  }
+  auto weight_posterior = std::make_shared<Posterior>(net, make_gaussian_likelihood(0.3),
+                                                      GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
+  const FunctionalPosterior target(weight_posterior, prior, MeasurementSampler(X, mp), 3);
+  const Vec& theta = net_theta;
   Vec grad;
   const double value = target.minibatch_log_density_and_grad(theta, batch, grad);
   const double expected = 5.0 * weight_posterior->log_likelihood(theta, gather_columns(X, batch), gather_columns(Y, batch)) +
                           prior.log_density(theta, target.reference());
-  EXPECT_NEAR(value, expected, 1e-10 * std::abs(expected));
-  for (Index j = 0; j < theta.size(); j += 7) {
-    Vec up = theta, down = theta, g;
-    up[j] += 1e-6;
-    down[j] -= 1e-6;
-    const double fd = (target.minibatch_log_density_and_grad(up, batch, g) - target.minibatch_log_density_and_grad(down, batch, g)) / 2e-6;
-    EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd)));
-  }
   // The randomized estimate uses fresh points (differs from the reference) and the same batch scaling.
   Vec g1;
   Rng r1(1);
