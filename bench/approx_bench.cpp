@@ -13,6 +13,7 @@
 #include <iostream>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench_problems.hpp"
@@ -22,12 +23,6 @@
 namespace uqnn::bench {
 namespace {
 
-double clock_seconds(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 struct Options {
   std::string method, problem = "B2";
   Index epochs = 20, batch_size = 100, samples = 5, members = 2;
@@ -35,29 +30,18 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-Options parse(int argc, char** argv) {
-  if (argc < 2) throw std::invalid_argument("usage: approx_bench vi|ens --problem B2 [options]");
-  Options o;
-  o.method = argv[1];
-  if (o.method != "vi" && o.method != "ens") throw std::invalid_argument("method must be vi or ens");
-  for (int i = 2; i < argc; i += 2) {
-    const std::string key = argv[i];
-    if (i + 1 >= argc) throw std::invalid_argument(key + ": missing value");
-    const std::string value = argv[i + 1];
-    if (key == "--problem") o.problem = value;
-    else if (key == "--epochs") o.epochs = std::stol(value);
-    else if (key == "--batch-size") o.batch_size = std::stol(value);
-    else if (key == "--samples") o.samples = std::stol(value);
-    else if (key == "--members") o.members = std::stol(value);
-    else if (key == "--learning-rate") o.learning_rate = std::stod(value);
-    else if (key == "--seed") o.seed = std::stoull(value);
-    else throw std::invalid_argument("unknown option " + key);
-  }
-  return o;
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("method", o.method, "vi | ens")->required()->check(CLI::IsMember({"vi", "ens"}));
+  app.add_option("--problem", o.problem, "B1 | B2 | B3 of ../shared/BENCHMARKS.md")->capture_default_str();
+  app.add_option("--epochs", o.epochs)->capture_default_str();
+  app.add_option("--batch-size", o.batch_size)->capture_default_str();
+  app.add_option("--samples", o.samples, "vi: draws per step")->capture_default_str();
+  app.add_option("--members", o.members, "ens: members timed")->capture_default_str();
+  app.add_option("--learning-rate", o.learning_rate)->capture_default_str();
+  app.add_option("--seed", o.seed)->capture_default_str();
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+int run(const Options& o) {
   const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
   if (!dir) {
     std::cerr << "approx_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
@@ -106,8 +90,12 @@ int run(int argc, char** argv) {
 }  // namespace uqnn::bench
 
 int main(int argc, char** argv) {
+  CLI::App app("approx_bench: one timed VI or deep-ensemble fit on a benchmark problem; prints JSON");
+  uqnn::bench::Options options;
+  uqnn::bench::add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
   try {
-    return uqnn::bench::run(argc, argv);
+    return uqnn::bench::run(options);
   } catch (const std::exception& e) {
     std::cerr << "approx_bench: " << e.what() << "\n";
     return 1;

@@ -6,6 +6,7 @@
 /// The shared CSV files have no header: X is [n, input_dim] (one row per example, transposed here to
 /// uqnn's [input_dim, n]); y, theta_ref, gradref and lpref hold one number per line.
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -20,6 +21,13 @@
 #include "uqnn/prob/posterior.hpp"
 
 namespace uqnn::bench {
+
+/// Seconds on a POSIX clock (CLOCK_MONOTONIC for wall time, CLOCK_PROCESS_CPUTIME_ID for CPU time).
+inline double clock_seconds(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 struct ProblemSpec {
   const char* id;

@@ -21,6 +21,7 @@
 #include <map>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench_problems.hpp"
@@ -30,12 +31,6 @@
 namespace uqnn::bench {
 namespace {
 
-double clock_seconds(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 struct Options {
   std::string method, problem = "B1", csv;
   int chains = 1, threads = 1, max_tree_depth = 10, steps = 10;
@@ -44,28 +39,18 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-Options parse(int argc, char** argv) {
-  if (argc < 2) throw std::invalid_argument("usage: samplers_bench hmc|nuts --problem B1|B2 [options]");
-  Options o;
-  o.method = argv[1];
-  if (o.method != "hmc" && o.method != "nuts") throw std::invalid_argument("method must be hmc or nuts");
-  for (int i = 2; i < argc; i += 2) {
-    const std::string key = argv[i];
-    if (i + 1 >= argc) throw std::invalid_argument(key + ": missing value");
-    const std::string value = argv[i + 1];
-    if (key == "--problem") o.problem = value;
-    else if (key == "--csv") o.csv = value;
-    else if (key == "--chains") o.chains = std::stoi(value);
-    else if (key == "--threads") o.threads = std::stoi(value);
-    else if (key == "--max-tree-depth") o.max_tree_depth = std::stoi(value);
-    else if (key == "--steps") o.steps = std::stoi(value);
-    else if (key == "--warmup") o.warmup = std::stol(value);
-    else if (key == "--draws") o.draws = std::stol(value);
-    else if (key == "--step-size") o.step_size = std::stod(value);
-    else if (key == "--seed") o.seed = std::stoull(value);
-    else throw std::invalid_argument("unknown option " + key);
-  }
-  return o;
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("method", o.method, "hmc | nuts")->required()->check(CLI::IsMember({"hmc", "nuts"}));
+  app.add_option("--problem", o.problem, "B1 | B2 of ../shared/BENCHMARKS.md")->capture_default_str();
+  app.add_option("--csv", o.csv, "write the draws (lp__, f at the test inputs, sampler statistics) here");
+  app.add_option("--chains", o.chains)->capture_default_str();
+  app.add_option("--threads", o.threads)->capture_default_str();
+  app.add_option("--max-tree-depth", o.max_tree_depth)->capture_default_str();
+  app.add_option("--steps", o.steps, "hmc: leapfrog steps")->capture_default_str();
+  app.add_option("--warmup", o.warmup)->capture_default_str();
+  app.add_option("--draws", o.draws)->capture_default_str();
+  app.add_option("--step-size", o.step_size, "0 = found in warmup")->capture_default_str();
+  app.add_option("--seed", o.seed)->capture_default_str();
 }
 
 void write_csv(const std::string& path, const RunResult& result, const Problem& problem, const Posterior& posterior) {
@@ -93,8 +78,7 @@ void write_csv(const std::string& path, const RunResult& result, const Problem& 
   }
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+int run(const Options& o) {
   const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
   if (!dir) {
     std::cerr << "samplers_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
@@ -161,8 +145,12 @@ int run(int argc, char** argv) {
 }  // namespace uqnn::bench
 
 int main(int argc, char** argv) {
+  CLI::App app("samplers_bench: one timed HMC or NUTS run on a benchmark problem; prints JSON");
+  uqnn::bench::Options options;
+  uqnn::bench::add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
   try {
-    return uqnn::bench::run(argc, argv);
+    return uqnn::bench::run(options);
   } catch (const std::exception& e) {
     std::cerr << "samplers_bench: " << e.what() << "\n";
     return 1;
