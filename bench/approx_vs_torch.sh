@@ -8,22 +8,12 @@
 #   env: BUILD_DIR=build, CORE=0, UQNN_SHARED_DIR=<repo>/../shared
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/.." && pwd)"
-shared="${UQNN_SHARED_DIR:-$root/../shared}"
-build="${BUILD_DIR:-$root/build}"
-
-if [[ ! -f "$shared/bench/B2_X.csv" ]]; then
-  echo "approx_vs_torch: no benchmark data in $shared/bench; skipping" >&2
-  exit 0
-fi
+# shellcheck source=bench_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
+require_bench_data B2_X.csv
 # shellcheck source=python_env.sh
 . "$here/python_env.sh"
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build" --target approx_bench -j2 >/dev/null
-mkdir -p "$here/results"
+build_bench_target approx_bench
 "$venv/bin/python" "$here/approx_vs_torch.py" --shared "$shared" --build "$build" --core "${CORE:-0}" \
-  --out "$here/results/approx.md" "$@"
-echo "(saved to $here/results/approx.md)" >&2
+  --out "$results/approx.md" "$@"
+echo "(saved to $results/approx.md)" >&2

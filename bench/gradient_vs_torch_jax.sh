@@ -9,29 +9,18 @@
 # index is unreachable), jax[cpu] and numpy.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/.." && pwd)"
-shared="${UQNN_SHARED_DIR:-$root/../shared}"
-build="${BUILD_DIR:-$root/build}"
+# shellcheck source=bench_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
+require_bench_data B1_X.csv
 core="${CORE:-0}"
 min_seconds="${MIN_SECONDS:-1}"
-results="$here/results"
-
-if [[ ! -f "$shared/bench/B1_X.csv" ]]; then
-  echo "gradient_vs_torch_jax: no benchmark data in $shared/bench; skipping" >&2
-  exit 0
-fi
 
 # --- Python environment (bench/python_env.sh sets $venv) -------------------------------------------
 # shellcheck source=python_env.sh
 . "$here/python_env.sh"
 
 # --- C++ benchmark ---------------------------------------------------------------------------------
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build" --target gradient_bench -j2 >/dev/null
-mkdir -p "$results"
+build_bench_target gradient_bench
 
 pin=(taskset -c "$core")
 echo "== uqnn (gradient_bench), core $core" >&2

@@ -16,16 +16,9 @@
 # Stan model once into bench/results/, and adds numpyro, arviz and pandas to bench/.venv.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/.." && pwd)"
-shared="${UQNN_SHARED_DIR:-$root/../shared}"
-build="${BUILD_DIR:-$root/build}"
-results="$here/results"
-
-if [[ ! -f "$shared/bench/B1_X.csv" ]]; then
-  echo "samplers_vs_torch_stan_numpyro: no benchmark data in $shared/bench; skipping" >&2
-  exit 0
-fi
+# shellcheck source=bench_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
+require_bench_data B1_X.csv
 
 # --- Python (bench/python_env.sh sets $venv) --------------------------------------------------------
 BENCH_PYTHON_MODULES="numpyro arviz pandas" BENCH_PYTHON_EXTRA="numpyro arviz pandas"
@@ -33,7 +26,6 @@ BENCH_PYTHON_MODULES="numpyro arviz pandas" BENCH_PYTHON_EXTRA="numpyro arviz pa
 . "$here/python_env.sh"
 
 # --- Stan ---------------------------------------------------------------------------------------------
-mkdir -p "$results"
 if ! Rscript -e 'suppressPackageStartupMessages(library(rstan))' >/dev/null 2>&1; then
   echo "== installing r-cran-rstan" >&2
   apt-get update -qq && apt-get install -y -q r-cran-rstan r-cran-bh >/dev/null
@@ -52,10 +44,7 @@ if [[ ! -f "$results/mlp_posterior.rds" || "$here/mlp_posterior.stan" -nt "$resu
 fi
 
 # --- uqnn ---------------------------------------------------------------------------------------------
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build" --target samplers_bench -j2 >/dev/null
+build_bench_target samplers_bench
 
 cd "$root"
 "$venv/bin/python" "$here/samplers_vs_torch_stan_numpyro.py" --shared "$shared" --build "$build" \
