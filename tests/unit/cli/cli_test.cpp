@@ -1,37 +1,17 @@
 // The command-line interface end to end: the demo, fit -> predict on a CSV, diagnose, and bad input.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <string>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "unit/cli/cli_fixture.hpp"
 #include "uqnn/io/csv.hpp"
 
 namespace uqnn {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CliRun;
+using Cli = testing::CliTest;
 
-struct CliRun {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-CliRun run(const std::string& args) {
-  const std::string command = std::string(UQNN_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+CliRun run(const std::string& args) { return testing::run_cli(args); }
 
 /// predictions.csv ends with a text column `split`; parse the numeric columns before it.
 CsvTable read_predictions(const fs::path& path) {
@@ -40,23 +20,6 @@ CsvTable read_predictions(const fs::path& path) {
   while (std::getline(in, line)) text += line.substr(0, line.rfind(',')) + "\n";
   return parse_csv(text, path.string());
 }
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("uqnn_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
-  nlohmann::json json(const fs::path& p) {
-    std::ifstream in(p);
-    return nlohmann::json::parse(in);
-  }
-  fs::path dir_;
-};
 
 TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   // A short NUTS run (the demo's default method) keeps the test fast.

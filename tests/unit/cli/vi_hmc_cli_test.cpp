@@ -1,46 +1,19 @@
 // `uqnn fit/demo --method vi-hmc` and `uqnn sensitivity` end to end: report files, figures, the
 // sampled subset size in metrics.json, and a clear error for a bad --tau.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <string>
+
+#include "unit/cli/cli_fixture.hpp"
 
 namespace uqnn {
 namespace {
 
 namespace fs = std::filesystem;
+using ViHmcCli = testing::CliTest;
 
 std::pair<int, std::string> run(const std::string& args) {
-  const std::string command = std::string(UQNN_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  const testing::CliRun r = testing::run_cli(args);
+  return {r.exit_code, r.output};
 }
-
-class ViHmcCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("uqnn_vihmc_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  nlohmann::json json(const fs::path& p) {
-    std::ifstream in(p);
-    return nlohmann::json::parse(in);
-  }
-  fs::path dir_;
-};
 
 TEST_F(ViHmcCli, DemoWithViHmcNutsWritesTheSensitivityReportAndSamplesTheSubset) {
   const auto [code, output] = run("demo --quiet --method vi-hmc --tau 0.75 --sampler nuts --epochs 1500 --warmup 100 --draws 60 --chains 2 --out " +
@@ -65,7 +38,7 @@ TEST_F(ViHmcCli, SensitivityCommandAndBadTau) {
     const double x = -1 + 2.0 * i / 29;
     csv += std::to_string(x) + "," + std::to_string(std::sin(3 * x)) + "\n";
   }
-  std::ofstream(dir_ / "data.csv") << csv;
+  write("data.csv", csv);
   const auto [code, output] = run("sensitivity --quiet --data " + (dir_ / "data.csv").string() + " --arch 8 --epochs 300 --noise 0.1 --out " +
                                   (dir_ / "s").string());
   ASSERT_EQ(code, 0) << output;
