@@ -11,7 +11,7 @@
 // mass) and 1e-3 / N = 5e-5 for SGLD / fSGLD: in the seed-002 eq. 1 convention, eps = 1e-3 is
 // beyond the stability limit eps lambda_max < 2 of this 10401-weight network (lambda_max ~ 1e4:
 // fSGLD diverges, SGLD oscillates), while 1e-3 / N is the paper's value for a per-datum loss.
-// Usage: example_fsgmcmc_1d [OUT_DIR] [SEED] [CHAINS] [EPS_LANGEVIN] [PRIOR_NOISE 0|1] [FRICTION] [EPS_HAMILTONIAN] [WEIGHT_PRIOR fanin|iso]
+// Usage: build/examples/fsgmcmc_1d [OUT_DIR] [SEED] [CHAINS] [EPS_LANGEVIN] [PRIOR_NOISE 0|1] [FRICTION] [EPS_HAMILTONIAN] [WEIGHT_PRIOR fanin|iso]
 //
 // Writes OUT/fig1_extrapolation.png (2 x 2 panels: mean, +-1 and +-2 sd of f, truth, data),
 // OUT/results.md (mean widths of the +-2 sd band per region and CPU seconds per iteration) and

@@ -16,7 +16,7 @@
 // Inputs and targets are standardised on the training rows; RMSE and NLL are reported in
 // standardised target units (RMSE / sd_y, NLL - log sd_y) and RMSE also in the data's units.
 //
-// Usage: example_fsgmcmc_uci [OUT_DIR] [DATASETS=yacht,energy,concrete,protein] [SPLITS=10]
+// Usage: build/examples/fsgmcmc_uci [OUT_DIR] [DATASETS=yacht,energy,concrete,protein] [SPLITS=10]
 //                            [PROTEIN_SPLITS=5] [BATCH=0 (full; protein 500)] [MEASURE=200] [INIT=map|random]
 //                            [METHODS=sgld,fsgld,sghmc,fsghmc] [EPS_HAMILTONIAN=1e-3] [FRICTION=10]
 // SGHMC note: the seed-002 discretisation (sghmc.hpp: both updates from the state at time t) is
