@@ -12,6 +12,7 @@
 #include <map>
 #include <numbers>
 
+#include "cpu_time_collector.hpp"
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/prob/gaussian_process.hpp"
@@ -84,19 +85,6 @@ BENCHMARK(BM_Fsgld)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sghmc)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Fsghmc)->Unit(benchmark::kMicrosecond);
 
-/// Keeps every run's CPU time per iteration for the ratio table.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    // With --benchmark_repetitions the median row stands for the benchmark.
-    for (const auto& r : runs) {
-      if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
-      cpu_[r.run_name.function_name] = r.GetAdjustedCPUTime();
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> cpu_;
-};
 
 }  // namespace
 }  // namespace uqnn::bench
@@ -104,9 +92,9 @@ class Collector : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   using namespace uqnn::bench;
   benchmark::Initialize(&argc, argv);
-  Collector collector;
+  CpuTimeCollector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
-  const auto& t = collector.cpu_;
+  const auto& t = collector.cpu_time();
   std::printf("\n| sampler | CPU us / iteration | functional | CPU us / iteration | ratio |\n| --- | --- | --- | --- | --- |\n");
   for (const auto& [plain, functional] : {std::pair<std::string, std::string>{"SGLD", "fSGLD"}, {"SGHMC", "fSGHMC"}}) {
     const auto p = t.find("BM_" + std::string(plain == "SGLD" ? "Sgld" : "Sghmc"));

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "bench_problems.hpp"
+#include "cpu_time_collector.hpp"
 #include "uqnn/hybrid/sensitivity.hpp"
 #include "uqnn/nn/deeponet.hpp"
 #include "uqnn/prob/views.hpp"
@@ -120,15 +121,6 @@ void BM_Gradient(benchmark::State& state, const Case* c) {
   state.counters["sampled"] = static_cast<double>(c->sampled);
 }
 
-/// Keeps every run's CPU time per iteration for the ratio table.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) cpu_[r.benchmark_name()] = r.GetAdjustedCPUTime();
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> cpu_;
-};
 
 }  // namespace
 }  // namespace uqnn::bench
@@ -143,14 +135,14 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(names.back().c_str(), BM_Gradient, &c)->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);
-  Collector collector;
+  CpuTimeCollector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
   std::printf("\n| problem | subset | sampled | CPU us / gradient | ratio to full gradient |\n| --- | --- | --- | --- | --- |\n");
   std::map<std::string, double> full;
   for (std::size_t k = 0; k < cases().size(); ++k) {
     const auto& c = cases()[k];
-    const auto it = collector.cpu_.find(names[k]);
-    if (it == collector.cpu_.end()) continue;
+    const auto it = collector.cpu_time().find(names[k]);
+    if (it == collector.cpu_time().end()) continue;
     if (c.label == "full gradient") full[c.problem] = it->second;
     const double base = full.count(c.problem) ? full[c.problem] : 0.0;
     std::printf("| %s | %s | %lld | %.1f | %s |\n", c.problem.c_str(), c.label.c_str(), static_cast<long long>(c.sampled), it->second,

@@ -63,17 +63,22 @@ TEST(Laplace, EmpiricalFisherIsTheSumOfSquaredPerExampleGradientsPlusPriorPrecis
   EXPECT_LT(max_relative(curvature_diagonal(*blr.posterior, theta, CurvatureBackend::Fisher), expected), 1e-10);
 }
 
-TEST(Laplace, NotPositiveDefiniteGivesAdvice) {
-  // A tanh network away from its MAP with a vague prior: the exact Hessian is indefinite.
-  auto model = std::make_shared<Mlp>(MlpSpec{1, {4}, 1, Activation::Tanh, InitScheme::Glorot});
+/// A 1-H-1 tanh network on 8 points of sin(3x) with noise sd 0.1 and prior N(0, prior_sd^2).
+std::shared_ptr<Posterior> tanh_sine_posterior(Index hidden, double prior_sd) {
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {hidden}, 1, Activation::Tanh, InitScheme::Glorot});
   Mat X(1, 8), Y(1, 8);
   for (Index i = 0; i < 8; ++i) {
     X(0, i) = -1 + 0.25 * static_cast<double>(i);
     Y(0, i) = std::sin(3 * X(0, i));
   }
-  auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), 100.0), X, Y);
+  return std::make_shared<Posterior>(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), prior_sd), X, Y);
+}
+
+TEST(Laplace, NotPositiveDefiniteGivesAdvice) {
+  // A tanh network away from its MAP with a vague prior: the exact Hessian is indefinite.
+  const auto post = tanh_sine_posterior(4, 100.0);
   Rng rng(3, 0);
-  const Vec theta = 2.0 * rng.normal_vector(model->num_params());
+  const Vec theta = 2.0 * rng.normal_vector(post->dim());
   try {
     LaplaceApproximation laplace(post, theta, LaplaceParams{});
     FAIL() << "expected an error";
@@ -128,22 +133,11 @@ TEST(Laplace, TuningMaximisesTheExactEvidenceOverPriorPrecisionAndNoise) {
   EXPECT_LT(t.noise_sd, 0.6);
 }
 
-}  // namespace
-}  // namespace uqnn
-
-namespace uqnn {
-namespace {
-
 TEST(Laplace, GlmPredictiveHasFunctionSpaceCovarianceJacobianSigmaJacobianTranspose) {
   // Immer et al. (2021): through the network linearised at theta*, draws theta ~ N(theta*, Sigma) give
   // outputs N(f(theta*, x), J Sigma J^T). Checked by Monte Carlo at inputs inside and far outside the data.
-  auto model = std::make_shared<Mlp>(MlpSpec{1, {8}, 1, Activation::Tanh, InitScheme::Glorot});
-  Mat X(1, 8), Y(1, 8);
-  for (Index i = 0; i < 8; ++i) {
-    X(0, i) = -1 + 0.25 * static_cast<double>(i);
-    Y(0, i) = std::sin(3 * X(0, i));
-  }
-  auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), 1.0), X, Y);
+  const auto post = tanh_sine_posterior(8, 1.0);
+  const auto model = post->model_ptr();
   Rng rng(5, 0);
   const Vec theta = model->initial_params(rng);
   LaplaceParams ggn;
