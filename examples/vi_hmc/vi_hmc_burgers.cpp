@@ -26,11 +26,11 @@ int main(int argc, char** argv) {
       if (a == "--quick") {
         cfg.num_train = 200;
         cfg.num_test = 200;
-        cfg.map_epochs = 200;
-        cfg.vi_epochs = 40;
+        cfg.map_epochs = 500;
+        cfg.vi_epochs = 100;
         cfg.sensitivity_pairs = 128;
-        cfg.fixed_step_draws = 5;
-        cfg.find_step_iterations = 30;
+        cfg.fixed_step_draws = 3;
+        cfg.find_step_iterations = 20;
       } else if (a == "--functions") {
         cfg.num_train = cfg.num_test = value();
       } else if (a == "--map-epochs") {
