@@ -51,5 +51,45 @@ TEST(BurgersReproduction, ReducedConfigurationRunsEndToEnd) {
   EXPECT_LT(r.vi_relative_l2, 1.0);
 }
 
+// The training likelihood of the example: all grid points drawn = the posterior's full-grid
+// log-likelihood and gradient; fewer points = an unbiased estimate (mean over many draws within
+// 4 standard errors of the full value).
+TEST(BurgersReproduction, MinibatchLikelihoodIsUnbiasedForTheFullGrid) {
+  DeepOnetSpec spec;
+  spec.branch_input = 3;
+  spec.trunk_input = 2;
+  spec.branch_hidden = {4};
+  spec.trunk_hidden = {4};
+  spec.latent = 3;
+  const DeepOnet pairs(spec);
+  Rng rng(5);
+  const Mat grid = Mat::NullaryExpr(2, 6, [&] { return rng.normal(); });
+  const Mat u = Mat::NullaryExpr(3, 4, [&] { return rng.normal(); });
+  const Mat y = Mat::NullaryExpr(6, 4, [&] { return rng.normal(); });
+  const Vec theta = pairs.initial_params(rng);
+  const Posterior post(std::make_shared<DeepOnet>(pairs.with_query_grid(grid)), make_gaussian_likelihood(0.7),
+                       GaussianPrior::isotropic(pairs.num_params(), 1.0), u, y);
+  const IndexVec rows{3, 1};
+  Vec full_grad = Vec::Zero(theta.size());
+  const double full = post.log_likelihood(theta, gather_columns(u, rows), gather_columns(y, rows), &full_grad);
+
+  const examples::BurgersMinibatchLikelihood all(pairs, grid, u, y, 0.7, 6, 1);
+  Vec grad = Vec::Zero(theta.size());
+  EXPECT_NEAR(all(theta, rows, &grad), full, 1e-10 * std::abs(full));
+  EXPECT_LT((grad - full_grad).norm(), 1e-10 * full_grad.norm());
+
+  const examples::BurgersMinibatchLikelihood two(pairs, grid, u, y, 0.7, 2, 2);
+  const int n = 20000;
+  double sum = 0, sum_sq = 0;
+  for (int k = 0; k < n; ++k) {
+    const double v = two(theta, rows, nullptr);
+    sum += v;
+    sum_sq += v * v;
+  }
+  const double mean = sum / n, standard_error = std::sqrt((sum_sq / n - mean * mean) / n);
+  EXPECT_GT(standard_error, 0.0);
+  EXPECT_NEAR(mean, full, 4 * standard_error);
+}
+
 }  // namespace
 }  // namespace uqnn
