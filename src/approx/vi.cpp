@@ -28,6 +28,14 @@ void ViParams::validate() const {
 
 ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const ViParams& params, Rng& rng,
                                const std::function<bool(Index, double)>& on_epoch) {
+  const MinibatchLogLikelihood columns = [&post](const Vec& w, const IndexVec& rows, Vec* grad) {
+    return post.log_likelihood(w, gather_columns(post.inputs(), rows), gather_columns(post.targets(), rows), grad);
+  };
+  return fit_bayes_by_backprop(post, prior, params, rng, columns, on_epoch);
+}
+
+ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const ViParams& params, Rng& rng,
+                               const MinibatchLogLikelihood& data_term, const std::function<bool(Index, double)>& on_epoch) {
   params.validate();
   const Index K = post.dim(), P = post.model().num_params(), E = post.likelihood().num_extra();
   if (prior.dim() != P) throw std::invalid_argument(fmt::format("vi: prior has dimension {}, the network {}", prior.dim(), P));
@@ -66,7 +74,6 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
       const Index stop = std::min(N, start + batch);
       IndexVec rows;
       for (Index i = start; i < stop; ++i) rows.push_back(order.empty() ? i : order[static_cast<std::size_t>(i)]);
-      const Mat X = gather_columns(post.inputs(), rows), Y = gather_columns(post.targets(), rows);
       const double scale = static_cast<double>(N) / static_cast<double>(rows.size());
       Vec sigma(K), dsigma(K);
       for (Index k = 0; k < K; ++k) {
@@ -81,7 +88,7 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
         const Vec w = mu + sigma.cwiseProduct(eps);
         // d/dw of the data term -(N/|b|) sum log p(y_i | w).
         Vec g_w = Vec::Zero(K);
-        const double nll = -scale * post.log_likelihood(w, X, Y, &g_w);
+        const double nll = -scale * data_term(w, rows, &g_w);
         g_w *= -scale;
         nll_estimate += inv_S * nll;
         if (!result.analytic_kl || E > 0) {

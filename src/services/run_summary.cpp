@@ -59,11 +59,17 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
     for (Index d = 0; d < probe_inputs.rows(); ++d) where += (d ? "," : "") + fmt::format("{:.3g}", probe_inputs(d, i));
     add("f(" + where + ")", f[static_cast<std::size_t>(i)]);
   }
-  // Weight space: every coordinate's R-hat, keep the worst k.
+  // Weight space: every coordinate's R-hat, keep the worst k. Coordinates with the same value in
+  // every draw (vi-hmc's parameters fixed at the VI means, seed 000) have no R-hat (sd 0: NaN,
+  // which would sort first and fill the list): they are counted, not listed.
   std::vector<diagnostics::Summary> weights;
   std::vector<double> values(S);
   for (Index k = 0; k < post.dim(); ++k) {
     for (std::size_t s = 0; s < S; ++s) values[s] = draws[s][k];
+    if (std::all_of(values.begin(), values.end(), [&](double v) { return v == values.front(); })) {
+      ++summary.num_constant_weights;
+      continue;
+    }
     weights.push_back(diagnostics::summarize(post.layout().name_of(k), by_chain(values, chain_of_draw)));
   }
   std::sort(weights.begin(), weights.end(), [](const auto& a, const auto& b) {
@@ -88,13 +94,16 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
 
 nlohmann::json RunSummary::to_json() const {
   return {{"rows", diagnostics::to_json(rows)}, {"num_chains", num_chains}, {"num_draws", num_draws},
-          {"divergences", divergences},         {"e_bfmi", e_bfmi},         {"max_weight_rhat", max_weight_rhat}};
+          {"divergences", divergences},         {"e_bfmi", e_bfmi},         {"max_weight_rhat", max_weight_rhat},
+          {"num_constant_weights", num_constant_weights}};
 }
 
 std::string RunSummary::format(int decimals) const {
   std::string out = diagnostics::format_summary_table(rows, decimals);
   out += fmt::format("{} chains x {} draws; divergences: {}; max weight R-hat: {:.3f}", num_chains, num_draws, divergences,
                      max_weight_rhat);
+  if (num_constant_weights > 0)
+    out += fmt::format("; {} weights constant in every draw (fixed, e.g. vi-hmc's unsampled parameters) not ranked", num_constant_weights);
   if (!e_bfmi.empty()) {
     out += "; E-BFMI per chain:";
     for (double b : e_bfmi) out += fmt::format(" {:.2f}", b);

@@ -56,4 +56,15 @@ double inverse_softplus(double sigma);
 ViResult fit_bayes_by_backprop(const Posterior& posterior, const Prior& prior, const ViParams& params, Rng& rng,
                                const std::function<bool(Index, double)>& on_epoch = {});
 
+/// The data term of one minibatch: log p(y_i | w) summed over the examples `rows` of the posterior's
+/// data, or an unbiased estimate of that sum (e.g. a DeepONet's query points subsampled inside each
+/// function: examples/vi_hmc/burgers_deeponet.hpp); its gradient in w is added to *grad.
+using MinibatchLogLikelihood = std::function<double(const Vec& w, const IndexVec& rows, Vec* grad)>;
+
+/// As above with the data term computed by `data_term` instead of the posterior's model on the
+/// gathered columns (which is what the overload above passes).
+ViResult fit_bayes_by_backprop(const Posterior& posterior, const Prior& prior, const ViParams& params, Rng& rng,
+                               const MinibatchLogLikelihood& data_term,
+                               const std::function<bool(Index, double)>& on_epoch = {});
+
 }  // namespace uqnn

@@ -17,7 +17,8 @@ struct RunSummary {
   Index num_chains = 0, num_draws = 0;
   Index divergences = 0;
   std::vector<double> e_bfmi;  ///< per chain (empty without energies)
-  double max_weight_rhat = 0.0;
+  double max_weight_rhat = 0.0;   ///< over the weights that move
+  Index num_constant_weights = 0;  ///< coordinates equal in every draw (fixed), left out of the ranking
   nlohmann::json to_json() const;
   std::string format(int decimals = 3) const;
 };

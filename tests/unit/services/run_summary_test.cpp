@@ -46,5 +46,35 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   EXPECT_EQ(r.e_bfmi.size(), 2u);
 }
 
+// vi-hmc fixes most coordinates at the VI means: they are constant in every draw, have no R-hat,
+// and must not crowd the worst-R-hat list (they used to: NaN sorted first).
+TEST(RunSummary, FixedCoordinatesAreCountedNotRanked) {
+  auto model = std::make_shared<Mlp>(Mlp::linear(3, 1));  // 3 weights + 1 bias
+  Mat X(3, 4), Y(1, 4);
+  X << -1, 0, 1, 2, 1, 1, 0, 0, 0, 1, 0, 1;
+  Y << -2, 0, 2, 4;
+  Posterior post(model, make_gaussian_likelihood(1.0), GaussianPrior::isotropic(4, 1.0), X, Y);
+  Rng rng(2);
+  std::vector<Vec> draws;
+  std::vector<Index> chains;
+  for (Index c = 0; c < 2; ++c)
+    for (int d = 0; d < 100; ++d) {
+      Vec theta(4);
+      // Coordinates 0 and 2 fixed; 1 sampled; 3 (the bias) sampled, its chains disagree.
+      theta << 0.25, 1.0 + 0.1 * rng.normal(), -0.5, (c == 1 ? 3.0 : 0.0) + 0.1 * rng.normal();
+      draws.push_back(theta);
+      chains.push_back(c);
+    }
+  Standardizer identity = Standardizer::identity({"x1", "x2", "x3"}, {"y"});
+  const RunSummary r = summarize_run(post, draws, chains, {}, Mat(3, 0), identity, 3);
+  EXPECT_EQ(r.num_constant_weights, 2);
+  ASSERT_EQ(r.rows.size(), 4u);  // lp__, log_lik, the two moving coordinates
+  EXPECT_EQ(r.rows[2].name, "layer1.bias[0]");
+  EXPECT_EQ(r.rows[3].name, post.layout().name_of(1));
+  EXPECT_TRUE(std::isfinite(r.max_weight_rhat));
+  EXPECT_GT(r.max_weight_rhat, 1.5);
+  EXPECT_NE(r.format().find("2 weights constant"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace uqnn
