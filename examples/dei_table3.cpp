@@ -195,6 +195,44 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+/// Sampler effort of a run: leapfrog steps (= gradients) per iteration, tree depth, step sizes.
+struct NutsSummary {
+  double mean_leapfrog = 0, mean_leapfrog_warmup = 0, mean_depth = 0, median_step = 0, min_step = 0, max_step = 0;
+  double mean_accept = 0, share_max_depth = 0;
+};
+
+NutsSummary summarize_nuts(const RunResult& run) {
+  NutsSummary s;
+  double n = 0, nw = 0;
+  std::vector<double> steps;
+  for (int c = 0; c < run.num_chains(); ++c) {
+    for (const auto& d : run.stats[static_cast<std::size_t>(c)]) {
+      s.mean_leapfrog += d.n_leapfrog;
+      s.mean_depth += d.tree_depth;
+      s.mean_accept += d.accept_stat;
+      s.share_max_depth += d.tree_depth >= 10 ? 1.0 : 0.0;
+      n += 1;
+    }
+    for (const auto& d : run.warmup_stats[static_cast<std::size_t>(c)]) {
+      s.mean_leapfrog_warmup += d.n_leapfrog;
+      nw += 1;
+    }
+    if (!run.stats[static_cast<std::size_t>(c)].empty()) steps.push_back(run.stats[static_cast<std::size_t>(c)].front().step_size);
+  }
+  s.mean_leapfrog /= std::max(1.0, n);
+  s.mean_depth /= std::max(1.0, n);
+  s.mean_accept /= std::max(1.0, n);
+  s.share_max_depth /= std::max(1.0, n);
+  s.mean_leapfrog_warmup /= std::max(1.0, nw);
+  if (!steps.empty()) {
+    std::sort(steps.begin(), steps.end());
+    s.median_step = steps[steps.size() / 2];
+    s.min_step = steps.front();
+    s.max_step = steps.back();
+  }
+  return s;
+}
+
 double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 }  // namespace
@@ -318,9 +356,21 @@ int main(int argc, char** argv) try {
       dying += r.num_dying;
       chains_total += r.run.num_chains();
       walls.push_back(seconds_since(t0));
-      std::cerr << fmt::format("{} rep {}: ensemble {:.1f} s, NUTS {:.1f} s, DE lppd {:.3f}, DEI({}) lppd {:.3f}, dying {}\n",
+      const NutsSummary ns = summarize_nuts(r.run);
+      std::cerr << fmt::format("{} rep {}: ensemble {:.1f} s, NUTS {:.1f} s, DE lppd {:.3f}, DEI({}) lppd {:.3f}, dying {}; "
+                               "NUTS: mean leapfrog {:.1f} (warmup {:.1f}), mean depth {:.2f} ({:.0f}% at depth 10), accept {:.2f}, step size median {:.2g} "
+                               "[{:.2g}, {:.2g}], divergent {} (warmup {})\n",
                                name, rep, r.ensemble_seconds, r.sampling_seconds, de.lppd, o.draws,
-                               col[fmt::format("dei{}_lppd", o.draws)].back(), r.num_dying);
+                               col[fmt::format("dei{}_lppd", o.draws)].back(), r.num_dying, ns.mean_leapfrog,
+                               ns.mean_leapfrog_warmup, ns.mean_depth, 100 * ns.share_max_depth, ns.mean_accept, ns.median_step, ns.min_step, ns.max_step,
+                               r.run.num_divergent(), r.run.num_divergent_warmup());
+      col["mean_leapfrog"].push_back(ns.mean_leapfrog);
+      col["mean_leapfrog_warmup"].push_back(ns.mean_leapfrog_warmup);
+      col["median_step_size"].push_back(ns.median_step);
+      col["divergent"].push_back(static_cast<double>(r.run.num_divergent()));
+      col["divergent_warmup"].push_back(static_cast<double>(r.run.num_divergent_warmup()));
+      col["ensemble_seconds"].push_back(r.ensemble_seconds);
+      col["sampling_seconds"].push_back(r.sampling_seconds);
 
       if (rep == 0) {
         // Fig. 13: chain-wise expanding-window LPPD; Figs. 8/9: per-layer R-hat, cR-hat, ESS.
@@ -330,6 +380,26 @@ int main(int argc, char** argv) try {
           plot_layer_diagnostics(o.out / fmt::format("layers_{}.png", name),
                                  diagnostics::layerwise_diagnostics(r.run.draws, p.posterior->layout(), 4),
                                  fmt::format("{} (split 0): per-layer diagnostics of the DEI-MCMC chains", name));
+        // Fig. 10 / App. B.2: R-hat^(2) across chains per parameter (parameter space) and per test
+        // point of the predictive mean (function space).
+        if (o.draws >= 4) {
+          const Posterior& post = *p.posterior;
+          std::vector<Mat> predictions;
+          for (const Mat& chain : r.run.draws) {
+            Mat pred(chain.rows(), p.test_x.cols());
+            for (Index s = 0; s < chain.rows(); ++s)
+              pred.row(s) = post.likelihood()
+                                .mean(post.model().forward(chain.row(s).head(post.model().num_params()).transpose(), p.test_x))
+                                .row(0);
+            predictions.push_back(pred);
+          }
+          const Vec ps = diagnostics::columnwise_rhat(r.run.draws), fs = diagnostics::columnwise_rhat(predictions);
+          plot_rhat_histograms(o.out / fmt::format("rhat_{}.png", name),
+                               {{"parameter space (per parameter)", ps}, {"function space (per test point)", fs}},
+                               fmt::format("{} (split 0): R-hat^(2) across the {} DEI-MCMC chains", name, r.run.num_chains()));
+          results[name]["rhat_split0"] = {{"parameter_space", std::vector<double>(ps.data(), ps.data() + ps.size())},
+                                          {"function_space", std::vector<double>(fs.data(), fs.data() + fs.size())}};
+        }
         // Fig. 5: LPPD and RMSE against the number of chains, one line per number of draws.
         plot::Figure grid(1, 2);
         grid.title(fmt::format("{} (split 0): DEI-MCMC vs chains and draws per chain", name));

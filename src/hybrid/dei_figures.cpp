@@ -98,6 +98,30 @@ void plot_calibration(const std::filesystem::path& path,
   figure.save(path);
 }
 
+void plot_rhat_histograms(const std::filesystem::path& path, const std::vector<std::pair<std::string, Vec>>& series,
+                          const std::string& title) {
+  require(!series.empty(), "series", "at least one");
+  plot::Figure figure(1, static_cast<int>(series.size()));
+  figure.title(title);
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const Vec& r = series[k].second;
+    std::vector<double> logs;
+    for (Index i = 0; i < r.size(); ++i)
+      if (std::isfinite(r(i)) && r(i) > 0) logs.push_back(std::log10(r(i)));
+    double mean = 0, sd = 0;
+    for (double v : logs) mean += v / static_cast<double>(logs.size());
+    for (double v : logs) sd += (v - mean) * (v - mean) / static_cast<double>(std::max<std::size_t>(1, logs.size() - 1));
+    sd = std::sqrt(sd);
+    const auto skipped = static_cast<std::size_t>(r.size()) - logs.size();
+    plot::Panel& panel = figure.panel(0, static_cast<int>(k));
+    panel.x_label("log10 R-hat^(2)").y_label("count").title(series[k].first);
+    const std::string label = fmt::format("n = {}, mean {:.2f}, sd {:.2f}{}", logs.size(), mean, sd,
+                                          skipped ? fmt::format(" ({} not finite)", skipped) : std::string());
+    if (!logs.empty()) panel.histogram(Eigen::Map<const Vec>(logs.data(), static_cast<Index>(logs.size())), 30, label);
+  }
+  figure.save(path);
+}
+
 }  // namespace uqnn
 
 namespace uqnn {

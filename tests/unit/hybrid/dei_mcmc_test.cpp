@@ -17,6 +17,7 @@
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/layerwise.hpp"
 #include "uqnn/diagnostics/lppd.hpp"
+#include "uqnn/diagnostics/rhat.hpp"
 #include "uqnn/hybrid/dei_figures.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/hybrid/linear_baseline.hpp"
@@ -300,6 +301,32 @@ TEST(DeiMcmc, LayerwiseDiagnosticsNameEveryBlock) {
     EXPECT_GE(layers[b].rhat_max, layers[b].rhat_mean);
     EXPECT_GT(layers[b].ess_bulk_mean, 0.0);
   }
+}
+
+TEST(DeiMcmc, ColumnwiseRhatIsTheRankNormalizedRhatOfEachColumnAcrossChains) {
+  // 3 chains of unequal length (cut to the shortest, 60), 3 columns: mixed, separated, mixed again.
+  Rng rng(11, 0);
+  std::vector<Mat> chains;
+  for (int c = 0; c < 3; ++c) {
+    Mat m(60 + 10 * c, 3);
+    for (Index s = 0; s < m.rows(); ++s) {
+      m(s, 0) = rng.normal();
+      m(s, 1) = rng.normal() + 5.0 * c;  // every chain in its own mode
+      m(s, 2) = 2.0 * rng.normal() + 1.0;
+    }
+    chains.push_back(m);
+  }
+  const Vec r = diagnostics::columnwise_rhat(chains);
+  ASSERT_EQ(r.size(), 3);
+  for (Index k = 0; k < 3; ++k) {
+    Mat x(60, 3);
+    for (int c = 0; c < 3; ++c) x.col(c) = chains[static_cast<std::size_t>(c)].col(k).head(60);
+    EXPECT_DOUBLE_EQ(r(k), diagnostics::rank_normalized_rhat(x, 2).max) << "column " << k;
+  }
+  EXPECT_LT(r(0), 1.1);
+  EXPECT_GT(r(1), 2.0);
+  EXPECT_LT(r(2), 1.1);
+  EXPECT_THROW(diagnostics::columnwise_rhat({chains[0]}), std::invalid_argument);
 }
 
 TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
