@@ -169,6 +169,30 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
                        lpl.size(), common, r.max);
   }
   std::vector<std::filesystem::path> figures;
+  // Per-parameter and per-held-out-point R-hat^(2) written by the fit (seed 003 Fig. 10, App. B.2).
+  if (j.contains("rhat")) {
+    std::vector<std::pair<std::string, Vec>> series;
+    for (const auto& [key, name] : {std::pair<std::string, std::string>{"parameter_space", "parameter space (per parameter)"},
+                                    {"function_space", "function space (per held-out point)"}}) {
+      const auto& values = j.at("rhat").at(key);
+      Vec v(static_cast<Index>(values.size()));
+      for (std::size_t i = 0; i < values.size(); ++i)
+        v(static_cast<Index>(i)) = values[i].is_number() ? values[i].get<double>() : std::nan("");
+      std::vector<double> finite;
+      for (Index i = 0; i < v.size(); ++i)
+        if (std::isfinite(v(i))) finite.push_back(v(i));
+      std::sort(finite.begin(), finite.end());
+      if (!finite.empty())
+        out << fmt::format("{}: R-hat^(2) median {:.3f}, 90% {:.3f}, max {:.3f} ({} values, {} above 1.1)\n", name,
+                           finite[finite.size() / 2], finite[finite.size() * 9 / 10], finite.back(), finite.size(),
+                           std::count_if(finite.begin(), finite.end(), [](double x) { return x > 1.1; }));
+      series.emplace_back(name, v);
+    }
+    if (figure_format != "none") {
+      figures.push_back(dir / ("rhat." + figure_format));
+      plot_rhat_histograms(figures.back(), series, "R-hat^(2) across the kept chains (seed 003 Fig. 10)");
+    }
+  }
   if (figure_format != "none") {
     figures.push_back(dir / ("lppd_traces." + figure_format));
     plot_lppd_traces(figures.back(), traces, converged, dying, "chain-wise expanding-window LPPD (seed 003 eq. 8)");

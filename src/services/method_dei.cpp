@@ -14,6 +14,7 @@
 #include <map>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/layerwise.hpp"
 #include "uqnn/hybrid/dei_figures.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/io/atomic_file.hpp"
@@ -141,6 +142,26 @@ MethodResult run_dei_nuts(const FitContext& context) {
                             {"lppd_window", p.monitor.window},
                             {"lppd_epsilon", p.monitor.epsilon},
                             {"chains", chains}};
+  // Seed 003 Fig. 10 / App. B.2: R-hat^(2) across the kept chains per parameter and per held-out
+  // point of the predictive mean (first output), for `uqnn diagnose`'s histogram.
+  std::vector<Mat> kept_draws, kept_predictions;
+  const Posterior& post = *context.posterior;
+  for (int c = 0; c < r.run.num_chains() && common >= 4; ++c) {
+    if (!r.kept[static_cast<std::size_t>(c)]) continue;
+    const Mat draws = r.run.draws[static_cast<std::size_t>(c)].topRows(common);
+    Mat predictions(common, context.validation_inputs.cols());
+    for (Index s = 0; s < common; ++s)
+      predictions.row(s) =
+          post.likelihood().mean(post.model().forward(draws.row(s).head(post.model().num_params()).transpose(),
+                                                      context.validation_inputs)).row(0);
+    kept_draws.push_back(draws);
+    kept_predictions.push_back(predictions);
+  }
+  if (kept_draws.size() >= 2) {
+    const Vec ps = diagnostics::columnwise_rhat(kept_draws), fs = diagnostics::columnwise_rhat(kept_predictions);
+    monitor["rhat"] = {{"parameter_space", std::vector<double>(ps.data(), ps.data() + ps.size())},
+                       {"function_space", std::vector<double>(fs.data(), fs.data() + fs.size())}};
+  }
   atomic_write_text(cfg.out_dir / "dei_chains.json", monitor.dump(1));
   if (cfg.figure_format != "none") {
     const auto path = cfg.out_dir / ("lppd_traces." + cfg.figure_format);

@@ -363,6 +363,11 @@ TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   const std::string report = diagnose_dei_run(dir / "out", "none");
   EXPECT_NE(report.find("converged_at"), std::string::npos) << report;
   EXPECT_NE(report.find("function-space R-hat^(2) of the held-out LPL over 3 kept chains x 16 draws"), std::string::npos) << report;
+  // Per-point function-space R-hat (App. B.2): one value per held-out point (here the 30 training rows).
+  ASSERT_TRUE(chains.contains("rhat"));
+  EXPECT_EQ(chains.at("rhat").at("function_space").size(), 30u);
+  EXPECT_EQ(chains.at("rhat").at("parameter_space").size(), 11u);  // 1-3-1 MLP + log sigma
+  EXPECT_NE(report.find("function space (per held-out point): R-hat^(2) median"), std::string::npos) << report;
   for (const char* block : {"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias", "likelihood.log_sigma"})
     EXPECT_NE(report.find(block), std::string::npos) << block << "\n" << report;
   fs::remove_all(dir);
