@@ -6,7 +6,7 @@
 //   ./build/examples/dei_table3 [--data-dir ../shared/data/uci] [--out dei-table3]
 //       [--datasets airfoil,concrete,energy,yacht] [--reps 3] [--members 12] [--warmup 100]
 //       [--draws 1000] [--epochs 5000] [--dying airfoil,energy] [--dying-warmup 200]
-//       [--dying-draws 200] [--threads 2]
+//       [--dying-draws 200] [--dying-activations relu,tanh] [--threads 2]
 //
 // Settings (seed 003 sec. 7.3, App. C.4, App. D): features and target standardised on the training
 // part; 80/20 random splits with seeds 0, 1, 2; 2x16 ReLU MLP whose outputs are mean and log sigma
@@ -66,6 +66,7 @@ struct Options {
   fs::path out = "dei-table3";
   std::vector<std::string> datasets{"airfoil", "concrete", "energy", "yacht"};
   std::vector<std::string> dying{"airfoil", "energy"};
+  std::vector<std::string> dying_activations{"relu", "tanh"};
   int reps = 3;
   Index members = 12;
   long warmup = 100, draws = 1000, epochs = 5000;
@@ -88,6 +89,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::stol(v);
     else if (a == "--draws") o.draws = std::stol(v);
     else if (a == "--epochs") o.epochs = std::stol(v);
+    else if (a == "--dying-activations") o.dying_activations = split_list(v);
     else if (a == "--dying-warmup") o.dying_warmup = std::stol(v);
     else if (a == "--dying-draws") o.dying_draws = std::stol(v);
     else if (a == "--threads") o.threads = std::stoi(v);
@@ -193,6 +195,44 @@ std::string pm(const std::vector<double>& v, int digits = 2) {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// Sampler effort of a run: leapfrog steps (= gradients) per iteration, tree depth, step sizes.
+struct NutsSummary {
+  double mean_leapfrog = 0, mean_leapfrog_warmup = 0, mean_depth = 0, median_step = 0, min_step = 0, max_step = 0;
+  double mean_accept = 0, share_max_depth = 0;
+};
+
+NutsSummary summarize_nuts(const RunResult& run) {
+  NutsSummary s;
+  double n = 0, nw = 0;
+  std::vector<double> steps;
+  for (int c = 0; c < run.num_chains(); ++c) {
+    for (const auto& d : run.stats[static_cast<std::size_t>(c)]) {
+      s.mean_leapfrog += d.n_leapfrog;
+      s.mean_depth += d.tree_depth;
+      s.mean_accept += d.accept_stat;
+      s.share_max_depth += d.tree_depth >= 10 ? 1.0 : 0.0;
+      n += 1;
+    }
+    for (const auto& d : run.warmup_stats[static_cast<std::size_t>(c)]) {
+      s.mean_leapfrog_warmup += d.n_leapfrog;
+      nw += 1;
+    }
+    if (!run.stats[static_cast<std::size_t>(c)].empty()) steps.push_back(run.stats[static_cast<std::size_t>(c)].front().step_size);
+  }
+  s.mean_leapfrog /= std::max(1.0, n);
+  s.mean_depth /= std::max(1.0, n);
+  s.mean_accept /= std::max(1.0, n);
+  s.share_max_depth /= std::max(1.0, n);
+  s.mean_leapfrog_warmup /= std::max(1.0, nw);
+  if (!steps.empty()) {
+    std::sort(steps.begin(), steps.end());
+    s.median_step = steps[steps.size() / 2];
+    s.min_step = steps.front();
+    s.max_step = steps.back();
+  }
+  return s;
 }
 
 double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
@@ -318,9 +358,21 @@ int main(int argc, char** argv) try {
       dying += r.num_dying;
       chains_total += r.run.num_chains();
       walls.push_back(seconds_since(t0));
-      std::cerr << fmt::format("{} rep {}: ensemble {:.1f} s, NUTS {:.1f} s, DE lppd {:.3f}, DEI({}) lppd {:.3f}, dying {}\n",
+      const NutsSummary ns = summarize_nuts(r.run);
+      std::cerr << fmt::format("{} rep {}: ensemble {:.1f} s, NUTS {:.1f} s, DE lppd {:.3f}, DEI({}) lppd {:.3f}, dying {}; "
+                               "NUTS: mean leapfrog {:.1f} (warmup {:.1f}), mean depth {:.2f} ({:.0f}% at depth 10), accept {:.2f}, step size median {:.2g} "
+                               "[{:.2g}, {:.2g}], divergent {} (warmup {})\n",
                                name, rep, r.ensemble_seconds, r.sampling_seconds, de.lppd, o.draws,
-                               col[fmt::format("dei{}_lppd", o.draws)].back(), r.num_dying);
+                               col[fmt::format("dei{}_lppd", o.draws)].back(), r.num_dying, ns.mean_leapfrog,
+                               ns.mean_leapfrog_warmup, ns.mean_depth, 100 * ns.share_max_depth, ns.mean_accept, ns.median_step, ns.min_step, ns.max_step,
+                               r.run.num_divergent(), r.run.num_divergent_warmup());
+      col["mean_leapfrog"].push_back(ns.mean_leapfrog);
+      col["mean_leapfrog_warmup"].push_back(ns.mean_leapfrog_warmup);
+      col["median_step_size"].push_back(ns.median_step);
+      col["divergent"].push_back(static_cast<double>(r.run.num_divergent()));
+      col["divergent_warmup"].push_back(static_cast<double>(r.run.num_divergent_warmup()));
+      col["ensemble_seconds"].push_back(r.ensemble_seconds);
+      col["sampling_seconds"].push_back(r.sampling_seconds);
 
       if (rep == 0) {
         // Fig. 13: chain-wise expanding-window LPPD; Figs. 8/9: per-layer R-hat, cR-hat, ESS.
@@ -330,6 +382,26 @@ int main(int argc, char** argv) try {
           plot_layer_diagnostics(o.out / fmt::format("layers_{}.png", name),
                                  diagnostics::layerwise_diagnostics(r.run.draws, p.posterior->layout(), 4),
                                  fmt::format("{} (split 0): per-layer diagnostics of the DEI-MCMC chains", name));
+        // Fig. 10 / App. B.2: R-hat^(2) across chains per parameter (parameter space) and per test
+        // point of the predictive mean (function space).
+        if (o.draws >= 4) {
+          const Posterior& post = *p.posterior;
+          std::vector<Mat> predictions;
+          for (const Mat& chain : r.run.draws) {
+            Mat pred(chain.rows(), p.test_x.cols());
+            for (Index s = 0; s < chain.rows(); ++s)
+              pred.row(s) = post.likelihood()
+                                .mean(post.model().forward(chain.row(s).head(post.model().num_params()).transpose(), p.test_x))
+                                .row(0);
+            predictions.push_back(pred);
+          }
+          const Vec ps = diagnostics::columnwise_rhat(r.run.draws), fs = diagnostics::columnwise_rhat(predictions);
+          plot_rhat_histograms(o.out / fmt::format("rhat_{}.png", name),
+                               {{"parameter space (per parameter)", ps}, {"function space (per test point)", fs}},
+                               fmt::format("{} (split 0): R-hat^(2) across the {} DEI-MCMC chains", name, r.run.num_chains()));
+          results[name]["rhat_split0"] = {{"parameter_space", std::vector<double>(ps.data(), ps.data() + ps.size())},
+                                          {"function_space", std::vector<double>(fs.data(), fs.data() + fs.size())}};
+        }
         // Fig. 5: LPPD and RMSE against the number of chains, one line per number of draws.
         plot::Figure grid(1, 2);
         grid.title(fmt::format("{} (split 0): DEI-MCMC vs chains and draws per chain", name));
@@ -404,7 +476,7 @@ int main(int argc, char** argv) try {
                                "merged RMSE (all chains) | merged LPPD (all chains) | wall s |\n|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& name : o.dying) {
       const Dataset data = load_dataset(o.data_dir / (name + ".csv"));
-      for (const std::string activation : {"relu", "tanh"})
+      for (const std::string& activation : o.dying_activations)
         for (const std::string start : {"prior", "ensemble"}) {
           const auto t0 = std::chrono::steady_clock::now();
           const Problem p = make_problem(data, 0, activation);

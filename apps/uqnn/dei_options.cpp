@@ -11,9 +11,13 @@ void add_dei_options(CLI::App& c, FitConfig& cfg) {
                                "dei-nuts: ensemble members M = NUTS chains")
       ->default_str("12");
   c.add_option_function<std::string>("--dei-start", [&cfg](const std::string& v) { cfg.method_options["dei_start"] = v; },
-                                     "dei-nuts: chain starts: ensemble (DEI-MCMC) | prior (cold start)")
-      ->check(CLI::IsMember({"ensemble", "prior"}))
+                                     "dei-nuts: chain starts: ensemble (DEI-MCMC) | prior (cold start) | given (--dei-init)")
+      ->check(CLI::IsMember({"ensemble", "prior", "given"}))
       ->default_str("ensemble");
+  c.add_option_function<std::string>("--dei-init", [&cfg](const std::string& v) { cfg.method_options["dei_init"] = v; },
+                                     "dei-nuts with --dei-start given: networks to start from: the output directory of an "
+                                     "earlier fit on the same data and model (e.g. --method map or ens) or its draws.csv; "
+                                     "one chain per network, or --members chains cycling through them");
   c.add_option_function<Index>("--lppd-window", [&cfg](const Index& v) { cfg.method_options["lppd_window"] = v; },
                                "dei-nuts: window of the LPPD stopping rule (seed 003 eq. 9)")
       ->default_str("100");

@@ -60,4 +60,22 @@ std::vector<LayerDiagnostics> layerwise_diagnostics(const std::vector<Mat>& chai
   return out;
 }
 
+Vec columnwise_rhat(const std::vector<Mat>& chains) {
+  require(chains.size() >= 2, "chains", "at least 2 chains");
+  Index draws = chains.front().rows();
+  for (const auto& c : chains) {
+    require(c.cols() == chains.front().cols(), "chains", "matrices with the same number of columns");
+    draws = std::min(draws, c.rows());
+  }
+  require(draws >= 4, "draws per chain", ">= 4");
+  const auto num_chains = static_cast<Index>(chains.size());
+  Vec out(chains.front().cols());
+  Mat x(draws, num_chains);  // [draws, chains], the diagnostics' shape
+  for (Index k = 0; k < out.size(); ++k) {
+    for (Index c = 0; c < num_chains; ++c) x.col(c) = chains[static_cast<std::size_t>(c)].col(k).head(draws);
+    out(k) = rank_normalized_rhat(x, 2).max;
+  }
+  return out;
+}
+
 }  // namespace uqnn::diagnostics

@@ -98,6 +98,30 @@ void plot_calibration(const std::filesystem::path& path,
   figure.save(path);
 }
 
+void plot_rhat_histograms(const std::filesystem::path& path, const std::vector<std::pair<std::string, Vec>>& series,
+                          const std::string& title) {
+  require(!series.empty(), "series", "at least one");
+  plot::Figure figure(1, static_cast<int>(series.size()));
+  figure.title(title);
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const Vec& r = series[k].second;
+    std::vector<double> logs;
+    for (Index i = 0; i < r.size(); ++i)
+      if (std::isfinite(r(i)) && r(i) > 0) logs.push_back(std::log10(r(i)));
+    double mean = 0, sd = 0;
+    for (double v : logs) mean += v / static_cast<double>(logs.size());
+    for (double v : logs) sd += (v - mean) * (v - mean) / static_cast<double>(std::max<std::size_t>(1, logs.size() - 1));
+    sd = std::sqrt(sd);
+    const auto skipped = static_cast<std::size_t>(r.size()) - logs.size();
+    plot::Panel& panel = figure.panel(0, static_cast<int>(k));
+    panel.x_label("log10 R-hat^(2)").y_label("count").title(series[k].first);
+    const std::string label = fmt::format("n = {}, mean {:.2f}, sd {:.2f}{}", logs.size(), mean, sd,
+                                          skipped ? fmt::format(" ({} not finite)", skipped) : std::string());
+    if (!logs.empty()) panel.histogram(Eigen::Map<const Vec>(logs.data(), static_cast<Index>(logs.size())), 30, label);
+  }
+  figure.save(path);
+}
+
 }  // namespace uqnn
 
 namespace uqnn {
@@ -145,6 +169,30 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
                        lpl.size(), common, r.max);
   }
   std::vector<std::filesystem::path> figures;
+  // Per-parameter and per-held-out-point R-hat^(2) written by the fit (seed 003 Fig. 10, App. B.2).
+  if (j.contains("rhat")) {
+    std::vector<std::pair<std::string, Vec>> series;
+    for (const auto& [key, name] : {std::pair<std::string, std::string>{"parameter_space", "parameter space (per parameter)"},
+                                    {"function_space", "function space (per held-out point)"}}) {
+      const auto& values = j.at("rhat").at(key);
+      Vec v(static_cast<Index>(values.size()));
+      for (std::size_t i = 0; i < values.size(); ++i)
+        v(static_cast<Index>(i)) = values[i].is_number() ? values[i].get<double>() : std::nan("");
+      std::vector<double> finite;
+      for (Index i = 0; i < v.size(); ++i)
+        if (std::isfinite(v(i))) finite.push_back(v(i));
+      std::sort(finite.begin(), finite.end());
+      if (!finite.empty())
+        out << fmt::format("{}: R-hat^(2) median {:.3f}, 90% {:.3f}, max {:.3f} ({} values, {} above 1.1)\n", name,
+                           finite[finite.size() / 2], finite[finite.size() * 9 / 10], finite.back(), finite.size(),
+                           std::count_if(finite.begin(), finite.end(), [](double x) { return x > 1.1; }));
+      series.emplace_back(name, v);
+    }
+    if (figure_format != "none") {
+      figures.push_back(dir / ("rhat." + figure_format));
+      plot_rhat_histograms(figures.back(), series, "R-hat^(2) across the kept chains (seed 003 Fig. 10)");
+    }
+  }
   if (figure_format != "none") {
     figures.push_back(dir / ("lppd_traces." + figure_format));
     plot_lppd_traces(figures.back(), traces, converged, dying, "chain-wise expanding-window LPPD (seed 003 eq. 8)");

@@ -25,4 +25,11 @@ struct LayerDiagnostics {
 std::vector<LayerDiagnostics> layerwise_diagnostics(const std::vector<Mat>& chains, const ParamLayout& layout,
                                                     int chain_kappa = 4);
 
+/// R-hat^(2) (rank-normalised split, max of bulk and tail) across chains of every column of
+/// `chains` (per chain [draws, columns], cut to the shortest chain): with parameters as columns the
+/// parameter-space R-hat of seed 003 Fig. 10, with the predictive mean at test points as columns
+/// the per-point function-space R-hat^(2)_psi of App. B.2. Constant columns give NaN. Needs >= 2
+/// chains and >= 4 draws; throws std::invalid_argument otherwise.
+Vec columnwise_rhat(const std::vector<Mat>& chains);
+
 }  // namespace uqnn::diagnostics

@@ -25,6 +25,12 @@ void plot_calibration(const std::filesystem::path& path,
                       const std::vector<std::pair<std::string, std::map<double, double>>>& series,
                       const std::string& title);
 
+/// Seed 003 Fig. 10: histograms of log10 R-hat^(2), one panel per named series (e.g. parameter
+/// space per parameter, function space per test point), with the mean and sd in the label.
+/// Non-finite values are left out (and counted in the label).
+void plot_rhat_histograms(const std::filesystem::path& path, const std::vector<std::pair<std::string, Vec>>& series,
+                          const std::string& title);
+
 /// `uqnn diagnose DIR` for a dei-nuts run: reads DIR/dei_chains.json and DIR/draws.csv, redraws
 /// DIR/lppd_traces.<ext> and writes DIR/layers.<ext> (per ParamLayout block, grouped from the
 /// parameter names), and returns a text table of the chains (kept / dying, RMSE vs the linear

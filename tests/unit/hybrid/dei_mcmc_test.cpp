@@ -14,9 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "../mcmc/test_models.hpp"
+#include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/layerwise.hpp"
 #include "uqnn/diagnostics/lppd.hpp"
+#include "uqnn/diagnostics/rhat.hpp"
 #include "uqnn/hybrid/dei_figures.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/hybrid/linear_baseline.hpp"
@@ -302,6 +304,32 @@ TEST(DeiMcmc, LayerwiseDiagnosticsNameEveryBlock) {
   }
 }
 
+TEST(DeiMcmc, ColumnwiseRhatIsTheRankNormalizedRhatOfEachColumnAcrossChains) {
+  // 3 chains of unequal length (cut to the shortest, 60), 3 columns: mixed, separated, mixed again.
+  Rng rng(11, 0);
+  std::vector<Mat> chains;
+  for (int c = 0; c < 3; ++c) {
+    Mat m(60 + 10 * c, 3);
+    for (Index s = 0; s < m.rows(); ++s) {
+      m(s, 0) = rng.normal();
+      m(s, 1) = rng.normal() + 5.0 * c;  // every chain in its own mode
+      m(s, 2) = 2.0 * rng.normal() + 1.0;
+    }
+    chains.push_back(m);
+  }
+  const Vec r = diagnostics::columnwise_rhat(chains);
+  ASSERT_EQ(r.size(), 3);
+  for (Index k = 0; k < 3; ++k) {
+    Mat x(60, 3);
+    for (int c = 0; c < 3; ++c) x.col(c) = chains[static_cast<std::size_t>(c)].col(k).head(60);
+    EXPECT_DOUBLE_EQ(r(k), diagnostics::rank_normalized_rhat(x, 2).max) << "column " << k;
+  }
+  EXPECT_LT(r(0), 1.1);
+  EXPECT_GT(r(1), 2.0);
+  EXPECT_LT(r(2), 1.1);
+  EXPECT_THROW(diagnostics::columnwise_rhat({chains[0]}), std::invalid_argument);
+}
+
 TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -335,8 +363,61 @@ TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   const std::string report = diagnose_dei_run(dir / "out", "none");
   EXPECT_NE(report.find("converged_at"), std::string::npos) << report;
   EXPECT_NE(report.find("function-space R-hat^(2) of the held-out LPL over 3 kept chains x 16 draws"), std::string::npos) << report;
+  // Per-point function-space R-hat (App. B.2): one value per held-out point (here the 30 training rows).
+  ASSERT_TRUE(chains.contains("rhat"));
+  EXPECT_EQ(chains.at("rhat").at("function_space").size(), 30u);
+  EXPECT_EQ(chains.at("rhat").at("parameter_space").size(), 11u);  // 1-3-1 MLP + log sigma
+  EXPECT_NE(report.find("function space (per held-out point): R-hat^(2) median"), std::string::npos) << report;
   for (const char* block : {"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias", "likelihood.log_sigma"})
     EXPECT_NE(report.find(block), std::string::npos) << block << "\n" << report;
+  fs::remove_all(dir);
+}
+
+TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
+  const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_given_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream csv(dir / "data.csv");
+    csv << "x,y\n";
+    for (int i = 0; i < 30; ++i) csv << (i / 10.0) << ',' << std::sin(i / 5.0) << '\n';
+  }
+  FitConfig cfg;
+  cfg.data.path = dir / "data.csv";
+  cfg.model.hidden = {3};
+  cfg.training.epochs = 50;
+  cfg.figure_format = "none";
+  cfg.method = "ens";
+  cfg.method_options["ens_members"] = 2;
+  cfg.out_dir = dir / "ens";
+  run_fit(cfg);
+  // The ensemble's networks as written in draws.csv (chain, draw, parameters).
+  const CsvTable written = read_csv(dir / "ens" / "draws.csv");
+  ASSERT_EQ(written.num_rows(), 2);
+  cfg.method = "dei-nuts";
+  cfg.method_options = nlohmann::json::object();
+  cfg.method_options["dei_start"] = "given";
+  cfg.method_options["dei_init"] = (dir / "ens").string();
+  cfg.method_options["members"] = 3;  // 3 chains cycle through the 2 networks
+  cfg.mcmc.warmup = 5;
+  cfg.mcmc.draws = 5;
+  cfg.mcmc.threads = 1;
+  cfg.out_dir = dir / "dei";
+  run_fit(cfg);
+  const nlohmann::json chains = nlohmann::json::parse(std::ifstream(dir / "dei" / "dei_chains.json")).at("chains");
+  ASSERT_EQ(chains.size(), 3u);
+  for (std::size_t c = 0; c < 3; ++c) {
+    const auto start = chains[c].at("start").get<std::vector<double>>();
+    const Index row = static_cast<Index>(c % 2);
+    ASSERT_EQ(static_cast<Index>(start.size()), written.num_columns() - 2);
+    for (std::size_t k = 0; k < start.size(); ++k)
+      EXPECT_DOUBLE_EQ(start[k], written.values(row, static_cast<Index>(k) + 2)) << "chain " << c << " parameter " << k;
+  }
+  // Without --dei-init, or with a file of another model, a clear error.
+  cfg.method_options.erase("dei_init");
+  EXPECT_THROW(run_fit(cfg), InputError);
+  cfg.method_options["dei_init"] = (dir / "ens").string();
+  cfg.model.hidden = {4};
+  EXPECT_THROW(run_fit(cfg), InputError);
   fs::remove_all(dir);
 }
 
