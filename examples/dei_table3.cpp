@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "list_argument.hpp"
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/data/split.hpp"
 #include "uqnn/data/standardizer.hpp"
@@ -52,14 +53,7 @@ using namespace uqnn;
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using uqnn::examples::split_list;
 
 struct Options {
   fs::path data_dir = UQNN_SHARED_DATA_DIR;

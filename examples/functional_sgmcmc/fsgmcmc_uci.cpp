@@ -36,6 +36,7 @@
 #include <map>
 #include <sstream>
 
+#include "../list_argument.hpp"
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/services/fit.hpp"
@@ -45,14 +46,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using uqnn::examples::split_list;
 
 IndexVec read_indices(const fs::path& path) {
   std::ifstream in(path);

@@ -82,6 +82,25 @@ double max_rhat(const RunResult& r) {
   return worst;
 }
 
+/// Bayes by Backprop started at the MAP, with Table C.4's N(0, 1) prior (Adam, learning rate 1e-3).
+ViResult vi_from_map(const Posterior& post, const Vec& map, Index epochs, Rng& vi_rng) {
+  ViParams vp;
+  vp.epochs = epochs;
+  vp.learning_rate = 1e-3;
+  vp.initial_mean = map;
+  return fit_bayes_by_backprop(post, *GaussianPrior::isotropic(map.size(), 1.0), vp, vi_rng);
+}
+
+/// 4 chains x (2000 burn-in + 3000 draws), or 200 + 300 with --quick.
+RunConfig sampling_run(bool quick, std::uint64_t seed) {
+  RunConfig run;
+  run.num_chains = 4;
+  run.num_warmup = quick ? 200 : 2000;
+  run.num_draws = quick ? 300 : 3000;
+  run.seed = seed;
+  return run;
+}
+
 // ------------------------------------------------------------------ case I
 std::string case_one(const std::filesystem::path& out, bool quick) {
   std::filesystem::create_directories(out);
@@ -91,23 +110,15 @@ std::string case_one(const std::filesystem::path& out, bool quick) {
   auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(1e-3), GaussianPrior::isotropic(6, 1.0), data.inputs, data.targets);
   const auto t0 = std::chrono::steady_clock::now();
   const Vec map = map_fit(post, 20, 3000, 0.01, 1);
-  ViParams vp;
-  vp.epochs = quick ? 3000 : 20000;
-  vp.learning_rate = 1e-3;
-  vp.initial_mean = map;
   Rng vi_rng(2, 0);
-  const ViResult vi = fit_bayes_by_backprop(*post, *GaussianPrior::isotropic(6, 1.0), vp, vi_rng);
+  const ViResult vi = vi_from_map(*post, map, quick ? 3000 : 20000, vi_rng);
   const Vec vi_sd = vi.approximation->sd();
   const double vi_seconds = seconds_since(t0);
 
   const SensitivityReport report = compute_sensitivities(*model, vi.mu, vi_sd, data.inputs);
   write_sensitivity_report(out, report, model->layout());
 
-  RunConfig run;
-  run.num_chains = 4;
-  run.num_warmup = quick ? 200 : 2000;
-  run.num_draws = quick ? 300 : 3000;
-  run.seed = 3;
+  const RunConfig run = sampling_run(quick, 3);
   const auto t1 = std::chrono::steady_clock::now();
   const FullHmc hmc = full_hmc(post, map, vi_sd.maxCoeff(), 0.0, run);  // Appendix C: max VI spread for case I
   const double hmc_seconds = seconds_since(t1);
@@ -185,22 +196,14 @@ std::string case_two(const std::filesystem::path& out, bool quick) {
   auto post = std::make_shared<Posterior>(model, make_gaussian_likelihood(0.05), GaussianPrior::isotropic(141, 1.0), data.inputs, data.targets);
   const auto t0 = std::chrono::steady_clock::now();
   const Vec map = map_fit(post, 10, 5000, 0.01, 11);
-  ViParams vp;
-  vp.epochs = quick ? 5000 : 30000;
-  vp.learning_rate = 1e-3;
-  vp.initial_mean = map;
   Rng vi_rng(12, 0);
-  const ViResult vi = fit_bayes_by_backprop(*post, *GaussianPrior::isotropic(141, 1.0), vp, vi_rng);
+  const ViResult vi = vi_from_map(*post, map, quick ? 5000 : 30000, vi_rng);
   const Vec vi_sd = vi.approximation->sd();
   const double vi_seconds = seconds_since(t0);
   const SensitivityReport report = compute_sensitivities(*model, vi.mu, vi_sd, data.inputs);
   write_sensitivity_report(out, report, model->layout());
 
-  RunConfig run;
-  run.num_chains = 4;
-  run.num_warmup = quick ? 200 : 2000;
-  run.num_draws = quick ? 300 : 3000;
-  run.seed = 13;
+  const RunConfig run = sampling_run(quick, 13);
   Vec sorted = vi_sd;
   std::sort(sorted.data(), sorted.data() + sorted.size());
   const double median_sd = sorted[70];  // 141 values
