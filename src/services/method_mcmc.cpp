@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "chain_run.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/chain_samplers.hpp"
 #include "uqnn/mcmc/sgmcmc/psgld.hpp"
@@ -112,13 +113,7 @@ MethodResult run_mcmc(const FitContext& context, const std::string& method) {
   const auto& cfg = context.config;
   const McmcConfig& m = cfg.mcmc;
   const auto& post = context.posterior;
-  RunConfig run;
-  run.num_chains = m.chains;
-  run.num_threads = m.threads;
-  run.num_warmup = m.warmup;
-  run.num_draws = m.draws;
-  run.thin = m.thin;
-  run.seed = cfg.seed;
+  RunConfig run = detail::chain_run_config(cfg);
   run.validate();
 
   InitialPoints initial;
@@ -145,32 +140,21 @@ MethodResult run_mcmc(const FitContext& context, const std::string& method) {
   const bool stochastic = kernel == "sgld" || kernel == "sghmc" || kernel == "psgld";
   const SamplerFactory factory = stochastic ? sgmcmc_factory(kernel, m, target)
                                             : make_sampler_factory(post, sampler_config(method, m, post->dim()));
-  ProgressObserver progress;
-  InterruptObserver interrupt;
-  std::vector<Observer*> observers{&interrupt};
-  if (cfg.progress && progress_wanted()) observers.push_back(&progress);
+  const detail::ChainRunObservers observers(cfg);
   context.log(fmt::format("{}: {} chains x ({} warmup + {} draws), init {}", method, m.chains, m.warmup, m.draws, m.init));
-  const RunResult r = run_chains(run, factory, initial, observers);
+  const RunResult r = run_chains(run, factory, initial, observers.list());
 
   MethodResult result;
-  const Index kept = r.min_draws();
-  double accept = 0;
-  for (int c = 0; c < r.num_chains(); ++c)
-    for (Index d = 0; d < kept; ++d) {
-      result.draws.push_back(r.draws[static_cast<std::size_t>(c)].row(d).transpose());
-      result.chain_of_draw.push_back(c);
-      result.stats.push_back(r.stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(d)]);
-      accept += result.stats.back().accept_stat;
-    }
+  detail::append_kept_draws(r, result);
   result.info = {{"sampler", method},
                  {"chains", r.num_chains()},
                  {"warmup", m.warmup},
-                 {"draws_per_chain", kept},
+                 {"draws_per_chain", r.min_draws()},
                  {"thin", m.thin},
                  {"init", m.init},
                  {"divergences", r.num_divergent()},
                  {"divergences_warmup", r.num_divergent_warmup()},
-                 {"mean_accept_stat", result.stats.empty() ? 0.0 : accept / static_cast<double>(result.stats.size())},
+                 {"mean_accept_stat", detail::mean_accept_stat(result.stats)},
                  {"interrupted", r.interrupted},
                  {"sampling_seconds", r.seconds},
                  {"tuned", r.sampler_descriptions}};

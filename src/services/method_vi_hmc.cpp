@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "approx_common.hpp"
+#include "chain_run.hpp"
 #include "uqnn/hybrid/sensitivity_report.hpp"
 #include "uqnn/hybrid/vi_hmc.hpp"
 #include "uqnn/run/observer.hpp"
@@ -101,30 +102,14 @@ MethodResult run_vi_hmc(const FitContext& c) {
   }
 
   const McmcConfig& m = c.config.mcmc;
-  RunConfig run;
-  run.num_chains = m.chains;
-  run.num_threads = m.threads;
-  run.num_warmup = m.warmup;
-  run.num_draws = m.draws;
-  run.thin = m.thin;
-  run.seed = c.config.seed;
-  ProgressObserver progress;
-  InterruptObserver interrupt;
-  std::vector<Observer*> observers{&interrupt};
-  if (c.config.progress && progress_wanted()) observers.push_back(&progress);
-  const ViHmcResult result = run_vi_hmc(post, vi.mu, vi_sd, std::move(report), params, run, observers);
+  const detail::ChainRunObservers observers(c.config);
+  const ViHmcResult result =
+      run_vi_hmc(post, vi.mu, vi_sd, std::move(report), params, detail::chain_run_config(c.config), observers.list());
   const RunResult& rr = result.run;
   const Index kept = rr.min_draws();
-  double accept = 0;
+  detail::append_kept_draws(rr, r, [&result](const Vec& x) { return result.view->expand(x); });
   long leapfrogs = 0;
-  for (int ch = 0; ch < rr.num_chains(); ++ch)
-    for (Index d = 0; d < kept; ++d) {
-      r.draws.push_back(result.view->expand(rr.draws[static_cast<std::size_t>(ch)].row(d).transpose()));
-      r.chain_of_draw.push_back(ch);
-      r.stats.push_back(rr.stats[static_cast<std::size_t>(ch)][static_cast<std::size_t>(d)]);
-      accept += r.stats.back().accept_stat;
-      leapfrogs += r.stats.back().n_leapfrog;
-    }
+  for (const DrawStats& s : r.stats) leapfrogs += s.n_leapfrog;
   const double iterations = static_cast<double>(rr.num_chains()) * static_cast<double>(m.warmup + m.draws);
   r.info.update({{"sampler", params.sampler},
                  {"subset", params.subset == SubsetRule::Sensitive ? "sensitive" : "random"},
@@ -137,7 +122,7 @@ MethodResult run_vi_hmc(const FitContext& c) {
                  {"warmup", m.warmup},
                  {"draws_per_chain", kept},
                  {"divergences", rr.num_divergent()},
-                 {"mean_accept_stat", r.stats.empty() ? 0.0 : accept / static_cast<double>(r.stats.size())},
+                 {"mean_accept_stat", detail::mean_accept_stat(r.stats)},
                  {"mean_leapfrog_per_draw", r.stats.empty() ? 0.0 : static_cast<double>(leapfrogs) / static_cast<double>(r.stats.size())},
                  {"sampling_seconds", rr.seconds},
                  {"seconds_per_iteration", iterations > 0 ? rr.seconds / iterations : 0.0},
