@@ -330,14 +330,17 @@ TEST(DeiMcmc, ColumnwiseRhatIsTheRankNormalizedRhatOfEachColumnAcrossChains) {
   EXPECT_THROW(diagnostics::columnwise_rhat({chains[0]}), std::invalid_argument);
 }
 
+/// DIR/data.csv: 30 points of y = sin(x / 2) on [0, 2.9] (the fit-service tests' data).
+void write_sine_csv(const fs::path& dir) {
+  fs::create_directories(dir);
+  std::ofstream csv(dir / "data.csv");
+  csv << "x,y\n";
+  for (int i = 0; i < 30; ++i) csv << (i / 10.0) << ',' << std::sin(i / 5.0) << '\n';
+}
+
 TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  {
-    std::ofstream csv(dir / "data.csv");
-    csv << "x,y\n";
-    for (int i = 0; i < 30; ++i) csv << (i / 10.0) << ',' << std::sin(i / 5.0) << '\n';
-  }
+  write_sine_csv(dir);
   FitConfig cfg;
   cfg.data.path = dir / "data.csv";
   cfg.model.hidden = {3};
@@ -375,12 +378,7 @@ TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
 
 TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
   const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_given_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  {
-    std::ofstream csv(dir / "data.csv");
-    csv << "x,y\n";
-    for (int i = 0; i < 30; ++i) csv << (i / 10.0) << ',' << std::sin(i / 5.0) << '\n';
-  }
+  write_sine_csv(dir);
   FitConfig cfg;
   cfg.data.path = dir / "data.csv";
   cfg.model.hidden = {3};
