@@ -6,14 +6,16 @@
 //   ./build/examples/dei_table3 [--data-dir ../shared/data/uci] [--out dei-table3]
 //       [--datasets airfoil,concrete,energy,yacht] [--reps 3] [--members 12] [--warmup 100]
 //       [--draws 1000] [--epochs 5000] [--dying airfoil,energy] [--dying-warmup 200]
-//       [--dying-draws 200] [--dying-activations relu,tanh] [--threads 2]
+//       [--dying-draws 200] [--dying-activations relu,tanh] [--threads 2] [--precision float32]
 //
 // Settings (seed 003 sec. 7.3, App. C.4, App. D): features and target standardised on the training
 // part; 80/20 random splits with seeds 0, 1, 2; 2x16 ReLU MLP whose outputs are mean and log sigma
 // (heteroscedastic Gaussian, as the paper's code); unit Gaussian prior; M = 12 members trained
 // full batch for 5000 epochs with Adam (lr 1e-2, weight decay 1e-2) on the Gaussian NLL; one NUTS
 // chain per member, 100 warmup steps, target acceptance 0.8; the first 10 / 100 / 1000 draws of
-// every chain. All metrics in standardised units on the test part.
+// every chain. All metrics in standardised units on the test part. The network's passes run in
+// float32 (JAX's default dtype, hence NumPyro's; the paper does not say it enabled float64): about
+// 1.8x faster than float64 here, while log densities are summed and the sampler integrates in double.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "list_argument.hpp"
@@ -66,29 +69,37 @@ struct Options {
   long warmup = 100, draws = 1000, epochs = 5000;
   long dying_warmup = 200, dying_draws = 200;
   int threads = 2;
+  std::string precision = "float32";
 };
 
+/// The command line (CLI11); list options take comma-separated values, "none" for an empty list.
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) throw std::invalid_argument("option " + a + " needs a value");
-    const std::string v = argv[++i];
-    if (a == "--data-dir") o.data_dir = v;
-    else if (a == "--out") o.out = v;
-    else if (a == "--datasets") o.datasets = split_list(v);
-    else if (a == "--dying") o.dying = split_list(v == "none" ? "" : v);
-    else if (a == "--reps") o.reps = std::stoi(v);
-    else if (a == "--members") o.members = std::stol(v);
-    else if (a == "--warmup") o.warmup = std::stol(v);
-    else if (a == "--draws") o.draws = std::stol(v);
-    else if (a == "--epochs") o.epochs = std::stol(v);
-    else if (a == "--dying-activations") o.dying_activations = split_list(v);
-    else if (a == "--dying-warmup") o.dying_warmup = std::stol(v);
-    else if (a == "--dying-draws") o.dying_draws = std::stol(v);
-    else if (a == "--threads") o.threads = std::stoi(v);
-    else throw std::invalid_argument("unknown option " + a);
+  std::string dying = "airfoil,energy";
+  CLI::App app("dei_table3: seed 003 Table 3 (DEI-MCMC vs LM, DNN, DE) and the dying-sampler comparison");
+  app.add_option("--data-dir", o.data_dir, "UCI data sets (../shared/data/uci)")->capture_default_str();
+  app.add_option("--out", o.out, "output directory")->capture_default_str();
+  app.add_option("--datasets", o.datasets, "Table 3 data sets")->delimiter(',')->capture_default_str();
+  app.add_option("--reps", o.reps, "replications (80/20 splits with seeds 0, 1, ...)")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--members", o.members, "ensemble members = chains")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--warmup", o.warmup, "NUTS warmup iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--draws", o.draws, "draws per chain (Table 3 reports the first 10, 100, 1000)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Adam epochs per member")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "arithmetic of the network passes: float32 (JAX/NumPyro's default, as the paper's runs) | float64")
+      ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
+  app.add_option("--dying", dying, "data sets of the dying-sampler comparison (Tables 1/2), or none")->capture_default_str();
+  app.add_option("--dying-activations", o.dying_activations, "activations of that comparison")->delimiter(',')->capture_default_str();
+  app.add_option("--dying-warmup", o.dying_warmup, "its NUTS warmup")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--dying-draws", o.dying_draws, "its draws per chain")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", o.threads, "chains run in this many threads (results do not depend on it)")->check(CLI::Range(1, 1024))->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
+  o.dying = dying == "none" ? std::vector<std::string>{} : split_list(dying);
   return o;
 }
 
@@ -117,7 +128,7 @@ struct Problem {
   Mat test_x, test_y;
 };
 
-Problem make_problem(const Dataset& data, int rep, const std::string& activation) {
+Problem make_problem(const Dataset& data, int rep, const std::string& activation, Precision precision) {
   SplitParams sp;
   sp.train_fraction = 0.8;
   sp.validation_fraction = 0.0;
@@ -131,6 +142,7 @@ Problem make_problem(const Dataset& data, int rep, const std::string& activation
   MlpSpec spec{data.input_dim(), {16, 16}, lik->model_outputs(1), parse_activation(activation),
                activation == "relu" ? InitScheme::He : InitScheme::Glorot};
   auto model = std::make_shared<Mlp>(spec);
+  model->set_precision(precision);
   auto prior = GaussianPrior::isotropic(model->num_params(), 1.0);  // unit Gaussian prior
   return {std::make_shared<Posterior>(model, lik, prior, train_std.inputs, train_std.targets), test_std.inputs,
           test_std.targets};
@@ -280,7 +292,7 @@ int main(int argc, char** argv) try {
     int dying = 0, chains_total = 0;
     for (int rep = 0; rep < o.reps; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      const Problem p = make_problem(data, rep, "relu");
+      const Problem p = make_problem(data, rep, "relu", parse_precision(o.precision));
       const LinearBaseline lm = LinearBaseline::fit(p.posterior->inputs(), p.posterior->targets());
       col["lm_rmse"].push_back(lm.rmse(p.test_x, p.test_y));
       col["lm_lppd"].push_back(lm.lppd(p.test_x, p.test_y));
@@ -473,7 +485,7 @@ int main(int argc, char** argv) try {
       for (const std::string& activation : o.dying_activations)
         for (const std::string start : {"prior", "ensemble"}) {
           const auto t0 = std::chrono::steady_clock::now();
-          const Problem p = make_problem(data, 0, activation);
+          const Problem p = make_problem(data, 0, activation, parse_precision(o.precision));
           DeiMcmcParams params;
           params.start = start;
           params.ensemble.members = o.members;

@@ -23,6 +23,11 @@ void add_fit_options(CLI::App& c, FitConfig& cfg, std::string& arch, std::string
   c.add_option("--init", cfg.model.init, "glorot | he | torch (default: glorot for tanh-like, he for relu-like)");
   c.add_option("--rnet-width", cfg.model.rnet_width, "rnet: state width")->capture_default_str();
   c.add_option("--rnet-layers", cfg.model.rnet_layers, "rnet: number of layers L (L + 1 residual updates)")->capture_default_str();
+  c.add_option("--precision", cfg.model.precision,
+               "arithmetic of the network's forward and reverse passes: float64 | float32 (JAX/NumPyro's default; "
+               "about 1.8x faster gradients, the sampler stays double)")
+      ->check(CLI::IsMember({"float64", "float32"}))
+      ->capture_default_str();
   c.add_option("--rnet-order", cfg.model.rnet_weight_order, "rnet: polynomial order of the weights over depth; -1 = one matrix per layer")->capture_default_str();
   // Probability.
   c.add_option("--likelihood", cfg.probability.likelihood, "gaussian | heteroscedastic | bernoulli | categorical")->capture_default_str();

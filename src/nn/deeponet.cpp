@@ -105,7 +105,7 @@ nlohmann::json DeepOnet::to_json() const {
     for (Index j = 0; j < grid_.cols(); ++j) rows.emplace_back(grid_.col(j).data(), grid_.col(j).data() + grid_.rows());
     j["query_grid"] = rows;
   }
-  return j;
+  return with_precision(j);
 }
 
 }  // namespace uqnn

@@ -52,12 +52,12 @@ std::unique_ptr<SubspaceGradient> Mlp::make_subspace_gradient(const Vec& base_th
 }
 
 nlohmann::json Mlp::to_json() const {
-  return {{"kind", "mlp"},
+  return with_precision({{"kind", "mlp"},
           {"input_dim", spec_.input_dim},
           {"hidden", spec_.hidden},
           {"output_dim", spec_.output_dim},
           {"activation", to_string(spec_.activation)},
-          {"init", to_string(spec_.init)}};
+          {"init", to_string(spec_.init)}});
 }
 
 }  // namespace uqnn

@@ -10,6 +10,24 @@
 
 namespace uqnn {
 
+Precision parse_precision(const std::string& name) {
+  if (name == "float64" || name == "double") return Precision::Float64;
+  if (name == "float32" || name == "float") return Precision::Float32;
+  throw InputError("precision '" + name + "' is not known: valid are float64, float32");
+}
+
+std::string to_string(Precision precision) { return precision == Precision::Float32 ? "float32" : "float64"; }
+
+void Model::set_precision(Precision precision) {
+  if (precision != Precision::Float64)
+    throw InputError(fmt::format("{} model: precision {} is not supported (float64 only)", kind(), to_string(precision)));
+}
+
+nlohmann::json Model::with_precision(nlohmann::json description) const {
+  if (precision_ != Precision::Float64) description["precision"] = to_string(precision_);
+  return description;
+}
+
 void check_model_shapes(const Model& model, const Vec& theta, const Mat& X) {
   if (theta.size() != model.num_params())
     throw std::invalid_argument(fmt::format("{} model: theta has {} entries, the model has {} parameters",
@@ -69,9 +87,7 @@ namespace {
 
 std::vector<Index> index_list(const nlohmann::json& j) { return j.get<std::vector<Index>>(); }
 
-}  // namespace
-
-std::unique_ptr<Model> make_model(const nlohmann::json& d) {
+std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
   try {
     const std::string kind = d.at("kind").get<std::string>();
     if (kind == "mlp") {
@@ -129,6 +145,17 @@ std::unique_ptr<Model> make_model(const nlohmann::json& d) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
   }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const nlohmann::json& d) {
+  std::unique_ptr<Model> model = make_model_of_kind(d);
+  if (d.contains("precision")) {
+    if (!d.at("precision").is_string()) throw InputError("invalid model description: 'precision' must be a string");
+    model->set_precision(parse_precision(d.at("precision").get<std::string>()));
+  }
+  return model;
 }
 
 }  // namespace uqnn

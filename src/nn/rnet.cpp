@@ -44,7 +44,7 @@ Vec RNet::initial_params(Rng& rng) const {
 }
 
 nlohmann::json RNet::to_json() const {
-  return {{"kind", "rnet"},
+  return with_precision({{"kind", "rnet"},
           {"input_dim", spec_.input_dim},
           {"output_dim", spec_.output_dim},
           {"width", spec_.width},
@@ -54,7 +54,7 @@ nlohmann::json RNet::to_json() const {
           {"pre_layer", spec_.pre_layer},
           {"post_layer", spec_.post_layer},
           {"activation", to_string(spec_.activation)},
-          {"init", to_string(spec_.init)}};
+          {"init", to_string(spec_.init)}});
 }
 
 }  // namespace uqnn

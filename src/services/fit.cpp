@@ -21,7 +21,9 @@
 
 namespace uqnn {
 
-std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index output_dim) {
+namespace {
+
+std::shared_ptr<Model> build_network(const ModelConfig& c, Index input_dim, Index output_dim) {
   const Activation activation = parse_activation(c.activation);
   const InitScheme init = c.init.empty() ? default_init_scheme(activation) : parse_init_scheme(c.init);
   if (c.kind == "mlp") return std::make_shared<Mlp>(MlpSpec{input_dim, c.hidden, output_dim, activation, init});
@@ -37,6 +39,14 @@ std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index 
     return std::make_shared<RNet>(s);
   }
   throw InputError("--model '" + c.kind + "' is not known: valid are mlp, rnet");
+}
+
+}  // namespace
+
+std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index output_dim) {
+  auto model = build_network(c, input_dim, output_dim);
+  model->set_precision(parse_precision(c.precision));
+  return model;
 }
 
 std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double target_scale) {

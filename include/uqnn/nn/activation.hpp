@@ -106,8 +106,8 @@ void activation_backward(Activation activation, const MatT<T>& Z, const MatT<T>&
   switch (activation) {
     case Activation::Tanh: d *= (T(1) - A.array().square()); return;
     case Activation::Sigmoid: d *= A.array() * (T(1) - A.array()); return;
-    case Activation::Relu:
-      d *= Z.array().unaryExpr([](const T& x) -> T { return x > T(0) ? T(1) : T(0); });
+    case Activation::Relu:  // relu(z) > 0 exactly when z > 0: the output suffices (no copy of Z kept)
+      d *= A.array().unaryExpr([](const T& a) -> T { return a > T(0) ? T(1) : T(0); });
       return;
     case Activation::Silu: {
       // silu(z) = z s(z); silu'(z) = s(z) (1 + z (1 - s(z))) with s(z) = silu(z) / z rewritten
@@ -131,7 +131,7 @@ void activation_backward(Activation activation, const MatT<T>& Z, const MatT<T>&
 
 /// True when the derivative needs the pre-activation Z (not only A).
 inline bool activation_needs_preactivation(Activation activation) {
-  return activation == Activation::Relu || activation == Activation::Silu || activation == Activation::Sine;
+  return activation == Activation::Silu || activation == Activation::Sine;
 }
 
 }  // namespace uqnn

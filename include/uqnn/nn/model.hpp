@@ -16,6 +16,12 @@
 
 namespace uqnn {
 
+/// The arithmetic of a model's forward and reverse passes (see Model::precision).
+enum class Precision { Float64, Float32 };
+/// Parses "float64" (or "double") and "float32" (or "float"); throws InputError otherwise.
+Precision parse_precision(const std::string& name);
+std::string to_string(Precision precision);
+
 /// A scalar loss of the model outputs: returns loss(Y) and writes dloss/dY (same shape as Y).
 template <typename T>
 using OutputLoss = std::function<T(const MatT<T>& outputs, MatT<T>& output_grad)>;
@@ -60,11 +66,25 @@ class Model {
   virtual Mat jacobian(const Vec& theta, const Mat& X) const;
   /// Architecture description (no parameter values); `make_model(json)` rebuilds the model.
   virtual nlohmann::json to_json() const = 0;
+
+  /// The arithmetic of forward() and value_and_gradient() (hence jacobian()): Float64 (default), or
+  /// Float32 for the network's forward and reverse passes while the loss, its sum and the returned
+  /// gradient stay double. Float32 is JAX's (hence NumPyro's) default and halves the cost of the
+  /// small dense products that dominate NUTS on the networks of seed 003; the sampler's state and
+  /// integrator stay double. Hessian-vector and Jacobian-vector products are always double.
+  Precision precision() const { return precision_; }
+  /// Models without a float32 path (the default) throw InputError for Float32.
+  virtual void set_precision(Precision precision);
   /// A SubspaceGradient on inputs X for the parameters `active` (indices into theta) with the rest
   /// at `base_theta`. This default computes the full gradient (correct, no saving); Mlp and
   /// DeepOnet skip fixed parameters' work and cache fully fixed leading layers.
   virtual std::unique_ptr<SubspaceGradient> make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
                                                                    const Mat& X) const;
+
+ protected:
+  /// `description` with "precision" added when it is not the default (to_json of ModelBase models).
+  nlohmann::json with_precision(nlohmann::json description) const;
+  Precision precision_ = Precision::Float64;
 };
 
 /// Rebuilds a model from `Model::to_json()`; throws InputError on an unknown or invalid description.
@@ -77,8 +97,13 @@ std::unique_ptr<Model> make_model(const nlohmann::json& description);
 template <typename Derived>
 class ModelBase : public Model {
  public:
+  void set_precision(Precision precision) override { precision_ = precision; }
+
   Mat forward(const Vec& theta, const Mat& X) const override {
     check_shapes(theta, X);
+    if (precision_ == Precision::Float32)
+      return self().template evaluate<float>(theta.cast<float>(), X.cast<float>(), nullptr, nullptr, nullptr)
+          .template cast<double>();
     return self().template evaluate<double>(theta, X, nullptr, nullptr, nullptr);
   }
 
@@ -87,6 +112,27 @@ class ModelBase : public Model {
     check_shapes(theta, X);
     if (grad.size() != num_params()) grad = Vec::Zero(num_params());
     double value = 0.0;
+    if (precision_ == Precision::Float32) {
+      // The network in float; the loss sees double outputs and its value is kept in double (a
+      // float sum of ~10^3 log-likelihood terms would lose the digits the Metropolis test uses).
+      const OutputLoss<float> float_loss = [&](const MatT<float>& Y, MatT<float>& dY) {
+        const Mat outputs = Y.cast<double>();
+        Mat output_grad(outputs.rows(), outputs.cols());
+        value = loss(outputs, output_grad);
+        dY = output_grad.cast<float>();
+        return static_cast<float>(value);
+      };
+      // Per-thread buffers: a sampler calls this ~10^3 times per draw on the same shapes.
+      thread_local VecT<float> float_theta, float_grad;
+      thread_local MatT<float> float_inputs;
+      float_theta = theta.cast<float>();
+      float_inputs = X.cast<float>();
+      float_grad.setZero(num_params());
+      float float_value = 0.0f;
+      self().template evaluate<float>(float_theta, float_inputs, &float_loss, &float_value, &float_grad);
+      grad += float_grad.cast<double>();
+      return value;
+    }
     self().template evaluate<double>(theta, X, &loss, &value, &grad);
     return value;
   }

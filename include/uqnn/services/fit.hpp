@@ -29,6 +29,7 @@ struct ModelConfig {
   std::string init;                  ///< glorot | he | torch; empty = default for the activation
   Index rnet_width = 3, rnet_layers = 3;
   int rnet_weight_order = 0;         ///< -1 = non-parametric
+  std::string precision = "float64"; ///< float64 | float32: arithmetic of the network's passes
 };
 
 /// Likelihood and prior.

@@ -72,6 +72,33 @@ TEST_F(Cli, FitThenPredictReproducesTheFittedPredictions) {
       if (fitted.values(r, a_fit) == again.values(s, a_new)) EXPECT_NEAR(fitted.values(r, m_fit), again.values(s, m_new), 1e-12);
 }
 
+TEST_F(Cli, Float32FitRecordsItsPrecisionAndPredictReloadsIt) {
+  std::string csv = "a,y\n";
+  for (int i = 0; i < 30; ++i) csv += std::to_string(-1 + 0.07 * i) + "," + std::to_string(std::sin(2.0 * i)) + "\n";
+  write("data.csv", csv);
+  const std::string data = " --data " + (dir_ / "data.csv").string();
+  const CliRun fit = run("fit --quiet --method ens --members 2 --epochs 100 --arch 8 --noise 0.1 --precision float32" + data +
+                         " --out " + (dir_ / "run").string());
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_EQ(json(dir_ / "run" / "model.json")["model"].value("precision", std::string()), "float32");
+  const CliRun predict = run("predict --model " + (dir_ / "run").string() + data + " --out " + (dir_ / "p.csv").string());
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const CsvTable fitted = read_predictions(dir_ / "run" / "predictions.csv"), again = read_csv(dir_ / "p.csv");
+  const Index a_fit = fitted.find_column("a"), m_fit = fitted.find_column("y_mean");
+  const Index a_new = again.find_column("a"), m_new = again.find_column("y_mean");
+  int matched = 0;
+  for (Index r = 0; r < fitted.num_rows(); ++r)
+    for (Index s = 0; s < again.num_rows(); ++s)
+      if (fitted.values(r, a_fit) == again.values(s, a_new)) {
+        EXPECT_NEAR(fitted.values(r, m_fit), again.values(s, m_new), 1e-12);
+        ++matched;
+      }
+  EXPECT_GT(matched, 0);
+  const CliRun bad = run("fit --quiet --precision float16" + data);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("float16"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, DiagnosePrintsTheSummaryOfAnyDrawsCsv) {
   std::string csv = "chain,draw,mu\n";
   for (int c = 0; c < 2; ++c)

@@ -52,7 +52,8 @@ struct LinearRegression {
   Mat covariance;
 };
 
-inline LinearRegression linear_regression(std::uint64_t seed = 7) {
+/// `arithmetic` sets the network's precision (Model::precision); the closed form is the same.
+inline LinearRegression linear_regression(std::uint64_t seed = 7, Precision arithmetic = Precision::Float64) {
   const Index n = 20;
   const double sigma = 0.5, tau = 2.0;
   Rng rng(seed);
@@ -63,6 +64,7 @@ inline LinearRegression linear_regression(std::uint64_t seed = 7) {
     Y(0, i) = 0.7 * X(0, i) - 0.4 * X(1, i) + 0.3 + sigma * rng.normal();
   }
   auto model = std::make_shared<Mlp>(Mlp::linear(2, 1));
+  model->set_precision(arithmetic);
   auto prior = GaussianPrior::isotropic(model->num_params(), tau);
   LinearRegression out;
   out.posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(sigma), prior, X, Y);

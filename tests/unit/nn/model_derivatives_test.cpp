@@ -188,6 +188,52 @@ TEST_P(ModelDerivatives, DescriptionRoundTrips) {
   EXPECT_LT((rebuilt->forward(theta_, X_) - model_->forward(theta_, X_)).cwiseAbs().maxCoeff(), 1e-15);
 }
 
+// Float32 passes (Model::precision): outputs and gradient within float rounding of the float64
+// ones but not bitwise equal (the float path really runs), the value is the double loss of the
+// float outputs, and the setting survives the description round trip. Models without a float path
+// (linearized) refuse it with a clear error.
+TEST_P(ModelDerivatives, Float32PassesAgreeWithFloat64) {
+  if (model_->kind() == "linearized") {
+    EXPECT_THROW(model_->set_precision(Precision::Float32), InputError);
+    EXPECT_EQ(model_->precision(), Precision::Float64);
+    return;
+  }
+  const Mat outputs = model_->forward(theta_, X_);
+  const Vec g = gradient(theta_);
+  model_->set_precision(Precision::Float32);
+  const Mat outputs32 = model_->forward(theta_, X_);
+  const Vec g32 = gradient(theta_);
+  const double value32 = loss_value(theta_);
+  const auto rebuilt = make_model(model_->to_json());
+  model_->set_precision(Precision::Float64);  // the cases are shared by the other tests
+
+  const double scale = 1.0 + outputs.cwiseAbs().maxCoeff();
+  EXPECT_LT((outputs32 - outputs).cwiseAbs().maxCoeff(), 1e-5 * scale) << GetParam().name;
+  EXPECT_GT((outputs32 - outputs).cwiseAbs().maxCoeff(), 0.0) << "float32 outputs bitwise equal to float64: not a float path";
+  EXPECT_LT((g32 - g).norm(), 1e-4 * (1.0 + g.norm())) << GetParam().name;
+  Mat d_outputs;
+  EXPECT_EQ(value32, make_loss<double>(C_)(outputs32, d_outputs)) << "the value must be the double loss of the float outputs";
+  EXPECT_EQ(rebuilt->precision(), Precision::Float32);
+  EXPECT_EQ(rebuilt->to_json().value("precision", std::string()), "float32");
+  EXPECT_EQ((rebuilt->forward(theta_, X_) - outputs32).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_FALSE(model_->to_json().contains("precision")) << "float64 descriptions stay as before";
+}
+
+TEST(Precision, NamesAndBadValues) {
+  EXPECT_EQ(parse_precision("float32"), Precision::Float32);
+  EXPECT_EQ(parse_precision("float64"), Precision::Float64);
+  EXPECT_EQ(to_string(Precision::Float32), "float32");
+  try {
+    parse_precision("float16");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("valid are float64, float32"), std::string::npos) << e.what();
+  }
+  nlohmann::json d = Mlp(Mlp::linear(2, 1)).to_json();
+  d["precision"] = 32;
+  EXPECT_THROW(make_model(d), InputError);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllModels, ModelDerivatives, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

@@ -49,6 +49,7 @@ std::vector<Setup> setups() {
       {"gaussian_two_targets", make_gaussian_likelihood(0.3), nullptr, 2},
       {"learned_sigma", make_learned_sigma_likelihood(0.5), nullptr, 1},
       {"heteroscedastic", make_heteroscedastic_likelihood(), nullptr, 1},
+      {"heteroscedastic_two_targets", make_heteroscedastic_likelihood(), nullptr, 2},
       {"bernoulli", make_bernoulli_likelihood(), nullptr, 1},
       {"categorical", make_categorical_likelihood(3), nullptr, 1},
   };
@@ -169,7 +170,16 @@ TEST(Likelihood, HeteroscedasticAndLearnedSigmaAreTheGaussianDensity) {
   Y << 0.1, -0.2, std::log(0.4), std::log(2.0);
   T << 0.3, 0.5;
   const double expected = -0.5 * std::pow(0.2 / 0.4, 2) - std::log(0.4) - 0.5 * std::pow(0.7 / 2.0, 2) - std::log(2.0) - kLog2Pi;
-  EXPECT_NEAR(make_heteroscedastic_likelihood()->log_likelihood(Y, T, Vec(0), nullptr, nullptr), expected, 1e-14);
+  const auto heteroscedastic = make_heteroscedastic_likelihood();
+  EXPECT_NEAR(heteroscedastic->log_likelihood(Y, T, Vec(0), nullptr, nullptr), expected, 1e-14);
+  const Vec pointwise = heteroscedastic->pointwise_log_likelihood(Y, T, Vec(0));
+  EXPECT_NEAR(pointwise[0], -0.5 * std::pow(0.2 / 0.4, 2) - std::log(0.4) - 0.5 * kLog2Pi, 1e-14);
+  EXPECT_NEAR(pointwise[1], -0.5 * std::pow(0.7 / 2.0, 2) - std::log(2.0) - 0.5 * kLog2Pi, 1e-14);
+  // Two targets: rows (mean_1, mean_2, log sigma_1, log sigma_2); a point's density is the product.
+  Mat Y2(4, 1), T2(2, 1);
+  Y2 << 0.1, -0.2, std::log(0.4), std::log(2.0);
+  T2 << 0.3, 0.5;
+  EXPECT_NEAR(heteroscedastic->pointwise_log_likelihood(Y2, T2, Vec(0))[0], expected, 1e-14);
   const auto learned = make_learned_sigma_likelihood(1.0);
   const Vec log_sigma = Vec::Constant(1, std::log(0.4));
   const double expected_learned = -0.5 * (0.04 + 0.49) / 0.16 - 2 * std::log(0.4) - kLog2Pi;
