@@ -85,6 +85,23 @@ template <typename T>
 Eigen::Map<const RowMajorMatT<T>> weight_map(const T* theta, Index rows, Index cols) {
   return Eigen::Map<const RowMajorMatT<T>>(theta, rows, cols);
 }
+
+/// dW += delta input^T ([out, n] [n, in]): a reduction over the n examples. Eigen's GEMM packs
+/// both operands on every call and wastes most of its micro-kernel when out or in is tiny (a
+/// network's 1-2 outputs, a data set's handful of features), so those shapes go through one
+/// matrix-vector product per output row / per input column instead: 2.5x / 1.8x faster at the
+/// 2x16 networks of seed 003 (n = 250-1200), the same sums in another order.
+template <typename T, typename WeightGradient>
+void add_weight_gradient(WeightGradient&& dW, const MatT<T>& delta, const MatT<T>& input) {
+  constexpr Index kFew = 8;
+  if (dW.rows() <= kFew / 2) {
+    for (Index o = 0; o < dW.rows(); ++o) dW.row(o).noalias() += delta.row(o) * input.transpose();
+  } else if (dW.cols() <= kFew) {
+    for (Index k = 0; k < dW.cols(); ++k) dW.col(k).noalias() += delta * input.row(k).transpose();
+  } else {
+    dW.noalias() += delta * input.transpose();
+  }
+}
 }  // namespace detail
 
 /// Forward pass of the stack whose parameters start at `theta`; fills `tape` (post[0] = X).
@@ -162,7 +179,7 @@ void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStack
     Eigen::Map<VecT<T>> db(g + out * in, out);
     const IndexVec* active = mask ? &mask->active[ls - 1] : nullptr;
     if (!active || mask->full_weight_gradient[ls - 1]) {
-      dW.noalias() += *delta * tape.post[ls - 1].transpose();
+      detail::add_weight_gradient(dW, *delta, tape.post[ls - 1]);
     } else if (!active->empty() && active->front() < out * in) {
       // A few active weights: one dot product each, on transposed copies so rows are contiguous.
       const MatT<T> delta_t = delta->transpose(), input_t = tape.post[ls - 1].transpose();
