@@ -5,6 +5,7 @@
 /// gradient of a scalar loss of the outputs (reverse mode); exact Hessian-vector products of that
 /// loss (forward-over-reverse with dual numbers); per-example Jacobians. Concrete models write one
 /// templated `evaluate<T>` (forward and reverse pass) and inherit the rest from ModelBase.
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -101,9 +102,11 @@ class ModelBase : public Model {
 
   Mat forward(const Vec& theta, const Mat& X) const override {
     check_shapes(theta, X);
-    if (precision_ == Precision::Float32)
-      return self().template evaluate<float>(theta.cast<float>(), X.cast<float>(), nullptr, nullptr, nullptr)
-          .template cast<double>();
+    if (precision_ == Precision::Float32) {
+      Mat outputs = self().template evaluate<float>(theta.cast<float>(), X.cast<float>(), nullptr, nullptr, nullptr)
+                        .template cast<double>();
+      if (outputs.allFinite()) return outputs;  // else beyond float's range: see value_and_gradient
+    }
     return self().template evaluate<double>(theta, X, nullptr, nullptr, nullptr);
   }
 
@@ -130,8 +133,14 @@ class ModelBase : public Model {
       float_grad.setZero(num_params());
       float float_value = 0.0f;
       self().template evaluate<float>(float_theta, float_inputs, &float_loss, &float_value, &float_grad);
-      grad += float_grad.cast<double>();
-      return value;
+      if (std::isfinite(value) && float_grad.allFinite()) {
+        grad += float_grad.cast<double>();
+        return value;
+      }
+      // Float's range (3.4e38) was exceeded where double's is not, e.g. the heteroscedastic
+      // residual term r^2 exp(-2 log sigma) at a prior draw's outputs: this evaluation in double,
+      // so float32 never turns a finite log density or gradient into a non-finite one.
+      value = 0.0;
     }
     self().template evaluate<double>(theta, X, &loss, &value, &grad);
     return value;

@@ -234,6 +234,34 @@ TEST(Precision, NamesAndBadValues) {
   EXPECT_THROW(make_model(d), InputError);
 }
 
+// Where float's range (3.4e38) is exceeded but double's is not, a float32 model computes that
+// evaluation in double: the same finite numbers as the float64 model, never inf or NaN.
+TEST(Precision, Float32FallsBackToFloat64BeyondFloatRange) {
+  Mlp wide(Mlp::linear(1, 1)), narrow(Mlp::linear(1, 1));
+  narrow.set_precision(Precision::Float32);
+  Mat X(1, 3);
+  X << 0.5, 1.0, 1.5;
+  // Outputs ~1e40: beyond float, ordinary for double.
+  const Vec huge = (Vec(2) << 1e40, 0.0).finished();
+  EXPECT_TRUE(narrow.forward(huge, X).allFinite());
+  EXPECT_EQ(narrow.forward(huge, X), wide.forward(huge, X));
+  // Outputs ~1 but a loss whose output gradient 100 e^{100 y} ~ 1e45 overflows float.
+  const OutputLoss<double> steep = [](const Mat& Y, Mat& dY) {
+    dY = 100.0 * (100.0 * Y.array()).exp().matrix();
+    return (100.0 * Y.array()).exp().sum();
+  };
+  const Vec theta = (Vec(2) << 1.0, 0.0).finished();
+  Vec g_narrow = Vec::Zero(2), g_wide = Vec::Zero(2);
+  const double v_narrow = narrow.value_and_gradient(theta, X, steep, g_narrow);
+  const double v_wide = wide.value_and_gradient(theta, X, steep, g_wide);
+  EXPECT_TRUE(std::isfinite(v_narrow) && g_narrow.allFinite()) << v_narrow << " " << g_narrow.transpose();
+  EXPECT_EQ(v_narrow, v_wide);
+  EXPECT_EQ(g_narrow, g_wide);
+  // In range the float path is taken (not bitwise the double result).
+  const Vec small = (Vec(2) << 0.1, 0.2).finished();
+  EXPECT_NE(narrow.forward(small * 1.1, X), wide.forward(small * 1.1, X));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllModels, ModelDerivatives, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
