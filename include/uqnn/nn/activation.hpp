@@ -62,20 +62,6 @@ inline void tanh_kernel(const double* in, double* out, Index n) {
   }
 }
 
-/// d[i] = a[i] > 0 ? d[i] : 0 for n floats or doubles: the relu derivative applied from its output,
-/// as a bit mask on packets (an Eigen `select` or comparison-and-cast expression runs scalar in 3.4).
-template <typename T>
-void relu_backward_kernel(const T* a, T* d, Index n) {
-  namespace ei = Eigen::internal;
-  using Packet = typename ei::packet_traits<T>::type;
-  constexpr Index kWidth = ei::unpacket_traits<Packet>::size;
-  const Packet zero = ei::pzero(Packet{});
-  Index i = 0;
-  for (; i + kWidth <= n; i += kWidth)
-    ei::pstoreu(d + i, ei::pand(ei::ploadu<Packet>(d + i), ei::pcmp_lt(zero, ei::ploadu<Packet>(a + i))));
-  for (; i < n; ++i) d[i] = a[i] > T(0) ? d[i] : T(0);
-}
-
 }  // namespace detail
 
 /// A = activation(Z), element-wise; A may be Z itself (in place).
@@ -121,11 +107,7 @@ void activation_backward(Activation activation, const MatT<T>& Z, const MatT<T>&
     case Activation::Tanh: d *= (T(1) - A.array().square()); return;
     case Activation::Sigmoid: d *= A.array() * (T(1) - A.array()); return;
     case Activation::Relu:  // relu(z) > 0 exactly when z > 0: the output suffices (no copy of Z kept)
-      if constexpr (std::is_floating_point_v<T>) {
-        detail::relu_backward_kernel(A.data(), dA.data(), dA.size());
-      } else {
-        d *= A.array().unaryExpr([](const T& a) -> T { return a > T(0) ? T(1) : T(0); });
-      }
+      d *= A.array().unaryExpr([](const T& a) -> T { return a > T(0) ? T(1) : T(0); });
       return;
     case Activation::Silu: {
       // silu(z) = z s(z); silu'(z) = s(z) (1 + z (1 - s(z))) with s(z) = silu(z) / z rewritten

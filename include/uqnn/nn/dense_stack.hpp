@@ -124,12 +124,11 @@ void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X,
     const auto W = detail::weight_map(p, out, in);
     const Eigen::Map<const VecT<T>> b(p + out * in, out);
     p += out * in + out;
-    // a_l = act(W a_{l-1} + b): a_l starts as the bias and the product accumulates into it (an
-    // assigned product would first zero a_l and the bias would need a pass of its own), then the
-    // activation runs in place.
+    // a_l = act(W a_{l-1} + b): the product goes straight into a_l, the activation in place.
+    // (Starting a_l from the bias and accumulating the product into it measured 5x slower here.)
     MatT<T>& a = tape.post[ls];
-    a = b.replicate(1, tape.post[ls - 1].cols());
-    a.noalias() += W * tape.post[ls - 1];
+    a.noalias() = W * tape.post[ls - 1];
+    a.colwise() += b;
     const bool activated = l < L || spec.activate_last;
     if (!activated) continue;
     if (keep_pre) {
