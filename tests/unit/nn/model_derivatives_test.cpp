@@ -27,6 +27,9 @@ std::vector<Case> all_cases() {
                        Activation::Identity}) {
     cases.push_back({"mlp_" + to_string(a), std::make_shared<Mlp>(MlpSpec{3, {5, 4}, 2, a, default_init_scheme(a)})});
   }
+  // Layers wide enough for NarrowKernel (dense_stack's products): 16 and 20 outputs are whole SIMD
+  // packets, or packets plus leftover rows, in float and in double.
+  cases.push_back({"mlp_relu_wide", std::make_shared<Mlp>(MlpSpec{3, {16, 20}, 2, Activation::Relu, InitScheme::He})});
   cases.push_back({"linear", std::make_shared<Mlp>(Mlp::linear(3, 2))});
   for (int order : {0, 2, -1})
     for (bool residual : {true, false})
