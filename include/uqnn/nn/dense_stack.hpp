@@ -89,17 +89,16 @@ Eigen::Map<const RowMajorMatT<T>> weight_map(const T* theta, Index rows, Index c
 
 /// dW += delta input^T ([out, n] [n, in]): a reduction over the n examples. Eigen's GEMM packs
 /// both operands on every call and wastes most of its micro-kernel when out or in is tiny (a
-/// network's 1-2 outputs, a data set's handful of features), so those shapes go through one
-/// matrix-vector product per output row (2.5x faster at the 2x16 networks of seed 003,
-/// n = 250-1200), layers of one to four packets of outputs through NarrowKernel, and a handful of
-/// inputs through one matrix-vector product per input column (1.8x): the same sums in another order.
+/// network's 1-2 outputs, a data set's handful of features), so layers with whole SIMD packets of
+/// outputs or of inputs go through NarrowKernel (2-3x), others with a few outputs through one
+/// matrix-vector product per output row (2.5x) and those with a handful of inputs through one per
+/// input column (1.8x): the same sums in another order (2x16 networks of seed 003, n = 250-1200).
 template <typename T, typename WeightGradient>
 void add_weight_gradient(WeightGradient&& dW, const MatT<T>& delta, const MatT<T>& input) {
   constexpr Index kFew = 8;
+  if (add_transposed_product<T>(dW, delta, input)) return;
   if (dW.rows() <= kFew / 2) {
     for (Index o = 0; o < dW.rows(); ++o) dW.row(o).noalias() += delta.row(o) * input.transpose();
-  } else if (NarrowKernel<T>::applies(dW.rows()) && dW.rows() % NarrowKernel<T>::kPacket == 0) {
-    add_transposed_product<T>(dW, delta, input);
   } else if (dW.cols() <= kFew) {
     for (Index k = 0; k < dW.cols(); ++k) dW.col(k).noalias() += delta * input.row(k).transpose();
   } else {

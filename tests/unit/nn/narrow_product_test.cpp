@@ -1,5 +1,6 @@
 // NarrowKernel's products against Eigen's on every path: whole packets of rows only, packets plus
-// leftover rows, fewer rows than a packet, more than the kernel takes; column counts that do and do
+// leftover rows, fewer rows than a packet (few_rows_product for 1-3 rows; the weight gradient by
+// B's packets when K is whole packets), more than the kernel takes; column counts that do and do
 // not fill the kernel's column steps; with and without a bias; float and double.
 #include <gtest/gtest.h>
 
@@ -27,7 +28,7 @@ void check_products(double tolerance) {
   const Index P = Kernel::kPacket;
   Rng rng(5);
   int kernel_shapes = 0;
-  for (Index rows : {Index(1), P - 1, P, P + 3, 2 * P, 3 * P + 1, 4 * P, 4 * P + 1, 6 * P})
+  for (Index rows : {Index(1), Index(2), Index(3), P - 1, P, P + 3, 2 * P, 3 * P + 1, 4 * P, 4 * P + 1, 6 * P})
     for (Index K : {Index(1), Index(2), Index(7), Index(16), Index(19)})
       for (Index n : {Index(0), Index(1), Index(5), Index(8), Index(17), Index(130)}) {
         if (rows < 1) continue;
@@ -52,7 +53,10 @@ void check_products(double tolerance) {
         // Weight gradient: G += D B^T into a row-major G that already holds values.
         const RowMajorMatT<T> G0 = random_matrix<T>(rng, rows, K);
         RowMajorMatT<T> G = G0;
-        detail::add_transposed_product<T>(G, D, B);
+        const bool whole_packets = [&](Index m) { return Kernel::applies(m) && m % P == 0; }(rows) ||
+                                   (Kernel::applies(K) && K % P == 0);
+        EXPECT_EQ(detail::add_transposed_product<T>(G, D, B), whole_packets);
+        if (!whole_packets) G.noalias() += D * B.transpose();
         const RowMajorMatT<T> expected_g = G0 + D * B.transpose();
         EXPECT_LE(max_abs_difference(G, expected_g), tolerance * (n + 1)) << "weight gradient";
       }
