@@ -8,9 +8,9 @@
 /// registers, so the product runs without packing: each output column is a sum of weight columns
 /// scaled by broadcast inputs (fused multiply-adds on Eigen's packets), several examples at a time
 /// to reuse the loaded weight column. Measured on the shapes of seed 003's networks
-/// (16 x 6 and 16 x 16 times 6 / 16 x 246..1202, /work/scratch/mb11.cpp): 1.5-4x faster than
-/// Eigen's product in float and 2.3-4x in double. Larger layers keep Eigen's GEMM, which
-/// blocks for the cache.
+/// (16 x 6 and 16 x 16 times 6 / 16 x 246..1202; a micro-benchmark of each product): 1.5-4x faster
+/// than Eigen's product in float and 2.3-4x in double; the whole gradient is timed by
+/// bench/dei_gradient_vs_jax.sh. Larger layers keep Eigen's GEMM, which blocks for the cache.
 #include <algorithm>
 #include <vector>
 
@@ -158,7 +158,7 @@ void narrow_product(const T* A, Index rows, Index lda, Index K, const MatT<T>& B
 /// C = W B + bias for W [rows x K] row-major with fewer rows than a packet (a network's 1-4
 /// outputs) and at least a packet of inputs: one dot product per output and example along the
 /// contiguous K, reduced across the packet at the end. 1.7x faster than Eigen's GEMM, which spends
-/// a 48-row micro-kernel on 2 rows (2 x 16 by 16 x 246..1202 floats, /work/scratch/mb13.cpp).
+/// a 48-row micro-kernel on 2 rows (2 x 16 by 16 x 246..1202 floats).
 template <typename T>
 void few_rows_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* bias, MatT<T>& C) {
   namespace ei = Eigen::internal;
