@@ -29,7 +29,7 @@ void check_products(double tolerance) {
   Rng rng(5);
   int kernel_shapes = 0;
   for (Index rows : {Index(1), Index(2), Index(3), P - 1, P, P + 3, 2 * P, 3 * P + 1, 4 * P, 4 * P + 1, 6 * P})
-    for (Index K : {Index(1), Index(2), Index(7), Index(16), Index(19)})
+    for (Index K : {Index(1), Index(2), Index(7), Index(16), Index(19), Index(40)})
       for (Index n : {Index(0), Index(1), Index(5), Index(8), Index(17), Index(130)}) {
         if (rows < 1) continue;
         SCOPED_TRACE(::testing::Message() << "rows " << rows << " K " << K << " n " << n);
