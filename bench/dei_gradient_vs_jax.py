@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gradient_vs_torch_jax import fmt_time, single_thread_env, time_median  # noqa: E402
+from gradient_vs_torch_jax import fmt_time, single_thread_env, time_median, uqnn_times  # noqa: E402
 
 DATA_SETS = ["yacht", "energy", "concrete", "airfoil", "bike_sharing", "protein"]
 STEPS = 200  # gradient evaluations per compiled loop
@@ -97,20 +97,6 @@ def run_jax(export_dir, names, min_seconds):
     return out
 
 
-def uqnn_times(path):
-    """Median CPU time per evaluation (s) and counters of each benchmark in the JSON."""
-    with open(path) as f:
-        data = json.load(f)
-    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-    res = {}
-    for b in data["benchmarks"]:
-        if not b["name"].startswith("BM_DeiGradient<") or b.get("aggregate_name") != "median":
-            continue
-        kind, name = b["run_name"].split("/")
-        res.setdefault(name, {})[kind[len("BM_DeiGradient<"):-1]] = dict(b, seconds=b["cpu_time"] * scale[b["time_unit"]])
-    return res, data.get("context", {})
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--export", required=True, help="directory written by dei_gradient_bench --export")
@@ -129,7 +115,7 @@ def main():
                            "--min-seconds", str(args.min_seconds)],
                           env=single_thread_env(), stdout=subprocess.PIPE, check=True, text=True)
     jax_results = json.loads(proc.stdout)
-    ours, context = uqnn_times(args.uqnn_json)
+    ours, context = uqnn_times(args.uqnn_json, prefix="BM_DeiGradient<")
 
     lines = [
         "| data set | N | d | uqnn float64 | uqnn float32 | JAX float64 | JAX float32 | float32 vs float64 (uqnn) | "
@@ -137,7 +123,7 @@ def main():
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name in names:
-        u64, u32 = ours[name]["float64"], ours[name]["float32"]
+        u64, u32 = ours[name]["BM_DeiGradient<float64>"], ours[name]["BM_DeiGradient<float32>"]
         j64, j32 = (jax_results["data"][name][k]["seconds"] for k in ("float64", "float32"))
         lines.append(f"| {name} | {int(u64['N'])} | {int(u64['d'])} | {fmt_time(u64['seconds'])} | {fmt_time(u32['seconds'])} | "
                      f"{fmt_time(j64)} | {fmt_time(j32)} | {u64['seconds'] / u32['seconds']:.2f}x | "

@@ -229,15 +229,16 @@ def single_thread_env():
     return env
 
 
-def uqnn_times(path):
-    """Median real time per evaluation (s) and counters of each gradient benchmark in the JSON."""
+def uqnn_times(path, prefix="BM_Gradient<"):
+    """Median CPU time per evaluation (s) and counters of each benchmark named prefix... in the JSON,
+    as res[problem][kind] for a benchmark named "kind/problem"."""
     with open(path) as f:
         data = json.load(f)
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     res = {}
     for b in data["benchmarks"]:
         # Run with --benchmark_repetitions and aggregates only: take the median of the repetitions.
-        if not b["name"].startswith("BM_Gradient<") or b.get("aggregate_name") != "median":
+        if not b["name"].startswith(prefix) or b.get("aggregate_name") != "median":
             continue
         kind, pid = b["run_name"].split("/")
         res.setdefault(pid, {})[kind] = dict(b, seconds=b["cpu_time"] * scale[b["time_unit"]])
