@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gradient_vs_torch_jax import fmt_time, single_thread_env, time_median, uqnn_times  # noqa: E402
+from gradient_vs_torch_jax import emit_table, fmt_time, single_thread_env, time_median, uqnn_times  # noqa: E402
 
 DATA_SETS = ["yacht", "energy", "concrete", "airfoil", "bike_sharing", "protein"]
 STEPS = 200  # gradient evaluations per compiled loop
@@ -135,12 +135,7 @@ def main():
         f"compiled loop of {STEPS} gradient steps (as NumPyro's NUTS runs them), per step. JAX {jax_results['version']}. "
         f"Host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz.",
     ]
-    table = "\n".join(lines + notes) + "\n"
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(table)
-    print(table)
+    emit_table("\n".join(lines + notes) + "\n", args.out)
 
 
 if __name__ == "__main__":

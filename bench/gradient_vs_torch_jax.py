@@ -251,6 +251,15 @@ def fmt_time(s):
     return f"{s * 1e6:.3g} us"
 
 
+def emit_table(table, out):
+    """Prints the markdown table and, when `out` is given, writes it there."""
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as fh:
+            fh.write(table)
+    print(table)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shared", required=True, help="the shared directory (holds bench/B1_X.csv ...)")
@@ -303,12 +312,7 @@ def main():
         f"Host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs at "
         f"{context.get('mhz_per_cpu', '?')} MHz.",
     ]
-    table = "\n".join(lines + detail + notes) + "\n"
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(table)
-    print(table)
+    emit_table("\n".join(lines + detail + notes) + "\n", args.out)
 
 
 if __name__ == "__main__":

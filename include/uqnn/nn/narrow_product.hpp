@@ -12,7 +12,7 @@
 /// than Eigen's product in float and 2.3-4x in double; the whole gradient is timed by
 /// bench/dei_gradient_vs_jax.sh. Larger layers keep Eigen's GEMM, which blocks for the cache.
 #include <algorithm>
-#include <vector>
+#include <type_traits>
 
 #include "uqnn/core/types.hpp"
 
@@ -29,7 +29,7 @@ struct NarrowKernel {
   /// weight packets and a broadcast, at most 8.
   static constexpr Index columns_per_step(Index R) { return std::clamp<Index>((kRegisters - R - 2) / R, 1, 8); }
 
-  /// C[:rows, j] = bias + sum_k A[:, k] B(k, j) for the first `full_rows` = R * kPacket rows.
+  /// C[:R * kPacket, j] = bias + sum_k A[:, k] B(k, j): the first R * kPacket rows.
   /// A is column-major with leading dimension lda, B column-major [K x n], C column-major with
   /// leading dimension ldc; bias may be null.
   template <int R>
