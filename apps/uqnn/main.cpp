@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "fit_flags.hpp"
 #include "uqnn/core/error.hpp"
 
 int main(int argc, char** argv) {
@@ -24,10 +25,12 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_diagnose);
   add(&uqnn::cli::add_compare);
   add(&uqnn::cli::add_sensitivity);
+  uqnn::cli::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, as any other bad input.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (auto& [sub, run] : commands)

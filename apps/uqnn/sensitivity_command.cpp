@@ -1,29 +1,26 @@
 // `uqnn sensitivity`: VI (Bayes by Backprop) and the parameter sensitivities of seed 000 (eq. 17):
 // writes sensitivity.csv/.json, sensitivity.png (histogram to the 99th percentile, variance
 // captured vs number of parameters) and sensitivity_layers.png, plus the VI fit's usual outputs.
+#include <iostream>
+
 #include "commands.hpp"
+#include "fit_flags.hpp"
+#include "uqnn/core/error.hpp"
 
 namespace uqnn::cli {
 
 Command add_sensitivity(CLI::App& app) {
   auto* c = app.add_subcommand("sensitivity", "fit VI and write the parameter sensitivities S_i^2 (seed 000 eq. 17), N-hat per tau, and their figures");
-  c->set_config("--config", "", "TOML file with any of these options");
-  auto cfg = std::make_shared<FitConfig>();
-  auto arch = std::make_shared<std::string>("10,10");
-  auto noise = std::make_shared<std::string>();
-  auto targets = std::make_shared<std::vector<std::string>>();
-  cfg->progress = true;
-  cfg->out_dir = "uqnn-sensitivity";
-  c->add_option("--data", cfg->data.path, "CSV file with a header row")->required()->check(CLI::ExistingFile);
-  c->add_option("--target", *targets, "target column(s) (default: the last column)");
-  c->add_flag("!--no-standardize", cfg->data.standardize, "do not standardise inputs and targets");
-  add_fit_options(*c, *cfg, *arch, *noise);
-  return [cfg, arch, noise, targets]() {
-    finish_fit_config(*cfg, *arch, *noise);
-    cfg->data.targets = *targets;
-    cfg->method = "vi-hmc";
-    cfg->method_options["sensitivity_only"] = true;
-    print_fit_report(*cfg, run_fit(*cfg));
+  const auto flags = FitFlags::add(*c, {"method", "sensitivity_only"});
+  return [c, flags]() {
+    if (flags->help_requested()) {
+      flags->print_help(std::cout, *c);
+      return 0;
+    }
+    const FitConfig cfg = make_fit_config(
+        flags->request({{"method", "vi-hmc"}, {"sensitivity_only", true}, {"out", "uqnn-sensitivity"}}));
+    if (cfg.data.path.empty()) throw InputError("--data is required: a CSV file with a header row");
+    print_fit_report(cfg, run_fit(cfg));
     return 0;
   };
 }

@@ -121,39 +121,36 @@ int main(int argc, char** argv) {
         const Index N = static_cast<Index>(train_rows.size());
         const Vec y = data.subset(train_rows).targets.row(0).transpose();
         const double sd_y = std::sqrt((y.array() - y.mean()).square().mean());
-        FitConfig cfg;
-        cfg.data.path = csv;
-        cfg.data.train_indices = train;
-        cfg.data.test_indices = test;
-        cfg.model.hidden = {10, 10};
-        cfg.model.activation = "tanh";
-        cfg.probability.prior = "gaussian";
-        cfg.probability.prior_sigma = 1.0;
-        cfg.method = method;
-        cfg.seed = static_cast<std::uint64_t>(k + 1);
-        cfg.out_dir = out / "runs" / name / method / std::to_string(k);
-        cfg.figure_format = "none";
-        cfg.progress = false;
-        auto& m = cfg.mcmc;
-        m.chains = 1;
-        m.threads = 1;
-        m.warmup = 500;
-        m.draws = 1500;
-        m.thin = 100;
-        m.init = init;
-        cfg.training.epochs = name == "protein" ? 20 : 1000;
-        cfg.training.batch_size = name == "protein" ? 500 : 0;
         const bool langevin = method == "sgld" || method == "fsgld";
-        m.step_size = langevin ? 1e-3 / static_cast<double>(N) : hamiltonian_step;
-        m.schedule = "step";
-        m.decay = 0.9;
-        m.decay_every = 500;
-        m.friction = friction;
-        m.batch_size = name == "protein" && batch == 0 ? 500 : batch;
-        cfg.method_options["gp_kernel"] = "rbf";
-        cfg.method_options["gp_max_points"] = 500;
-        cfg.method_options["measurement_box"] = 0;
-        cfg.method_options["measurement_data"] = N < 1000 ? N : measure;
+        nlohmann::json options = {{"data", csv.string()},
+                                  {"train_indices", train.string()},
+                                  {"test_indices", test.string()},
+                                  {"arch", {10, 10}},
+                                  {"activation", "tanh"},
+                                  {"prior", "gaussian"},
+                                  {"prior_sigma", 1.0},
+                                  {"method", method},
+                                  {"seed", k + 1},
+                                  {"out", (out / "runs" / name / method / std::to_string(k)).string()},
+                                  {"figure", "none"},
+                                  {"quiet", true},
+                                  {"chains", 1},
+                                  {"threads", 1},
+                                  {"warmup", 500},
+                                  {"draws", 1500},
+                                  {"thin", 100},
+                                  {"chain_init", init},
+                                  {"epochs", name == "protein" ? 20 : 1000},
+                                  {"batch_size", name == "protein" ? 500 : 0},
+                                  {"step_size", langevin ? 1e-3 / static_cast<double>(N) : hamiltonian_step},
+                                  {"schedule", "step"},
+                                  {"decay", 0.9},
+                                  {"decay_every", 500},
+                                  {"sg_batch_size", name == "protein" && batch == 0 ? 500 : batch}};
+        if (!langevin) options["friction"] = friction;
+        if (method[0] == 'f')
+          options.update({{"gp_kernel", "rbf"}, {"gp_max_points", 500}, {"measurement_box", 0}, {"measurement_data", N < 1000 ? N : measure}});
+        const FitConfig cfg = make_fit_config(options);
         const std::clock_t start = std::clock();
         const FitReport report = run_fit(cfg);
         cpu += static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;

@@ -6,13 +6,33 @@
 #include "uqnn/approx/vi.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/mlp.hpp"
-#include "uqnn/services/approx_options.hpp"
+#include "uqnn/services/options.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn::detail {
 
-inline ApproxOptions approx_options(const FitContext& c) { return ApproxOptions::from_json(c.config.method_options); }
+/// Draws returned by the methods that sample an approximation (vi, laplace, swag, dropout).
+struct SamplesOptions {
+  Index num_samples = 200;
+};
+const OptionSchema<SamplesOptions>& samples_options();
+/// Draws to return, from the method's settings.
+inline Index num_samples(const FitContext& c) { return samples_options().read(c.config.method_settings).num_samples; }
+
+/// Members J and data fraction delta of ens and rms (seed 001; QUiNN NN_Ens / NN_RMS).
+const OptionSchema<EnsembleParams>& ensemble_options();
+
+/// Bayes by Backprop (vi, vi-hmc): QUiNN NN_VI's defaults, softplus sigma as seed 001 says.
+struct ViOptions {
+  std::string vi_prior = "mixture";  ///< mixture (pi, sigma1, sigma2) | model (the fit's --prior)
+  double vi_pi = 0.5, vi_sigma1 = 1.0, vi_sigma2 = 1.0;
+  Index vi_samples = 1;  ///< S
+  double vi_mu_init = 0.2;  ///< mu ~ U(-a, a)
+  double vi_rho_init_lower = -5.0, vi_rho_init_upper = -4.0;
+  std::string vi_kl = "analytic";  ///< analytic (Gaussian prior only) | mc
+};
+const OptionSchema<ViOptions>& vi_options();
 
 /// True when the fit has a validation split (the context then holds data other than the training set).
 inline bool has_validation_split(const FitContext& c) {
@@ -20,11 +40,10 @@ inline bool has_validation_split(const FitContext& c) {
   return !(c.validation_inputs.cols() == X.cols() && c.validation_inputs == X && c.validation_targets == c.posterior->targets());
 }
 
-inline EnsembleParams ensemble_params(const FitContext& c, const ApproxOptions& o) {
-  EnsembleParams p;
-  p.members = o.ens_members;
-  p.data_fraction = o.ens_data_fraction;
-  p.threads = o.threads;
+/// The ensemble's settings with the fit's --threads and training.
+inline EnsembleParams ensemble_params(const FitContext& c) {
+  EnsembleParams p = ensemble_options().read(c.config.method_settings);
+  p.threads = c.config.threads;
   p.training = c.config.training;
   return p;
 }
@@ -49,8 +68,5 @@ inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const st
 /// `prior` receives the prior used on the network parameters. Shared by vi and vi-hmc.
 ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior);
 
-inline void check_samples(const ApproxOptions& o) {
-  if (o.num_samples < 2) throw InputError(fmt::format("--num-samples {} is invalid: it must be >= 2", o.num_samples));
-}
 
 }  // namespace uqnn::detail

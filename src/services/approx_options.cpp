@@ -1,35 +1,49 @@
-#include "uqnn/services/approx_options.hpp"
+// Options shared by the optimisation-based methods (src/services/approx_common.hpp).
+#include "approx_common.hpp"
 
-#include "uqnn/core/error.hpp"
+namespace uqnn::detail {
 
-namespace uqnn {
-
-#define UQNN_APPROX_FIELDS(X)                                                                                   \
-  X(num_samples) X(threads) X(ens_members) X(ens_data_fraction) X(rms_perturb_targets) X(vi_prior) X(vi_pi)     \
-  X(vi_sigma1) X(vi_sigma2) X(vi_samples) X(vi_mu_init) X(vi_rho_init_lower) X(vi_rho_init_upper) X(vi_kl)      \
-  X(laplace_curvature) X(laplace_structure) X(laplace_cov_scale) X(laplace_max_memory_gb) X(laplace_tune)       \
-  X(laplace_tune_noise) X(laplace_newton_steps) X(laplace_predictive) X(swag_steps) X(swag_every) X(swag_rank) X(swag_members) X(swag_cov) X(swag_lr) \
-  X(swag_momentum) X(dropout_p)
-
-ApproxOptions ApproxOptions::from_json(const nlohmann::json& j) {
-  ApproxOptions o;
-  try {
-#define UQNN_READ(name) \
-  if (j.contains(#name)) j.at(#name).get_to(o.name);
-    UQNN_APPROX_FIELDS(UQNN_READ)
-#undef UQNN_READ
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("method options: ") + e.what());
-  }
-  return o;
+const OptionSchema<SamplesOptions>& samples_options() {
+  static const auto s = OptionSchema<SamplesOptions>("samples", "Draws of an approximation")
+                            .add("num_samples", &SamplesOptions::num_samples, "number of posterior draws returned")
+                            .at_least(2);
+  return s;
 }
 
-nlohmann::json ApproxOptions::to_json() const {
-  nlohmann::json j;
-#define UQNN_WRITE(name) j[#name] = name;
-  UQNN_APPROX_FIELDS(UQNN_WRITE)
-#undef UQNN_WRITE
-  return j;
+const OptionSchema<EnsembleParams>& ensemble_options() {
+  static const auto s = OptionSchema<EnsembleParams>("ensemble", "Ensembles (ens, rms)")
+                            .add("ens_members", &EnsembleParams::members, "number of members J")
+                            .at_least(1)
+                            .cite("QUiNN manual (seed 001), deep ensembles")
+                            .add("ens_data_fraction", &EnsembleParams::data_fraction,
+                                 "data fraction delta; each member trains on floor(delta N) random rows")
+                            .above(0)
+                            .at_most(1);
+  return s;
 }
 
-}  // namespace uqnn
+const OptionSchema<ViOptions>& vi_options() {
+  static const auto s =
+      OptionSchema<ViOptions>("vi", "Variational inference (Bayes by Backprop)")
+          .add("vi_prior", &ViOptions::vi_prior, "mixture (pi N(0,s1^2) + (1-pi) N(0,s2^2)) | model (the --prior)")
+          .one_of({"mixture", "model"})
+          .cite("Blundell et al. 2015; QUiNN manual (seed 001)")
+          .add("vi_pi", &ViOptions::vi_pi, "scale-mixture weight pi")
+          .above(0)
+          .at_most(1)
+          .add("vi_sigma1", &ViOptions::vi_sigma1, "scale-mixture sigma1")
+          .above(0)
+          .add("vi_sigma2", &ViOptions::vi_sigma2, "scale-mixture sigma2")
+          .above(0)
+          .add("vi_samples", &ViOptions::vi_samples, "S reparameterised samples per step")
+          .at_least(1)
+          .add("vi_mu_init", &ViOptions::vi_mu_init, "mu initialised U(-a, a)")
+          .at_least(0)
+          .add("vi_rho_init_lower", &ViOptions::vi_rho_init_lower, "rho initialised U(lower, upper), sigma = softplus(rho)")
+          .add("vi_rho_init_upper", &ViOptions::vi_rho_init_upper, "see --vi-rho-init-lower")
+          .add("vi_kl", &ViOptions::vi_kl, "analytic (closed form, Gaussian prior) | mc (seed 001's log q - log p)")
+          .one_of({"analytic", "mc"});
+  return s;
+}
+
+}  // namespace uqnn::detail

@@ -9,18 +9,39 @@
 #include "uqnn/run/run_chains.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
+#include "uqnn/services/options.hpp"
 
 namespace uqnn::detail {
 
-/// --chains --threads --warmup --draws --thin and the fit's seed.
-inline RunConfig chain_run_config(const FitConfig& cfg) {
-  const McmcConfig& m = cfg.mcmc;
+/// How many chains, and how long (nuts, hmc, mala, amcmc, the SG-MCMC family, vi-hmc).
+struct ChainOptions {
+  int chains = 4;
+  long warmup = 1000;  ///< warmup (adaptation) or burn-in iterations per chain
+  long draws = 1000;   ///< sampling iterations per chain
+  long thin = 1;
+};
+
+inline const OptionSchema<ChainOptions>& chain_options() {
+  static const auto s = OptionSchema<ChainOptions>("chains", "MCMC chains")
+                            .add("chains", &ChainOptions::chains, "MCMC chains")
+                            .at_least(1)
+                            .add("warmup", &ChainOptions::warmup, "warmup (adaptation) or burn-in iterations per chain")
+                            .at_least(0)
+                            .add("draws", &ChainOptions::draws, "sampling iterations per chain")
+                            .at_least(0)
+                            .add("thin", &ChainOptions::thin, "keep every thin-th draw")
+                            .at_least(1);
+  return s;
+}
+
+/// The driver's settings: the chain options, --threads and the fit's seed.
+inline RunConfig chain_run_config(const FitConfig& cfg, const ChainOptions& chains) {
   RunConfig run;
-  run.num_chains = m.chains;
-  run.num_threads = m.threads;
-  run.num_warmup = m.warmup;
-  run.num_draws = m.draws;
-  run.thin = m.thin;
+  run.num_chains = chains.chains;
+  run.num_threads = cfg.threads;
+  run.num_warmup = chains.warmup;
+  run.num_draws = chains.draws;
+  run.thin = chains.thin;
   run.seed = cfg.seed;
   return run;
 }
@@ -30,7 +51,7 @@ inline RunConfig chain_run_config(const FitConfig& cfg) {
 class ChainRunObservers {
  public:
   explicit ChainRunObservers(const FitConfig& cfg) : observers_{&interrupt_} {
-    if (cfg.progress && progress_wanted()) observers_.push_back(&progress_);
+    if (!cfg.quiet && progress_wanted()) observers_.push_back(&progress_);
   }
   ChainRunObservers(const ChainRunObservers&) = delete;
   ChainRunObservers& operator=(const ChainRunObservers&) = delete;

@@ -53,9 +53,19 @@ CompareReport run_compare(const CompareConfig& config) {
     if (std::find(known.begin(), known.end(), m) == known.end())
       throw InputError(fmt::format("--methods: '{}' is not known: valid are {}", m, fmt::join(known, ", ")));
   CompareReport report;
-  std::filesystem::create_directories(config.base.out_dir);
-  const Dataset data = config.base.data.dataset ? *config.base.data.dataset
-                                                 : load_dataset(config.base.data.path, config.base.data.targets, config.base.data.inputs);
+  // One config per method from the same options; an option of another compared method is accepted.
+  const auto config_for = [&config](const std::string& method) {
+    FitRequest request = config.request;
+    request.given.push_back({"method", method, "--methods " + method});
+    request.also_accept_methods = config.methods;
+    FitConfig cfg = make_fit_config(request);
+    if (config.dataset) cfg.data.dataset = config.dataset;
+    return cfg;
+  };
+  const FitConfig base = config_for(config.methods.front());
+  std::filesystem::create_directories(base.out_dir);
+  if (base.data.path.empty() && !base.data.dataset) throw InputError("--data is required: a CSV file with a header row");
+  const Dataset data = base.data.dataset ? *base.data.dataset : load_dataset(base.data.path, base.data.targets, base.data.inputs);
   const bool one_d = data.input_dim() == 1 && data.target_dim() == 1;
   Mat grid;
   if (one_d) {
@@ -69,9 +79,8 @@ CompareReport run_compare(const CompareConfig& config) {
   std::vector<std::string> splits;
   std::vector<std::pair<std::string, nlohmann::json>> rows;
   for (const auto& method : config.methods) {
-    FitConfig cfg = config.base;
-    cfg.method = method;
-    cfg.out_dir = config.base.out_dir / method;
+    FitConfig cfg = config_for(method);
+    cfg.out_dir = base.out_dir / method;
     const FitReport fit = run_fit(cfg);
     for (const auto& f : fit.files) report.files.push_back(f);
     nlohmann::json row{{"seconds", fit.metrics.at("seconds")}, {"num_draws", fit.metrics.at("num_draws")}};
@@ -103,15 +112,15 @@ CompareReport run_compare(const CompareConfig& config) {
       }
     md += "\n";
   }
-  const auto dir = config.base.out_dir;
+  const auto dir = base.out_dir;
   atomic_write_text(dir / "compare.md", md);
   atomic_write_text(dir / "compare.json", report.table.dump(2) + "\n");
   report.files.push_back(dir / "compare.md");
   report.files.push_back(dir / "compare.json");
-  if (one_d && config.base.figure_format != "none") {
+  if (one_d && base.figure_format != "none") {
     plot::SideBySideOptions options;
     options.title = "predictive mean, 1 and 2 sd bands by method";
-    const auto path = dir / ("compare." + config.base.figure_format);
+    const auto path = dir / ("compare." + base.figure_format);
     plot::plot_side_by_side(path, panels, options);
     report.files.push_back(path);
   }

@@ -18,6 +18,7 @@
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/fit_output.hpp"
+#include "uqnn/services/methods.hpp"
 
 namespace uqnn {
 
@@ -25,7 +26,8 @@ namespace {
 
 std::shared_ptr<Model> build_network(const ModelConfig& c, Index input_dim, Index output_dim) {
   const Activation activation = parse_activation(c.activation);
-  const InitScheme init = c.init.empty() ? default_init_scheme(activation) : parse_init_scheme(c.init);
+  const bool automatic = c.init == "auto";
+  const InitScheme init = automatic ? default_init_scheme(activation) : parse_init_scheme(c.init);
   if (c.kind == "mlp") return std::make_shared<Mlp>(MlpSpec{input_dim, c.hidden, output_dim, activation, init});
   if (c.kind == "rnet") {
     RNetSpec s;
@@ -35,7 +37,7 @@ std::shared_ptr<Model> build_network(const ModelConfig& c, Index input_dim, Inde
     s.num_layers = c.rnet_layers;
     s.weight_order = c.rnet_weight_order;
     s.activation = activation;
-    s.init = c.init.empty() ? InitScheme::Torch : init;
+    s.init = automatic ? InitScheme::Torch : init;
     return std::make_shared<RNet>(s);
   }
   throw InputError("--model '" + c.kind + "' is not known: valid are mlp, rnet");
@@ -118,7 +120,7 @@ FitReport run_fit(const FitConfig& cfg) {
   cfg.training.validate();
   const auto started = std::chrono::steady_clock::now();
   const auto log = [&](const std::string& message) {
-    if (cfg.progress) std::cerr << message << '\n';
+    if (!cfg.quiet) std::cerr << message << '\n';
   };
 
   // Data, split, standardisation (fitted on the training rows only).
@@ -147,7 +149,7 @@ FitReport run_fit(const FitConfig& cfg) {
     validation_std = standardizer.transform(held_out);
   }
   const FitContext context{cfg, posterior, validation_std.inputs, validation_std.targets, log};
-  MethodResult result = run_method(cfg.method, context);
+  MethodResult result = run_method(context);
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
 
   FitOutput output{cfg, data, split, standardizer, posterior, result};

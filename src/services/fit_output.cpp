@@ -219,7 +219,8 @@ FitReport write_fit_output(const FitOutput& o) {
                             {"target_names", o.data.target_names},
                             {"num_draws", o.result.draws.size()},
                             {"draws_file", "draws.csv"},
-                            {"seed", cfg.seed}};
+                            {"seed", cfg.seed},
+                            {"settings", cfg.record}};
   write_json(dir / "model.json", model_json);
   report.files.push_back(dir / "model.json");
   report.files.push_back(draws_path);

@@ -4,33 +4,37 @@
 
 namespace uqnn {
 
-#define UQNN_FUNCTIONAL_FIELDS(X)                                                                                   \
-  X(gp_kernel) X(gp_ard) X(gp_iterations) X(gp_learning_rate) X(gp_max_points) X(gp_jitter) X(gp_prior_noise) X(measurement_data) \
-  X(measurement_box) X(measurement_margin)
-
-FunctionalOptions FunctionalOptions::from_json(const nlohmann::json& j) {
-  FunctionalOptions o;
-  try {
-#define UQNN_READ(name) \
-  if (j.contains(#name)) j.at(#name).get_to(o.name);
-    UQNN_FUNCTIONAL_FIELDS(UQNN_READ)
-#undef UQNN_READ
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("method options: ") + e.what());
-  }
-  return o;
-}
-
-nlohmann::json FunctionalOptions::to_json() const {
-  nlohmann::json j;
-#define UQNN_WRITE(name) j[#name] = name;
-  UQNN_FUNCTIONAL_FIELDS(UQNN_WRITE)
-#undef UQNN_WRITE
-  return j;
+const OptionSchema<FunctionalOptions>& functional_options() {
+  using F = FunctionalOptions;
+  static const auto s =
+      OptionSchema<F>("functional", "Functional prior (fsgld, fsghmc)")
+          .add("gp_kernel", &F::gp_kernel, "GP prior kernel")
+          .one_of({"rbf", "matern52", "linear"})
+          .cite("seed 002, sec. 4")
+          .add("gp_ard", &F::gp_ard, "one GP length scale per input (default: one shared)")
+          .add("gp_iterations", &F::gp_iterations, "Adam steps fitting the GP hyperparameters by marginal likelihood")
+          .at_least(1)
+          .cite("seed 002, App. E")
+          .add("gp_lr", &F::gp_learning_rate, "Adam learning rate of the GP fit (log scale)")
+          .above(0)
+          .add("gp_max_points", &F::gp_max_points, "the GP fit uses at most this many random training points")
+          .at_least(1)
+          .add("gp_jitter", &F::gp_jitter, "jitter on the prior covariance diagonal, relative to the signal variance")
+          .at_least(0)
+          .add("gp_prior_noise", &F::gp_prior_noise, "add the fitted GP noise variance to the prior covariance")
+          .add("measurement_data", &F::measurement_data, "training inputs in each measurement set (>= N: all of them, fixed)")
+          .at_least(0)
+          .cite("seed 002, sec. 5.1")
+          .add("measurement_box", &F::measurement_box, "uniform points in the box around the inputs in each measurement set")
+          .at_least(0)
+          .add("measurement_margin", &F::measurement_margin,
+               "box = [min - margin*range, max + margin*range] per (standardised) input")
+          .at_least(0);
+  return s;
 }
 
 std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext& context, nlohmann::json* info) {
-  const FunctionalOptions o = FunctionalOptions::from_json(context.config.method_options);
+  const FunctionalOptions o = functional_options().read(context.config.method_settings);
   const auto& post = context.posterior;
   if (post->likelihood().kind().rfind("gaussian", 0) != 0)
     throw InputError("--method fsgld/fsghmc need --likelihood gaussian (the GP prior is over the regression function), not '" +
@@ -60,7 +64,7 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
                                                       context.config.seed);
   const auto& h = process.hyperparameters();
   if (info) {
-    *info = o.to_json();
+    *info = functional_options().write(o);
     (*info)["gp"] = process.describe();
     (*info)["gp_signal_variance"] = h.signal_variance;
     (*info)["gp_length_scales"] = std::vector<double>(h.length_scales.data(), h.length_scales.data() + h.length_scales.size());

@@ -1,9 +1,7 @@
 // `uqnn fit --method dei-nuts`: Deep Ensemble Initialized MCMC (seed 003 sec. 7.2) through
-// include/uqnn/hybrid/dei_mcmc.hpp. Settings in FitConfig::method_options (CLI flags in
-// apps/uqnn/dei_options.cpp): members, dei_start, lppd_window, lppd_epsilon, lppd_min_draws,
-// stop_converged, drop_dying, dei_init (networks for dei_start "given"), valid (held-out file,
-// loaded by the fit service). Warmup, draws,
-// threads, target acceptance, tree depth and the members' optimiser come from the shared flags.
+// include/uqnn/hybrid/dei_mcmc.hpp. Its options are DeiOptions below; the members' optimiser comes
+// from the training options (with seed 003 App. D's defaults for this method), the held-out set
+// from --valid or the validation split (loaded by the fit service).
 //
 // Besides the merged draws (chain identity kept in chain_of_draw), the runner writes
 // out_dir/dei_chains.json: per chain its start, kept / dying flag, held-out RMSE, the LM's RMSE,
@@ -25,54 +23,92 @@ namespace uqnn {
 
 namespace {
 
-template <typename T>
-T option_or(const nlohmann::json& j, const char* key, T fallback) {
-  if (!j.contains(key)) return fallback;
-  try {
-    return j.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw InputError(fmt::format("option '{}': wrong type ({})", key, j.at(key).dump()));
-  }
+/// DEI-MCMC's settings: DeiMcmcParams (seed 003's defaults) and the networks of --dei-start given.
+struct DeiOptions {
+  DeiMcmcParams params;
+  /// Members = chains; unset: DeiMcmcParams' 12, or one chain per network with --dei-start given.
+  std::optional<Index> members;
+  std::filesystem::path dei_init;
+};
+
+const OptionSchema<DeiOptions>& dei_options() {
+  using O = DeiOptions;
+  static const auto s =
+      OptionSchema<O>("dei", "DEI-MCMC (Deep Ensemble Initialized NUTS)")
+          .add("members", &O::members,
+               "ensemble members M = NUTS chains (unset: 12, or one chain per network with --dei-start given)")
+          .at_least(1)
+          .cite("seed 003, sec. 7.2")
+          .add_nested("dei_start", [](O& o) -> std::string& { return o.params.start; },
+                      "chain starts: ensemble (DEI-MCMC) | prior (cold start) | given (--dei-init)")
+          .one_of({"ensemble", "prior", "given"})
+          .add("dei_init", &O::dei_init,
+               "with --dei-start given: the output directory of an earlier fit on the same data and model (e.g. --method "
+               "map or ens) or its draws.csv; one chain per network, or --members chains cycling through them")
+          .existing()
+          .add_nested("warmup", [](O& o) -> long& { return o.params.warmup; }, "NUTS warmup iterations per chain")
+          .at_least(0)
+          .cite("seed 003, App. C.4")
+          .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "kept draws per chain")
+          .at_least(0)
+          .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_tree_depth; }, "NUTS maximum tree depth")
+          .at_least(1)
+          .at_most(30)
+          .add_nested("target_accept", [](O& o) -> double& { return o.params.nuts.warmup.dual_averaging.target_accept; },
+                      "warmup's target acceptance statistic")
+          .above(0)
+          .below(1)
+          .cite("seed 003, sec. 3")
+          .add_nested("lppd_window", [](O& o) -> Index& { return o.params.monitor.window; }, "window of the LPPD stopping rule")
+          .at_least(1)
+          .cite("seed 003, eq. 9")
+          .add_nested("lppd_epsilon", [](O& o) -> double& { return o.params.monitor.epsilon; }, "epsilon of the LPPD stopping rule")
+          .above(0)
+          .add_nested("lppd_min_draws", [](O& o) -> Index& { return o.params.monitor.min_draws; },
+                      "with --stop-converged, never stop a chain before this many draws")
+          .at_least(0)
+          .add_nested("stop_converged", [](O& o) -> bool& { return o.params.monitor.stop_converged; },
+                      "end a chain once its held-out LPPD has converged (eq. 9)")
+          .add_nested("drop_dying", [](O& o) -> bool& { return o.params.drop_dying; },
+                      "drop chains whose held-out RMSE is worse than a linear model's (always counted)");
+  return s;
+}
+
+/// The members' training defaults of seed 003 App. D, as defaults of the fit's training options.
+nlohmann::json dei_training_defaults() {
+  const TrainParams t = DeiMcmcParams::default_ensemble().training;
+  return {{"epochs", t.epochs}, {"weight_decay", t.optimizer.weight_decay}, {"lr", t.optimizer.learning_rate},
+          {"optimizer", t.optimizer.name}, {"batch_size", t.batch_size}};
 }
 
 }  // namespace
 
 MethodResult run_dei_nuts(const FitContext& context) {
   const FitConfig& cfg = context.config;
-  const nlohmann::json& o = cfg.method_options;
-  DeiMcmcParams p;
-  p.start = option_or<std::string>(o, "dei_start", "ensemble");
-  p.ensemble.members = option_or<Index>(o, "members", 12);
-  p.ensemble.threads = cfg.mcmc.threads;
-  p.ensemble.training = cfg.training;  // seed 003 App. D defaults are set by the CLI for dei-nuts
-  p.warmup = cfg.mcmc.warmup;
-  p.draws = cfg.mcmc.draws;
-  p.threads = cfg.mcmc.threads;
-  p.nuts.kernel.max_tree_depth = cfg.mcmc.max_depth;
-  p.nuts.warmup.dual_averaging.target_accept = cfg.mcmc.target_accept;
-  p.monitor.window = option_or<Index>(o, "lppd_window", p.monitor.window);
-  p.monitor.epsilon = option_or<double>(o, "lppd_epsilon", p.monitor.epsilon);
-  p.monitor.min_draws = option_or<Index>(o, "lppd_min_draws", p.monitor.min_draws);
-  p.monitor.stop_converged = option_or<bool>(o, "stop_converged", false);
-  p.drop_dying = option_or<bool>(o, "drop_dying", false);
+  const DeiOptions o = dei_options().read(cfg.method_settings);
+  DeiMcmcParams p = o.params;
+  if (o.members) p.ensemble.members = *o.members;
+  p.ensemble.threads = cfg.threads;
+  p.ensemble.training = cfg.training;  // seed 003 App. D's defaults: dei_training_defaults()
+  p.threads = cfg.threads;
   // --dei-start given: the networks of an earlier fit (its out dir or its draws.csv, e.g. `uqnn fit
   // --method map` or `--method ens`: one row per network, columns chain, draw, parameter names).
   // One chain per network unless --members is given; then chain c starts at network c mod K.
   std::vector<Vec> given;
   if (p.start == "given") {
-    if (!o.contains("dei_init"))
+    if (o.dei_init.empty())
       throw InputError("--dei-start given needs --dei-init FILE (a fit's output directory or its draws.csv)");
-    std::filesystem::path path = option_or<std::string>(o, "dei_init", "");
+    std::filesystem::path path = o.dei_init;
     if (std::filesystem::is_directory(path)) path /= "draws.csv";
     if (!std::filesystem::exists(path)) throw InputError(fmt::format("--dei-init: {} does not exist", path.string()));
     const std::vector<Vec> networks = read_draws_csv_as_vectors(path, context.posterior->layout());
     if (networks.empty()) throw InputError(fmt::format("--dei-init: {} holds no networks", path.string()));
-    if (!o.contains("members")) p.ensemble.members = static_cast<Index>(networks.size());
+    if (!o.members) p.ensemble.members = static_cast<Index>(networks.size());
     for (Index c = 0; c < p.ensemble.members; ++c)
       given.push_back(networks[static_cast<std::size_t>(c) % networks.size()]);
     context.log(fmt::format("dei-nuts: {} chains start at the {} network(s) of {}", p.ensemble.members, networks.size(),
                             path.string()));
-  } else if (o.contains("dei_init")) {
+  } else if (!o.dei_init.empty()) {
     throw InputError("--dei-init is used with --dei-start given only");
   }
   try {
@@ -171,4 +207,11 @@ MethodResult run_dei_nuts(const FitContext& context) {
   return result;
 }
 
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+const bool registered = register_method({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
+                                         "seed 003, sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
+}  // namespace
 }  // namespace uqnn

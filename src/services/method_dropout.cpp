@@ -4,9 +4,22 @@
 
 namespace uqnn {
 
+namespace {
+struct DropoutOptions {
+  double dropout_p = 0.1;
+};
+const OptionSchema<DropoutOptions>& dropout_options() {
+  static const auto s = OptionSchema<DropoutOptions>("dropout", "MC dropout")
+                            .add("dropout_p", &DropoutOptions::dropout_p, "drop probability p of hidden units")
+                            .at_least(0)
+                            .below(1)
+                            .cite("Gal & Ghahramani 2016; QUiNN manual (seed 001)");
+  return s;
+}
+}  // namespace
+
 MethodResult run_dropout(const FitContext& c) {
-  const ApproxOptions o = detail::approx_options(c);
-  detail::check_samples(o);
+  const DropoutOptions o = dropout_options().read(c.config.method_settings);
   const auto* mlp = dynamic_cast<const Mlp*>(&c.posterior->model());
   if (!mlp) throw InputError("--method dropout needs --model mlp");
   auto model = std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p);
@@ -18,14 +31,18 @@ MethodResult run_dropout(const FitContext& c) {
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
   const TrainResult trained = train(objective, post->initial_point(rng), c.config.training, rng, validation,
-                                    epoch_progress(c.config.progress && progress_wanted(), c.config.training.epochs, "dropout"));
+                                    epoch_progress(!c.config.quiet && progress_wanted(), c.config.training.epochs, "dropout"));
   DropoutPosterior q(model, trained.best_theta);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = q.sample(sampler, o.num_samples);
+  r.draws = q.sample(sampler, detail::num_samples(c));
   r.history = {{"training loss with dropout (-log posterior / N)", trained.history.train_loss}};
   r.info = {{"dropout_p", o.dropout_p}, {"best_epoch", trained.best_epoch}};
   return r;
 }
+
+namespace {
+const bool registered = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN manual (seed 001)", {&detail::samples_options().group(), &dropout_options().group()}, {}, &run_dropout});
+}  // namespace
 
 }  // namespace uqnn

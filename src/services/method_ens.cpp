@@ -9,8 +9,7 @@
 namespace uqnn {
 
 MethodResult run_deep_ensemble(const FitContext& c) {
-  const ApproxOptions o = detail::approx_options(c);
-  const EnsembleParams p = detail::ensemble_params(c, o);
+  const EnsembleParams p = detail::ensemble_params(c);
   const bool split = detail::has_validation_split(c);
   const auto fits = fit_deep_ensemble(*c.posterior, p, c.config.seed, split ? c.validation_inputs : Mat(),
                                       split ? c.validation_targets : Mat());
@@ -19,5 +18,9 @@ MethodResult run_deep_ensemble(const FitContext& c) {
   r.info["predictive_sd"] = "sqrt(variance across members + likelihood noise variance)";
   return r;
 }
+
+namespace {
+const bool registered = register_method({"ens", "deep ensemble: J MAP fits from their own initialisations", "QUiNN manual (seed 001); Lakshminarayanan et al. 2017", {&detail::ensemble_options().group()}, {}, &run_deep_ensemble});
+}  // namespace
 
 }  // namespace uqnn

@@ -10,17 +10,56 @@
 
 namespace uqnn {
 
+namespace {
+
+struct LaplaceOptions {
+  std::string laplace_curvature = "exact";  ///< exact | fisher | ggn
+  std::string laplace_structure = "full";   ///< full | diag
+  double laplace_cov_scale = 1.0;           ///< s
+  double laplace_max_memory_gb = 2.0;
+  bool laplace_tune = false;        ///< maximise the Laplace marginal likelihood over the prior precision
+  bool laplace_tune_noise = false;  ///< ... and the noise sd (fixed-sigma Gaussian)
+  Index laplace_newton_steps = 5;   ///< Newton polishing of the MAP when H is positive definite
+  /// nn: seed 001's step 4, y = M(x; w) with w ~ N(w*, Sigma); glm: through the network linearised at
+  /// w* (Immer et al. 2021, laplace-torch's default), see nn/linearized_model.hpp.
+  std::string laplace_predictive = "nn";
+};
+
+const OptionSchema<LaplaceOptions>& laplace_options() {
+  using L = LaplaceOptions;
+  static const auto s =
+      OptionSchema<L>("laplace", "Laplace approximation")
+          .add("laplace_curvature", &L::laplace_curvature, "exact (Hessian) | fisher (empirical Fisher) | ggn (generalized Gauss-Newton)")
+          .one_of({"exact", "fisher", "ggn"})
+          .cite("QUiNN manual (seed 001); Daxberger et al. 2021")
+          .add("laplace_structure", &L::laplace_structure, "full | diag")
+          .one_of({"full", "diag"})
+          .add("laplace_cov_scale", &L::laplace_cov_scale, "s in Sigma = (s H)^-1")
+          .above(0)
+          .add("laplace_max_memory_gb", &L::laplace_max_memory_gb, "limit on the K x K matrices (GiB)")
+          .above(0)
+          .add("laplace_tune", &L::laplace_tune, "tune the prior precision by the Laplace marginal likelihood")
+          .add("laplace_tune_noise", &L::laplace_tune_noise, "tune the prior precision and the noise sd (fixed --noise)")
+          .add("laplace_newton_steps", &L::laplace_newton_steps, "Newton steps polishing the MAP (0 = off)")
+          .at_least(0)
+          .add("laplace_predictive", &L::laplace_predictive,
+               "nn (seed 001: sampled weights through the network) | glm (through the network linearised at the MAP; "
+               "use when most directions are prior-dominated)")
+          .one_of({"nn", "glm"})
+          .cite("Immer et al. 2021 (glm)");
+  return s;
+}
+
+}  // namespace
+
 MethodResult run_laplace(const FitContext& c) {
-  const ApproxOptions o = detail::approx_options(c);
-  detail::check_samples(o);
+  const LaplaceOptions o = laplace_options().read(c.config.method_settings);
   LaplaceParams p;
   p.backend = parse_curvature_backend(o.laplace_curvature);
   p.structure = parse_curvature_structure(o.laplace_structure);
   p.covariance_scale = o.laplace_cov_scale;
   p.max_memory_bytes = o.laplace_max_memory_gb * 1073741824.0;
   p.validate();
-  if (o.laplace_predictive != "nn" && o.laplace_predictive != "glm")
-    throw InputError(fmt::format("--laplace-predictive '{}' is invalid: valid are nn, glm", o.laplace_predictive));
   if (p.structure == CurvatureStructure::Full) {
     const double need = laplace_full_memory_bytes(c.posterior->dim());
     if (need > p.max_memory_bytes)  // checked before training, not only before forming H
@@ -46,7 +85,7 @@ MethodResult run_laplace(const FitContext& c) {
                       t.prior_precision_factor, t.log_marginal_likelihood_before, t.log_marginal_likelihood_after));
   }
   Rng sampler(c.config.seed, 1);
-  r.draws = laplace.approximation()->sample(sampler, o.num_samples);
+  r.draws = laplace.approximation()->sample(sampler, detail::num_samples(c));
   r.info["predictive"] = o.laplace_predictive;
   // Directions the data hardly constrain keep the prior's variance; networks evaluated at weights
   // drawn that far from the MAP can be useless (bands of +-20 on the demo), which the linearised
@@ -73,5 +112,9 @@ MethodResult run_laplace(const FitContext& c) {
   r.history = {{"MAP training loss (-log posterior / N)", trained.history.train_loss}};
   return r;
 }
+
+namespace {
+const bool registered = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN manual (seed 001)", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace});
+}  // namespace
 
 }  // namespace uqnn

@@ -32,7 +32,7 @@ TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng) {
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
   return train(objective, start, context.config.training, rng, validation,
-               epoch_progress(context.config.progress && progress_wanted(), context.config.training.epochs, "map"));
+               epoch_progress(!context.config.quiet && progress_wanted(), context.config.training.epochs, "map"));
 }
 
 MethodResult run_map(const FitContext& context) {
@@ -50,5 +50,9 @@ MethodResult run_map(const FitContext& context) {
                     {"validation NLL per point", validation}};
   return result;
 }
+
+namespace {
+const bool registered = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN manual (seed 001)", {}, {}, &run_map});
+}  // namespace
 
 }  // namespace uqnn

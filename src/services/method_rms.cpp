@@ -3,11 +3,19 @@
 
 namespace uqnn {
 
+namespace {
+const OptionSchema<RandomizedMapParams>& rms_options() {
+  static const auto s = OptionSchema<RandomizedMapParams>("rms", "Randomized MAP")
+                            .add("rms_perturb_targets", &RandomizedMapParams::perturb_targets,
+                                 "also perturb the targets by N(0, sigma^2) (exact posterior draws for linear-Gaussian models)")
+                            .cite("Pearce et al. 2020 (anchored ensembles); QUiNN manual (seed 001)");
+  return s;
+}
+}  // namespace
+
 MethodResult run_randomized_map(const FitContext& c) {
-  const ApproxOptions o = detail::approx_options(c);
-  RandomizedMapParams p;
-  p.ensemble = detail::ensemble_params(c, o);
-  p.perturb_targets = o.rms_perturb_targets;
+  RandomizedMapParams p = rms_options().read(c.config.method_settings);
+  p.ensemble = detail::ensemble_params(c);
   const bool split = detail::has_validation_split(c);
   const auto fits = fit_randomized_map(*c.posterior, p, c.config.seed, split ? c.validation_inputs : Mat(),
                                        split ? c.validation_targets : Mat());
@@ -16,5 +24,9 @@ MethodResult run_randomized_map(const FitContext& c) {
   r.info["perturb_targets"] = p.perturb_targets;
   return r;
 }
+
+namespace {
+const bool registered = register_method({"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN manual (seed 001); Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map});
+}  // namespace
 
 }  // namespace uqnn

@@ -6,6 +6,42 @@
 namespace uqnn {
 
 namespace {
+
+/// QUiNN NN_SWAG's defaults (its app's 3 members).
+struct SwagOptions {
+  Index swag_steps = 12, swag_every = 1, swag_rank = 10;
+  Index swag_members = 3;            ///< J members, each its own init + SWAG (MultiSWAG, as QUiNN's NN_SWAG)
+  std::string swag_cov = "lowrank";  ///< lowrank | diag
+  double swag_lr = 0.0;              ///< 0 = swag_default_learning_rate(): 1 / lambda_max at each member's MAP
+  double swag_momentum = 0.0;
+};
+
+const OptionSchema<SwagOptions>& swag_options() {
+  using S = SwagOptions;
+  static const auto s =
+      OptionSchema<S>("swag", "SWAG")
+          .add("swag_steps", &S::swag_steps, "T SGD steps after pre-training")
+          .at_least(1)
+          .cite("Maddox et al. 2019; QUiNN manual (seed 001)")
+          .add("swag_every", &S::swag_every, "c, a snapshot every c steps")
+          .at_least(1)
+          .add("swag_rank", &S::swag_rank, "k, deviation columns kept")
+          .at_least(1)
+          .add("swag_members", &S::swag_members, "J members, each from its own initialisation (QUiNN's nens; MultiSWAG)")
+          .at_least(1)
+          .add("swag_cov", &S::swag_cov, "lowrank | diag")
+          .one_of({"lowrank", "diag"})
+          .add("swag_lr", &S::swag_lr, "SGD learning rate on -log posterior / N; 0 = 1 / (largest Hessian eigenvalue at the MAP)")
+          .at_least(0)
+          .add("swag_momentum", &S::swag_momentum, "SGD momentum")
+          .at_least(0)
+          .below(1);
+  return s;
+}
+
+}  // namespace
+
+namespace {
 struct SwagMember {
   std::shared_ptr<const SwagPosterior> approximation;
   TrainResult pretraining;
@@ -15,11 +51,7 @@ struct SwagMember {
 }  // namespace
 
 MethodResult run_swag(const FitContext& c) {
-  const ApproxOptions o = detail::approx_options(c);
-  detail::check_samples(o);
-  if (o.swag_members < 1) throw InputError(fmt::format("--swag-members {} is invalid: it must be >= 1", o.swag_members));
-  if (o.swag_lr < 0) throw InputError(fmt::format("--swag-lr {} is invalid: it must be > 0, or 0 for the curvature rule", o.swag_lr));
-  if (o.swag_cov != "lowrank" && o.swag_cov != "diag") throw InputError("--swag-cov '" + o.swag_cov + "' is not known: valid are lowrank, diag");
+  const SwagOptions o = swag_options().read(c.config.method_settings);
   SwagParams p;
   p.steps = o.swag_steps;
   p.snapshot_every = o.swag_every;
@@ -44,14 +76,14 @@ MethodResult run_swag(const FitContext& c) {
     m.approximation = m.swag.approximation;
     return m;
   };
-  const std::vector<SwagMember> members = run_members<SwagMember>(o.swag_members, o.threads, fit_member);
+  const std::vector<SwagMember> members = run_members<SwagMember>(o.swag_members, c.config.threads, fit_member);
 
   std::vector<std::shared_ptr<const ApproximatePosterior>> components;
   for (const SwagMember& m : members) components.push_back(m.approximation);
   const MixturePosterior mixture(components);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = mixture.sample(sampler, o.num_samples);
+  r.draws = mixture.sample(sampler, detail::num_samples(c));
   const Index J = static_cast<Index>(members.size());
   for (Index s = 0; s < static_cast<Index>(r.draws.size()); ++s) r.chain_of_draw.push_back(s % J);  // MixturePosterior's stratification
   nlohmann::json learning_rates = nlohmann::json::array(), snapshots = nlohmann::json::array();
@@ -70,5 +102,9 @@ MethodResult run_swag(const FitContext& c) {
             {"swag_lr_rule", o.swag_lr > 0 ? "given" : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"}};
   return r;
 }
+
+namespace {
+const bool registered = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN manual (seed 001); Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag});
+}  // namespace
 
 }  // namespace uqnn

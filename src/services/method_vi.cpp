@@ -7,7 +7,7 @@ namespace uqnn {
 namespace detail {
 
 ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
-  const ApproxOptions o = detail::approx_options(c);
+  const ViOptions o = vi_options().read(c.config.method_settings);
   const Posterior& post = *c.posterior;
   if (o.vi_prior == "mixture")
     prior = std::make_shared<ScaleMixturePrior>(post.model().num_params(), o.vi_pi, o.vi_sigma1, o.vi_sigma2);
@@ -15,7 +15,6 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
     prior = post.prior_ptr();
   else
     throw InputError("--vi-prior '" + o.vi_prior + "' is not known: valid are mixture, model");
-  if (o.vi_kl != "analytic" && o.vi_kl != "mc") throw InputError("--vi-kl '" + o.vi_kl + "' is not known: valid are analytic, mc");
   ViParams p;
   p.epochs = c.config.training.epochs;
   p.learning_rate = c.config.training.optimizer.learning_rate;
@@ -28,7 +27,7 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
   p.rho_init_upper = o.vi_rho_init_upper;
   p.analytic_kl = o.vi_kl == "analytic";
   Rng rng(c.config.seed, 0);
-  const auto progress = epoch_progress(c.config.progress && progress_wanted(), p.epochs, "vi");
+  const auto progress = epoch_progress(!c.config.quiet && progress_wanted(), p.epochs, "vi");
   return fit_bayes_by_backprop(post, *prior, p, rng, [&progress](Index e, double elbo) {
     return progress ? progress(e, -elbo, std::nan("")) : true;
   });
@@ -37,13 +36,11 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
 }  // namespace detail
 
 MethodResult run_vi(const FitContext& c) {
-  const ApproxOptions o = detail::approx_options(c);
-  detail::check_samples(o);
   std::shared_ptr<const Prior> prior;
   const ViResult fit = detail::fit_vi(c, prior);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = fit.approximation->sample(sampler, o.num_samples);
+  r.draws = fit.approximation->sample(sampler, detail::num_samples(c));
   std::vector<double> negative;
   for (double e : fit.elbo) negative.push_back(-e);
   r.history = {{"-ELBO (KL + NLL, per-epoch estimate)", negative}};
@@ -52,5 +49,9 @@ MethodResult run_vi(const FitContext& c) {
             {"mean_sigma", fit.approximation->sd().mean()}};
   return r;
 }
+
+namespace {
+const bool registered = register_method({"vi", "variational inference: Bayes by Backprop, mean-field Gaussian", "QUiNN manual (seed 001); Blundell et al. 2015", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
+}  // namespace
 
 }  // namespace uqnn

@@ -1,16 +1,15 @@
 // `uqnn fit --method vi-hmc` (seed 000, Algorithm 2) and `uqnn sensitivity`: Bayes by Backprop with
 // the fit's VI settings, sensitivities S_i^2 (eq. 17) on the training inputs, written as a report
 // (sensitivity.csv/.json and figures), then HMC or NUTS on the N-hat most sensitive parameters with
-// the rest at their VI means. Settings travel in FitConfig::method_options (ViHmcOptions below);
-// chains, warmup (burn-in), draws, --step-size, --num-steps, --target-accept and --max-depth come
-// from the MCMC settings.
+// the rest at their VI means. Options: vi-hmc's own (ViHmcOptions below), the VI ones, the chains
+// (chains, warmup as burn-in, draws, thin) and the step size.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "approx_common.hpp"
-#include "chain_run.hpp"
+#include "sampler_options.hpp"
 #include "uqnn/hybrid/sensitivity_report.hpp"
 #include "uqnn/hybrid/vi_hmc.hpp"
 #include "uqnn/run/observer.hpp"
@@ -19,56 +18,77 @@ namespace uqnn {
 
 namespace {
 
-/// The vi-hmc settings from method_options (keys = the CLI flags without "--", '-' as '_').
-ViHmcParams vi_hmc_params(const FitContext& c, bool& sensitivity_only) {
-  const nlohmann::json& j = c.config.method_options;
-  const McmcConfig& m = c.config.mcmc;
-  ViHmcParams p;
+/// vi-hmc's own settings: ViHmcParams (the library's defaults) and the sensitivity-only switch of
+/// `uqnn sensitivity`.
+struct ViHmcOptions {
+  ViHmcParams params;
+  bool sensitivity_only = false;
+};
+
+const OptionSchema<ViHmcOptions>& vi_hmc_options() {
+  using O = ViHmcOptions;
+  static const auto s =
+      OptionSchema<O>("vi_hmc", "VI-HMC")
+          .add_nested("tau", [](O& o) -> double& { return o.params.tau; },
+                      "proportion of the first-order output variance kept (eq. 18)")
+          .above(0)
+          .at_most(1)
+          .cite("seed 000, eq. 18")
+          .add_nested("sampler", [](O& o) -> std::string& { return o.params.sampler; }, "kernel on the sensitive subset")
+          .one_of({"hmc", "nuts"})
+          .add_choice("subset", [](O& o) -> SubsetRule& { return o.params.subset; },
+                      {{"sensitive", SubsetRule::Sensitive}, {"random", SubsetRule::Random}},
+                      "sensitive (the method) | random (same size, the control of Appendix E)")
+          .add_choice("path_length", [](O& o) -> bool& { return o.params.paper_path_length; }, {{"paper", true}, {"fixed", false}},
+                      "hmc: paper (L = pi s / (2 eps), Appendix C) | fixed (--num-steps)")
+          .add_choice("spread", [](O& o) -> SpreadStatistic& { return o.params.spread_statistic; },
+                      {{"max", SpreadStatistic::Max}, {"median", SpreadStatistic::Median}},
+                      "s = max | median of the VI spreads of the sampled parameters")
+          .add_choice("spread_measure", [](O& o) -> SpreadMeasure& { return o.params.spread_measure; },
+                      {{"sd", SpreadMeasure::StandardDeviation}, {"variance", SpreadMeasure::Variance}},
+                      "sd (quarter period of the harmonic flow) | variance (the paper's code)")
+          .add_nested("init_spread", [](O& o) -> double& { return o.params.init_spread; },
+                      "chains start at mu + k sigma N(0, 1) of the VI posterior (0 = at the means)")
+          .at_least(0)
+          .add_nested("max_leapfrog_steps", [](O& o) -> int& { return o.params.max_leapfrog_steps; }, "cap of the path-length rule")
+          .at_least(1)
+          .add_nested("num_steps", [](O& o) -> int& { return o.params.num_leapfrog_steps; },
+                      "hmc leapfrog steps L with --path-length fixed, and while finding the step size")
+          .at_least(1)
+          .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts_max_depth; }, "nuts maximum tree depth")
+          .at_least(1)
+          .at_most(30)
+          .add_nested("target_accept", [](O& o) -> double& { return o.params.target_accept; },
+                      "target acceptance when the step size is found (--step-size unset)")
+          .above(0)
+          .below(1)
+          .add_nested("jitter", [](O& o) -> double& { return o.params.step_size_jitter; }, "hmc step-size jitter fraction")
+          .at_least(0)
+          .below(1)
+          .add("sensitivity_only", &O::sensitivity_only, "stop after VI and the sensitivities (what `uqnn sensitivity` runs)");
+  return s;
+}
+
+/// The vi-hmc settings; the step size from the shared step options.
+ViHmcOptions vi_hmc_settings(const FitContext& c) {
+  ViHmcOptions o = vi_hmc_options().read(c.config.method_settings);
+  const detail::StepOptions step = detail::step_options().read(c.config.method_settings);
+  if (!step.adapt && !step.step_size) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
+  o.params.step_size = step.step_size.value_or(0.0);
+  o.params.subset_seed = c.config.seed;
   try {
-    p.tau = j.value("tau", p.tau);
-    p.sampler = j.value("sampler", p.sampler);
-    const std::string subset = j.value("subset", std::string("sensitive"));
-    if (subset == "sensitive") p.subset = SubsetRule::Sensitive;
-    else if (subset == "random") p.subset = SubsetRule::Random;
-    else throw InputError("--subset '" + subset + "' is not known: valid are sensitive, random");
-    p.subset_seed = c.config.seed;
-    const std::string path = j.value("path_length", std::string("paper"));
-    if (path != "paper" && path != "fixed") throw InputError("--path-length '" + path + "' is not known: valid are paper, fixed");
-    p.paper_path_length = path == "paper";
-    const std::string spread = j.value("spread", std::string("max"));
-    if (spread == "max") p.spread_statistic = SpreadStatistic::Max;
-    else if (spread == "median") p.spread_statistic = SpreadStatistic::Median;
-    else throw InputError("--spread '" + spread + "' is not known: valid are max, median");
-    const std::string measure = j.value("spread_measure", std::string("sd"));
-    if (measure == "sd") p.spread_measure = SpreadMeasure::StandardDeviation;
-    else if (measure == "variance") p.spread_measure = SpreadMeasure::Variance;
-    else throw InputError("--spread-measure '" + measure + "' is not known: valid are sd, variance");
-    p.init_spread = j.value("init_spread", p.init_spread);
-    p.max_leapfrog_steps = j.value("max_leapfrog_steps", p.max_leapfrog_steps);
-    sensitivity_only = j.value("sensitivity_only", false);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("vi-hmc options: ") + e.what());
-  }
-  if (m.step_size < 0) throw InputError(fmt::format("--step-size {} is invalid: it must be >= 0 (0 = find it)", m.step_size));
-  if (!m.adapt && m.step_size == 0) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
-  p.step_size = m.step_size;
-  p.num_leapfrog_steps = m.num_steps;
-  p.target_accept = m.target_accept;
-  p.nuts_max_depth = m.max_depth;
-  p.step_size_jitter = m.jitter;
-  try {
-    p.validate();
+    o.params.validate();
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
-  return p;
+  return o;
 }
 
 }  // namespace
 
-MethodResult run_vi_hmc(const FitContext& c) {
-  bool sensitivity_only = false;
-  const ViHmcParams params = vi_hmc_params(c, sensitivity_only);
+MethodResult run_vi_hmc_method(const FitContext& c) {
+  const ViHmcOptions options = vi_hmc_settings(c);
+  const ViHmcParams& params = options.params;
   const auto& post = c.posterior;
   const Index P = post->model().num_params();
   std::shared_ptr<const Prior> prior;
@@ -92,19 +112,17 @@ MethodResult run_vi_hmc(const FitContext& c) {
             {"num_kept", report.num_kept(params.tau)},
             {"num_network_params", P},
             {"sensitivity_total_variance", report.total}};
-  if (sensitivity_only) {
-    const ApproxOptions o = detail::approx_options(c);
-    detail::check_samples(o);
+  if (options.sensitivity_only) {
     Rng sampler(c.config.seed, 1);
-    r.draws = vi.approximation->sample(sampler, o.num_samples);
+    r.draws = vi.approximation->sample(sampler, detail::num_samples(c));
     r.info["draws_from"] = "vi";
     return r;
   }
 
-  const McmcConfig& m = c.config.mcmc;
+  const detail::ChainOptions m = detail::chain_options().read(c.config.method_settings);
   const detail::ChainRunObservers observers(c.config);
   const ViHmcResult result =
-      run_vi_hmc(post, vi.mu, vi_sd, std::move(report), params, detail::chain_run_config(c.config), observers.list());
+      run_vi_hmc(post, vi.mu, vi_sd, std::move(report), params, detail::chain_run_config(c.config, m), observers.list());
   const RunResult& rr = result.run;
   const Index kept = rr.min_draws();
   detail::append_kept_draws(rr, r, [&result](const Vec& x) { return result.view->expand(x); });
@@ -132,4 +150,15 @@ MethodResult run_vi_hmc(const FitContext& c) {
   return r;
 }
 
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+const bool registered = register_method(
+    {"vi-hmc", "VI, sensitivities S_i^2, then HMC or NUTS on the sensitive subset", "seed 000, Algorithm 2",
+     {&detail::chain_options().group(), &detail::step_options().group(), &detail::samples_options().group(),
+      &detail::vi_options().group(), &vi_hmc_options().group()},
+     {},
+     &run_vi_hmc_method});
+}  // namespace
 }  // namespace uqnn

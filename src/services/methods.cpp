@@ -1,51 +1,58 @@
-// The registry of `uqnn fit --method` names. Adding a solver: write its runner in its own file
-// (src/services/method_<name>.cpp) and add one line to kMethods.
+// The registry of `uqnn fit --method` names; each src/services/method_<name>.cpp registers itself.
+#include "uqnn/services/methods.hpp"
+
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+#include <stdexcept>
+
 #include "uqnn/core/error.hpp"
-#include "uqnn/services/fit.hpp"
-#include "uqnn/services/methods.hpp"
 
 namespace uqnn {
 
 namespace {
-const std::vector<std::pair<std::string, MethodRunner>>& methods() {
-  static const std::vector<std::pair<std::string, MethodRunner>> kMethods{
-      {"map", &run_map},
-      {"nuts", &run_nuts},
-      {"hmc", &run_hmc},
-      {"mala", &run_mala},
-      {"amcmc", &run_amcmc},
-      {"sgld", &run_sgld},
-      {"sghmc", &run_sghmc},
-      {"psgld", &run_psgld},
-      {"ens", &run_deep_ensemble},
-      {"rms", &run_randomized_map},
-      {"vi", &run_vi},
-      {"laplace", &run_laplace},
-      {"swag", &run_swag},
-      {"dropout", &run_dropout},
-      {"fsgld", &run_fsgld},
-      {"fsghmc", &run_fsghmc},
-      {"vi-hmc", &run_vi_hmc},
-      {"dei-nuts", &run_dei_nuts},
-  };
-  return kMethods;
+
+// A function-local static: registrations run during static initialisation of the method files,
+// in an order the language does not fix.
+std::map<std::string, MethodSpec>& registry() {
+  static std::map<std::string, MethodSpec> methods;
+  return methods;
 }
+
 }  // namespace
+
+bool register_method(MethodSpec spec) {
+  if (registry().count(spec.name)) throw std::logic_error("method '" + spec.name + "' is registered twice");
+  std::set<std::string> names;
+  for (const OptionGroup* group : spec.groups)
+    for (const OptionSpec& option : group->options)
+      if (!names.insert(option.name).second)
+        throw std::logic_error(fmt::format("method '{}': option '{}' is declared by two of its groups", spec.name, option.name));
+  const std::string name = spec.name;
+  registry().emplace(name, std::move(spec));
+  return true;
+}
+
+const MethodSpec& find_method(const std::string& name) {
+  const auto it = registry().find(name);
+  if (it == registry().end())
+    throw InputError(fmt::format("--method '{}' is not known: valid are {}", name, fmt::join(method_names(), ", ")));
+  return it->second;
+}
+
+std::vector<const MethodSpec*> registered_methods() {
+  std::vector<const MethodSpec*> methods;
+  for (const auto& [name, spec] : registry()) methods.push_back(&spec);
+  return methods;
+}
 
 std::vector<std::string> method_names() {
   std::vector<std::string> names;
-  for (const auto& [name, runner] : methods()) names.push_back(name);
+  for (const auto& [name, spec] : registry()) names.push_back(name);
   return names;
 }
 
-MethodResult run_method(const std::string& name, const FitContext& context) {
-  for (const auto& [known, runner] : methods())
-    if (known == name) return runner(context);
-  std::string valid;
-  for (const auto& n : method_names()) valid += (valid.empty() ? "" : ", ") + n;
-  throw InputError("--method '" + name + "' is not known: valid are " + valid);
-}
+MethodResult run_method(const FitContext& context) { return find_method(context.config.method).run(context); }
 
 }  // namespace uqnn

@@ -10,8 +10,9 @@
 namespace uqnn {
 
 struct CompareConfig {
-  FitConfig base;                    ///< data, model, probability, training, seed, out_dir (method ignored)
+  FitRequest request;                ///< every option but the method (out: the directory of all fits)
   std::vector<std::string> methods;  ///< e.g. map, ens, vi, laplace, swag
+  std::optional<Dataset> dataset;    ///< in-memory data instead of the request's --data
 };
 
 struct CompareReport {

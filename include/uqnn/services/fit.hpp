@@ -18,6 +18,7 @@
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
+#include "uqnn/services/options.hpp"
 
 namespace uqnn {
 
@@ -26,7 +27,7 @@ struct ModelConfig {
   std::string kind = "mlp";          ///< mlp | rnet
   std::vector<Index> hidden{10, 10};  ///< mlp hidden widths (empty: Linear model)
   std::string activation = "tanh";
-  std::string init;                  ///< glorot | he | torch; empty = default for the activation
+  std::string init = "auto";         ///< auto (glorot for tanh-like, he for relu-like) | glorot | he | torch
   Index rnet_width = 3, rnet_layers = 3;
   int rnet_weight_order = 0;         ///< -1 = non-parametric
   std::string precision = "float64"; ///< float64 | float32: arithmetic of the network's passes
@@ -55,49 +56,51 @@ struct DataConfig {
   std::filesystem::path validation_path;  ///< held-out CSV (same columns) used as validation data instead of a split
 };
 
-/// Settings of the MCMC methods (amcmc, hmc, mala, nuts, sgld, sghmc, psgld).
-struct McmcConfig {
-  int chains = 4;
-  int threads = 0;            ///< 0 = min(chains, hardware threads)
-  long warmup = 1000;         ///< warmup (adaptation) / burn-in iterations per chain
-  long draws = 1000;          ///< sampling iterations per chain
-  long thin = 1;
-  std::string init = "map";   ///< map (each chain from its own MAP fit, as QUiNN's zflag) | random | prior
-  double step_size = 0.0;     ///< initial / fixed step size; 0 = automatic (Stan's heuristic)
-  int num_steps = 10;         ///< hmc: leapfrog steps L
-  int max_depth = 10;         ///< nuts: maximum tree depth
-  double target_accept = 0.8; ///< hmc / nuts warmup target (mala: 0.574)
-  std::string metric = "diag";  ///< diag | dense | unit
-  bool adapt = true;          ///< warmup adaptation of step size and metric
-  double jitter = 0.0;        ///< step-size jitter fraction
-  double am_gamma = 0.1;      ///< adaptive Metropolis gamma
-  long am_t0 = 100, am_t_adapt = 1000;
-  // Stochastic-gradient MCMC.
-  Index batch_size = 0;       ///< 0 = full batch
-  std::string schedule = "constant";  ///< constant | polynomial | step
-  double schedule_b = 1.0, schedule_gamma = 0.55;  ///< polynomial a (b + t)^-gamma with a = step_size
-  double decay = 0.9;         ///< step decay factor
-  long decay_every = 5000;    ///< step decay period
-  double friction = 0.1;      ///< sghmc friction C
-  Index sghmc_steps = 1;      ///< sghmc / fsghmc gradient steps per draw (m of seed 002 Alg. 2)
-  bool resample_momentum = false;  ///< sghmc / fsghmc: z ~ N(0, M) before each draw's m steps (Alg. 2)
-  double psgld_alpha = 0.99, psgld_lambda = 1e-5;  ///< psgld RMSprop preconditioner
-};
-
+/// Everything `uqnn fit` does, as make_fit_config() builds it from the options' declarations
+/// (services/options.hpp): the fit-level settings as typed structs, the method's own as checked
+/// option values that its runner reads into its typed Params.
 struct FitConfig {
   DataConfig data;
   ModelConfig model;
   ProbabilityConfig probability;
-  std::string method = "map";
   TrainParams training;
-  McmcConfig mcmc;
+  std::string method = "map";
   std::uint64_t seed = 0;
+  int threads = 0;                    ///< chains / members in parallel; 0 = automatic
   std::filesystem::path out_dir = "uqnn-out";
   std::string figure_format = "png";  ///< png | svg | none
-  bool progress = false;              ///< progress on stderr
-  /// Method-specific settings (e.g. chains, warmup) as given on the command line or in TOML.
-  nlohmann::json method_options = nlohmann::json::object();
+  bool quiet = false;                 ///< no progress messages on stderr
+  /// Every option of the method's own groups (name -> checked value, defaults filled in).
+  nlohmann::json method_settings = nlohmann::json::object();
+  /// How the fit was asked for (command line, config file, Python call) and every setting used:
+  /// model.json records it so a run can be repeated from its directory.
+  nlohmann::json record = nlohmann::json::object();
 };
+
+/// What a door (CLI, TOML, Python, C++) asks for: the values the user gave, and the door's own
+/// defaults for options the user did not give (e.g. `uqnn demo` runs NUTS with 300 draws).
+struct FitRequest {
+  std::vector<GivenOption> given;
+  /// Option name -> value, checked like given ones; ignored where the method does not read the option.
+  nlohmann::json preset = nlohmann::json::object();
+  /// Options of these methods are accepted (and ignored) even when `method` does not read them
+  /// (`uqnn compare` passes one option list to several methods).
+  std::vector<std::string> also_accept_methods;
+  nlohmann::json invocation;  ///< recorded in model.json: {"command": ...} or {"python": ...}
+};
+
+/// The option groups a fit with `method` reads: data, model, probability, training, output, then
+/// the method's own (--help, the Python docstrings and the TOML reader are made from these). Throws
+/// InputError for an unknown method.
+std::vector<OptionGroup> fit_option_groups(const std::string& method);
+/// Every option of every method (name -> the groups declaring it), for the CLI's flags.
+std::vector<OptionGroup> all_option_groups();
+
+/// Checks every given option (known, applies to the method, type, range, choices) and builds the
+/// config; errors are InputError starting with the option's `where`.
+FitConfig make_fit_config(const FitRequest& request);
+/// C++ convenience: options by name, e.g. {{"method", "nuts"}, {"chains", 2}, {"draws", 100}}.
+FitConfig make_fit_config(const nlohmann::json& options);
 
 /// Everything a method needs; the posterior is in standardised units.
 struct FitContext {
@@ -122,10 +125,8 @@ struct MethodResult {
 
 using MethodRunner = std::function<MethodResult(const FitContext&)>;
 
-/// Methods `uqnn fit --method` knows, by name.
+/// Methods `uqnn fit --method` knows, by name (services/methods.hpp registers them).
 std::vector<std::string> method_names();
-/// Runs one method; throws InputError for an unknown name.
-MethodResult run_method(const std::string& name, const FitContext& context);
 
 /// Summary of a finished fit (also written to out_dir/metrics.json).
 struct FitReport {

@@ -1,14 +1,14 @@
 #pragma once
 /// @file Settings of the functional SG-MCMC methods (fsgld, fsghmc; seed 002) and the builder of
-/// their target. They travel in FitConfig::method_options under these field names (CLI flags: the
-/// same names with '-' for '_', e.g. --gp-kernel, --measurement-data). Step size, schedule, burn-in
-/// (--warmup), draws, thinning, minibatch (--sg-batch-size) and friction are the sgld / sghmc ones.
+/// their target. Step size, schedule, burn-in (--warmup), draws, thinning, minibatch
+/// (--sg-batch-size) and friction are the sgld / sghmc ones (src/services/method_sgmcmc.cpp).
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "uqnn/prob/functional_posterior.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/options.hpp"
 
 namespace uqnn {
 
@@ -26,11 +26,10 @@ struct FunctionalOptions {
   Index measurement_data = 40;
   Index measurement_box = 40;
   double measurement_margin = 0.1;
-
-  /// Reads the fields present in `j` (keys = field names); throws InputError on a wrong type.
-  static FunctionalOptions from_json(const nlohmann::json& j);
-  nlohmann::json to_json() const;
 };
+
+/// The declarations of FunctionalOptions (option names as the CLI's --gp-kernel, ...).
+const OptionSchema<FunctionalOptions>& functional_options();
 
 /// Fits the GP prior to the training data of `context.posterior` (standardised units) and builds
 /// the functional posterior; `info`, when given, receives the fitted hyperparameters and settings.

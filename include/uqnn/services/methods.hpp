@@ -1,37 +1,45 @@
 #pragma once
-/// @file Runners of the individual methods behind `uqnn fit --method` (one per file in src/services).
+/// @file The registry of `uqnn fit --method` names. Each method lives in one file,
+/// src/services/method_<name>.cpp, which declares its typed Params with their options
+/// (services/options.hpp), its runner, and registers both:
+///
+///     const bool registered = register_method({"slice", "slice sampler", "Neal 2003",
+///                                              {&chain_options(), &schema().group()}, {}, &run_slice});
+///
+/// Nothing else lists the methods: the CLI flags, --help, the TOML keys and the Python keywords come
+/// from the registry. A name that is not registered is an error, never a fallback.
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/options.hpp"
 
 namespace uqnn {
 
-/// MAP point estimate: minimises -log p(theta | D) / N with the configured optimiser.
-MethodResult run_map(const FitContext& context);
+struct MethodSpec {
+  std::string name;       ///< --method value
+  std::string summary;    ///< one line for --help
+  std::string reference;  ///< the paper or manual it follows
+  /// Option groups the method reads besides the fit's (data, model, probability, training,
+  /// output); a group shared by several methods (e.g. chains) is one object.
+  std::vector<const OptionGroup*> groups;
+  /// Defaults of fit-level options that differ for this method, name -> value (dei-nuts trains
+  /// its members for seed 003's 5000 epochs).
+  nlohmann::json fit_defaults = nlohmann::json::object();
+  MethodRunner run;
+};
 
-/// MCMC through the multi-chain driver (src/services/method_mcmc.cpp).
-MethodResult run_nuts(const FitContext& context);
-MethodResult run_hmc(const FitContext& context);
-MethodResult run_mala(const FitContext& context);
-MethodResult run_amcmc(const FitContext& context);
-MethodResult run_sgld(const FitContext& context);
-MethodResult run_sghmc(const FitContext& context);
-MethodResult run_psgld(const FitContext& context);
-/// Functional SG-MCMC of seed 002 (GP prior over the network's outputs; services/functional_options.hpp).
-MethodResult run_fsgld(const FitContext& context);
-MethodResult run_fsghmc(const FitContext& context);
-/// Optimisation-based methods of seed 001 (src/services/method_<name>.cpp; settings in
-/// services/approx_options.hpp): deep ensemble, randomized MAP, Bayes by Backprop, Laplace, SWAG,
-/// MC dropout.
-MethodResult run_deep_ensemble(const FitContext& context);
-MethodResult run_randomized_map(const FitContext& context);
-MethodResult run_vi(const FitContext& context);
-MethodResult run_laplace(const FitContext& context);
-MethodResult run_swag(const FitContext& context);
-MethodResult run_dropout(const FitContext& context);
-
-/// VI-HMC (seed 000): VI, sensitivities, HMC/NUTS on the sensitive subset (src/services/method_vi_hmc.cpp).
-MethodResult run_vi_hmc(const FitContext& context);
-/// Deep Ensemble Initialized NUTS (seed 003 sec. 7.2; src/services/method_dei.cpp).
-MethodResult run_dei_nuts(const FitContext& context);
+/// Adds a method to the registry (call it from a namespace-scope initialiser of the method's own
+/// file); returns true. Throws std::logic_error for a duplicate name, or when two of the method's
+/// groups declare the same option, or one option name has two types across groups.
+bool register_method(MethodSpec spec);
+/// The registered method `name`; throws InputError naming the valid ones.
+const MethodSpec& find_method(const std::string& name);
+/// Every registered method, in name order.
+std::vector<const MethodSpec*> registered_methods();
+/// Runs the method of `context.config.method`.
+MethodResult run_method(const FitContext& context);
 
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);

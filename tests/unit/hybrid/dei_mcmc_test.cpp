@@ -341,18 +341,16 @@ void write_sine_csv(const fs::path& dir) {
 TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_" + std::to_string(::getpid()));
   write_sine_csv(dir);
-  FitConfig cfg;
-  cfg.data.path = dir / "data.csv";
-  cfg.model.hidden = {3};
-  cfg.method = "dei-nuts";
-  cfg.training.epochs = 50;
-  cfg.mcmc.warmup = 10;
-  cfg.mcmc.draws = 16;
-  cfg.mcmc.threads = 2;
-  cfg.out_dir = dir / "out";
-  cfg.figure_format = "none";
-  cfg.method_options["members"] = 3;
-  run_fit(cfg);
+  run_fit(make_fit_config({{"data", (dir / "data.csv").string()},
+                           {"arch", {3}},
+                           {"method", "dei-nuts"},
+                           {"epochs", 50},
+                           {"warmup", 10},
+                           {"draws", 16},
+                           {"threads", 2},
+                           {"out", (dir / "out").string()},
+                           {"figure", "none"},
+                           {"members", 3}}));
   const nlohmann::json chains = nlohmann::json::parse(std::ifstream(dir / "out" / "dei_chains.json"));
   ASSERT_EQ(chains.at("chains").size(), 3u);
   // draws.csv: columns chain, draw, parameters; every kept chain's 16 draws under its own index.
@@ -379,28 +377,18 @@ TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
 TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
   const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_given_" + std::to_string(::getpid()));
   write_sine_csv(dir);
-  FitConfig cfg;
-  cfg.data.path = dir / "data.csv";
-  cfg.model.hidden = {3};
-  cfg.training.epochs = 50;
-  cfg.figure_format = "none";
-  cfg.method = "ens";
-  cfg.method_options["ens_members"] = 2;
-  cfg.out_dir = dir / "ens";
-  run_fit(cfg);
+  nlohmann::json options = {{"data", (dir / "data.csv").string()}, {"arch", {3}}, {"epochs", 50}, {"figure", "none"}};
+  nlohmann::json ens = options;
+  ens.update({{"method", "ens"}, {"ens_members", 2}, {"out", (dir / "ens").string()}});
+  run_fit(make_fit_config(ens));
   // The ensemble's networks as written in draws.csv (chain, draw, parameters).
   const CsvTable written = read_csv(dir / "ens" / "draws.csv");
   ASSERT_EQ(written.num_rows(), 2);
-  cfg.method = "dei-nuts";
-  cfg.method_options = nlohmann::json::object();
-  cfg.method_options["dei_start"] = "given";
-  cfg.method_options["dei_init"] = (dir / "ens").string();
-  cfg.method_options["members"] = 3;  // 3 chains cycle through the 2 networks
-  cfg.mcmc.warmup = 5;
-  cfg.mcmc.draws = 5;
-  cfg.mcmc.threads = 1;
-  cfg.out_dir = dir / "dei";
-  run_fit(cfg);
+  options.update({{"method", "dei-nuts"}, {"dei_start", "given"}, {"members", 3} /* 3 chains cycle through the 2 networks */,
+                  {"warmup", 5}, {"draws", 5}, {"threads", 1}, {"out", (dir / "dei").string()}});
+  nlohmann::json dei = options;
+  dei["dei_init"] = (dir / "ens").string();
+  run_fit(make_fit_config(dei));
   const nlohmann::json chains = nlohmann::json::parse(std::ifstream(dir / "dei" / "dei_chains.json")).at("chains");
   ASSERT_EQ(chains.size(), 3u);
   for (std::size_t c = 0; c < 3; ++c) {
@@ -411,11 +399,9 @@ TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
       EXPECT_DOUBLE_EQ(start[k], written.values(row, static_cast<Index>(k) + 2)) << "chain " << c << " parameter " << k;
   }
   // Without --dei-init, or with a file of another model, a clear error.
-  cfg.method_options.erase("dei_init");
-  EXPECT_THROW(run_fit(cfg), InputError);
-  cfg.method_options["dei_init"] = (dir / "ens").string();
-  cfg.model.hidden = {4};
-  EXPECT_THROW(run_fit(cfg), InputError);
+  EXPECT_THROW(run_fit(make_fit_config(options)), InputError);
+  dei["arch"] = {4};
+  EXPECT_THROW(run_fit(make_fit_config(dei)), InputError);
   fs::remove_all(dir);
 }
 

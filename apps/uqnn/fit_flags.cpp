@@ -1,0 +1,162 @@
+#include "fit_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <ostream>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/services/methods.hpp"
+
+namespace uqnn::cli {
+
+namespace {
+
+std::string& stored_command_line() {
+  static std::string line;
+  return line;
+}
+
+std::string metavar(const OptionSpec& o) {
+  switch (o.type) {
+    case OptionType::Flag: return "";
+    case OptionType::Integer: return "INT";
+    case OptionType::Real: return "NUM";
+    case OptionType::Choice: return "NAME";
+    case OptionType::IntegerList: return "INT,...";
+    case OptionType::TextList: return "NAME,...";
+    case OptionType::Path: return "PATH";
+    case OptionType::Text: return "TEXT";
+  }
+  return "";
+}
+
+std::string default_text(const OptionSpec& o) {
+  if (o.default_value.is_null()) return "unset";
+  if (o.default_value.is_string()) return o.default_value.get<std::string>().empty() ? "none" : o.default_value.get<std::string>();
+  if (o.default_value.is_array()) {
+    std::string s;
+    for (const auto& v : o.default_value) s += (s.empty() ? "" : ",") + (v.is_string() ? v.get<std::string>() : v.dump());
+    return s.empty() ? "none" : s;
+  }
+  return o.default_value.dump();
+}
+
+}  // namespace
+
+void set_command_line(int argc, char** argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    const bool quote = arg.empty() || arg.find_first_of(" \t'\"$\\") != std::string::npos;
+    if (quote) {
+      std::string q = "'";
+      for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      arg = q + "'";
+    }
+    line += (i ? " " : "") + arg;
+  }
+  stored_command_line() = line;
+}
+
+const std::string& command_line() { return stored_command_line(); }
+
+std::shared_ptr<FitFlags> FitFlags::add(CLI::App& c, const std::set<std::string>& exclude) {
+  auto flags = std::make_shared<FitFlags>();
+  FitFlags* self = flags.get();
+  self->exclude_ = exclude;
+  c.set_help_flag();  // our own --help, grouped and per method
+  c.add_flag("-h,--help", self->help_, "print the options (with --method X: only those X reads) and exit");
+  c.add_option("--config", self->config_, "TOML file with any of these options (keys = option names, e.g. ens_members = 12)");
+  // One flag per option name: several methods may declare the same option (e.g. --warmup).
+  std::map<std::string, OptionSpec> unique;
+  for (const OptionGroup& g : all_option_groups())
+    for (const OptionSpec& o : g.options)
+      if (!exclude.count(o.name)) unique.emplace(o.name, o);
+  for (const auto& [name, spec] : unique) {
+    const std::string flag = spec.flag();
+    if (spec.type == OptionType::Flag) {
+      const std::string negated = "--no-" + flag.substr(2);
+      c.add_flag_function(flag + ",!" + negated,
+                          [self, name, flag, negated](std::int64_t n) { self->given_.push_back({name, n > 0, n > 0 ? flag : negated}); },
+                          spec.help)
+          ->group("");
+    } else if (spec.type == OptionType::TextList) {
+      c.add_option_function<std::vector<std::string>>(
+           flag, [self, name, flag](const std::vector<std::string>& v) { self->given_.push_back({name, v, flag}); }, spec.help)
+          ->delimiter(',')
+          ->group("");
+    } else {
+      c.add_option_function<std::string>(
+           flag, [self, name, flag, spec](const std::string& text) { self->given_.push_back({name, spec.parse_text(text, flag), flag}); },
+           spec.help)
+          ->group("");
+    }
+  }
+  return flags;
+}
+
+const GivenOption* FitFlags::given(const std::string& name) const {
+  for (auto it = given_.rbegin(); it != given_.rend(); ++it)
+    if (it->name == name) return &*it;
+  return nullptr;
+}
+
+FitRequest FitFlags::request(const nlohmann::json& preset) const {
+  FitRequest r;
+  if (!config_.empty())
+    for (GivenOption& g : read_toml_options(config_))
+      if (!exclude_.count(g.name)) r.given.push_back(std::move(g));
+      else throw InputError(g.where + ": is not an option of this command");
+  r.given.insert(r.given.end(), given_.begin(), given_.end());
+  r.preset = preset;
+  r.invocation = {{"command", command_line()}};
+  if (!config_.empty()) r.invocation["config"] = std::filesystem::absolute(config_).string();
+  return r;
+}
+
+void FitFlags::print_help(std::ostream& out, const CLI::App& command) const {
+  const GivenOption* method = given("method");
+  std::vector<OptionGroup> groups;
+  std::map<const OptionGroup*, std::vector<std::string>> readers;
+  if (method) {
+    groups = fit_option_groups(method->value.get<std::string>());
+  } else {
+    groups = all_option_groups();
+  }
+  std::map<std::string, std::vector<std::string>> methods_of_group;
+  for (const MethodSpec* m : registered_methods())
+    for (const OptionGroup* g : m->groups) methods_of_group[g->name].push_back(m->name);
+  out << command.get_description() << "\n\nUsage: uqnn " << command.get_name() << " [OPTIONS]\n\n"
+      << "  -h, --help            these options; with --method X, only those X reads\n"
+      << "  --config PATH         TOML file with any option below (key = name with '_', e.g. ens_members = 12)\n";
+  for (const auto& option : command.get_options())
+    if (!option->get_group().empty() && option->get_name() != "--config" && option->get_name() != "-h,--help" &&
+        option->get_name() != "--help")
+      out << fmt::format("  {:<21} {}\n", option->get_name(), option->get_description());
+  for (const OptionGroup& g : groups) {
+    std::vector<const OptionSpec*> shown;
+    for (const OptionSpec& o : g.options)
+      if (!exclude_.count(o.name)) shown.push_back(&o);
+    if (shown.empty()) continue;
+    std::string title = g.title;
+    if (!method && methods_of_group.count(g.name)) {
+      std::string names;
+      for (const auto& n : methods_of_group[g.name]) names += (names.empty() ? "" : ", ") + n;
+      title += " (" + names + ")";
+    }
+    out << "\n" << title << ":\n";
+    for (const OptionSpec* o : shown) {
+      std::string left = o->flag() + (o->type == OptionType::Flag ? "" : " " + metavar(*o));
+      if (o->type == OptionType::Flag) left += ", --no-" + o->flag().substr(2);
+      std::string right = o->help + fmt::format(" [default {}; {}]", default_text(*o), o->valid_values());
+      if (!o->reference.empty()) right += " (" + o->reference + ")";
+      out << fmt::format("  {:<21} {}\n", left, right);
+      if (o->name == "method") {
+        for (const MethodSpec* m : registered_methods()) out << fmt::format("  {:<23} {:<9} {}\n", "", m->name, m->summary);
+      }
+    }
+  }
+}
+
+}  // namespace uqnn::cli

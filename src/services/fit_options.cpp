@@ -1,0 +1,238 @@
+// The options of a fit that every method shares (run and output, data, model, probability,
+// training), declared once here, and make_fit_config(): the one place where given values — from
+// the command line, a TOML file, Python keywords or C++ — are checked and turned into a FitConfig.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <set>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/services/fit.hpp"
+#include "uqnn/services/methods.hpp"
+
+namespace uqnn {
+
+namespace {
+
+const OptionSchema<FitConfig>& output_schema() {
+  static const auto s =
+      OptionSchema<FitConfig>("output", "Run and output")
+          .add("method", &FitConfig::method, "inference method (see the method groups below)")
+          .add("seed", &FitConfig::seed, "random seed: the same seed gives the same draws whatever the thread count")
+          .at_least(0)
+          .add("threads", &FitConfig::threads, "threads for chains and ensemble members (0 = automatic); results do not depend on it")
+          .at_least(0)
+          .add("out", &FitConfig::out_dir, "output directory")
+          .add("figure", &FitConfig::figure_format, "figure format")
+          .one_of({"png", "svg", "none"})
+          .add("quiet", &FitConfig::quiet, "no progress messages on stderr");
+  return s;
+}
+
+const OptionSchema<DataConfig>& data_schema() {
+  static const auto s =
+      OptionSchema<DataConfig>("data", "Data")
+          .add("data", &DataConfig::path, "CSV file with a header row")
+          .existing()
+          .add("target", &DataConfig::targets, "target column(s) (default: the last column)")
+          .add("inputs", &DataConfig::inputs, "input columns, comma separated (default: all but the targets)")
+          .add("standardize", &DataConfig::standardize,
+               "standardise inputs and targets on the training rows (--no-standardize: priors are in the data's units)")
+          .add("valid_fraction", &DataConfig::validation_fraction, "fraction of rows held out for validation (model selection)")
+          .at_least(0)
+          .below(1)
+          .add("valid", &DataConfig::validation_path, "held-out CSV (same columns) used as validation data (dei-nuts: LPPD monitoring)")
+          .existing()
+          .add("test_fraction", &DataConfig::test_fraction, "fraction of rows held out for testing")
+          .at_least(0)
+          .below(1)
+          .add("split_seed", &DataConfig::split_seed, "seed of the random split")
+          .at_least(0)
+          .add("train_indices", &DataConfig::train_indices, "file of 0-based training row indices (one per line)")
+          .existing()
+          .add("test_indices", &DataConfig::test_indices, "file of 0-based test row indices")
+          .existing();
+  return s;
+}
+
+const OptionSchema<ModelConfig>& model_schema() {
+  static const auto s =
+      OptionSchema<ModelConfig>("model", "Model")
+          .add("model", &ModelConfig::kind, "network: mlp, or rnet (QUiNN's residual net with weights shared across depth)")
+          .one_of({"mlp", "rnet"})
+          .add("arch", &ModelConfig::hidden, "hidden widths, comma separated; empty (--arch '') gives the Linear model")
+          .at_least(1)
+          .add("activation", &ModelConfig::activation, "activation of the hidden layers")
+          .one_of({"tanh", "relu", "silu", "sigmoid", "sine", "identity"})
+          .add("init", &ModelConfig::init, "initialisation: auto = glorot for tanh-like, he for relu-like activations")
+          .one_of({"auto", "glorot", "he", "torch"})
+          .add("rnet_width", &ModelConfig::rnet_width, "rnet: state width")
+          .at_least(1)
+          .add("rnet_layers", &ModelConfig::rnet_layers, "rnet: number of layers L (L + 1 residual updates)")
+          .at_least(1)
+          .add("rnet_order", &ModelConfig::rnet_weight_order, "rnet: polynomial order of the weights over depth; -1 = one matrix per layer")
+          .at_least(-1)
+          .cite("QUiNN manual (seed 001), RNet")
+          .add("precision", &ModelConfig::precision,
+               "arithmetic of the network's forward and reverse passes; float32 (JAX/NumPyro's default) gives about "
+               "1.8x faster gradients while the sampler stays double")
+          .one_of({"float64", "float32"});
+  return s;
+}
+
+const OptionSchema<ProbabilityConfig>& probability_schema() {
+  static const auto s =
+      OptionSchema<ProbabilityConfig>("probability", "Likelihood and prior")
+          .add("likelihood", &ProbabilityConfig::likelihood, "likelihood of the targets")
+          .one_of({"gaussian", "heteroscedastic", "bernoulli", "categorical"})
+          .add("noise", &ProbabilityConfig::noise,
+               "Gaussian noise sd in the target's units (unset: learned, with log sigma ~ N(0, 3^2) in standardised units)")
+          .above(0)
+          .add("classes", &ProbabilityConfig::num_classes, "number of classes (categorical)")
+          .at_least(2)
+          .add("prior", &ProbabilityConfig::prior, "prior on the weights: fan-in is sigma / sqrt(fan_in) per layer")
+          .one_of({"gaussian", "fan-in", "mixture", "laplace"})
+          .add("prior_sigma", &ProbabilityConfig::prior_sigma, "prior sd (gaussian), scale (fan-in, laplace)")
+          .above(0)
+          .add("mixture_pi", &ProbabilityConfig::mixture_pi, "scale-mixture weight pi")
+          .above(0)
+          .below(1)
+          .cite("Blundell et al. 2015 (Bayes by Backprop), eq. 7")
+          .add("mixture_sigma1", &ProbabilityConfig::mixture_sigma1, "scale-mixture sigma1")
+          .above(0)
+          .add("mixture_sigma2", &ProbabilityConfig::mixture_sigma2, "scale-mixture sigma2")
+          .above(0);
+  return s;
+}
+
+const OptionSchema<TrainParams>& training_schema() {
+  using T = TrainParams;
+  static const auto s =
+      OptionSchema<T>("training", "Training (MAP and every method's pre-training)")
+          .add_nested("optimizer", [](T& t) -> std::string& { return t.optimizer.name; }, "optimiser")
+          .one_of({"adam", "sgd"})
+          .add_nested("lr", [](T& t) -> double& { return t.optimizer.learning_rate; }, "learning rate")
+          .above(0)
+          .add_nested("weight_decay", [](T& t) -> double& { return t.optimizer.weight_decay; }, "L2 weight decay added to the gradient")
+          .at_least(0)
+          .add_nested("momentum", [](T& t) -> double& { return t.optimizer.momentum; }, "sgd momentum")
+          .at_least(0)
+          .below(1)
+          .add("epochs", &T::epochs, "training epochs")
+          .at_least(1)
+          .add("batch_size", &T::batch_size, "minibatch size; 0 = full batch")
+          .at_least(0)
+          .add_nested("lr_schedule", [](T& t) -> std::string& { return t.schedule.name; }, "learning-rate schedule")
+          .one_of({"constant", "step", "exponential", "plateau"})
+          .add_nested("lr_step_every", [](T& t) -> Index& { return t.schedule.step_every; }, "step schedule: epochs between reductions")
+          .at_least(1)
+          .add_nested("lr_gamma", [](T& t) -> double& { return t.schedule.gamma; }, "step / exponential factor")
+          .above(0)
+          .at_most(1)
+          .add_nested("lr_factor", [](T& t) -> double& { return t.schedule.factor; }, "plateau reduction factor")
+          .above(0)
+          .below(1)
+          .add_nested("lr_patience", [](T& t) -> Index& { return t.schedule.patience; }, "plateau patience (epochs)")
+          .at_least(0)
+          .add("early_stopping", &T::early_stopping_patience,
+               "stop after this many epochs without validation improvement; 0 = off (the best-validation snapshot is kept)")
+          .at_least(0);
+  return s;
+}
+
+std::vector<OptionGroup> fit_groups() {
+  return {output_schema().group(), data_schema().group(), model_schema().group(), probability_schema().group(),
+          training_schema().group()};
+}
+
+std::string join_names(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
+
+/// The methods that read option `name`, for "does not apply" errors.
+std::vector<std::string> methods_reading(const std::string& name) {
+  std::vector<std::string> out;
+  for (const MethodSpec* m : registered_methods())
+    for (const OptionGroup* g : m->groups)
+      if (g->find(name)) out.push_back(m->name);
+  return out;
+}
+
+}  // namespace
+
+std::vector<OptionGroup> fit_option_groups(const std::string& method) {
+  const MethodSpec& spec = find_method(method);
+  std::vector<OptionGroup> groups = fit_groups();
+  for (const OptionGroup* g : spec.groups) groups.push_back(*g);
+  // The method's own defaults of fit-level options (e.g. dei-nuts' 5000 epochs).
+  for (auto& g : groups)
+    for (auto& o : g.options)
+      if (spec.fit_defaults.contains(o.name)) o.default_value = spec.fit_defaults.at(o.name);
+  return groups;
+}
+
+std::vector<OptionGroup> all_option_groups() {
+  std::vector<OptionGroup> groups = fit_groups();
+  std::set<const OptionGroup*> seen;
+  for (const MethodSpec* m : registered_methods())
+    for (const OptionGroup* g : m->groups)
+      if (seen.insert(g).second) groups.push_back(*g);
+  return groups;
+}
+
+FitConfig make_fit_config(const FitRequest& request) {
+  // The method first: which options apply depends on it.
+  std::string method = FitConfig{}.method;
+  if (request.preset.contains("method")) method = request.preset.at("method").get<std::string>();
+  for (const GivenOption& g : request.given)
+    if (g.name == "method") {
+      if (!g.value.is_string()) throw InputError(fmt::format("{}: {} is invalid: it must be a method name", g.where, g.value.dump()));
+      method = g.value.get<std::string>();
+    }
+  const MethodSpec& spec = find_method(method);
+  const std::vector<OptionGroup> groups = fit_option_groups(method);
+  std::map<std::string, const OptionSpec*> applies;
+  for (const auto& g : groups)
+    for (const auto& o : g.options) applies.emplace(o.name, &o);
+  std::set<std::string> tolerated;
+  for (const auto& other : request.also_accept_methods)
+    for (const OptionGroup* g : find_method(other).groups)
+      for (const auto& o : g->options) tolerated.insert(o.name);
+
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& g : groups)
+    for (const auto& o : g.options) settings[o.name] = o.default_value;
+  const auto apply = [&](const std::string& name, const nlohmann::json& value, const std::string& where) {
+    const auto it = applies.find(name);
+    if (it == applies.end()) {
+      if (tolerated.count(name)) return;
+      const auto readers = methods_reading(name);
+      if (readers.empty()) throw InputError(fmt::format("{}: there is no such option (uqnn fit --help lists them)", where));
+      throw InputError(fmt::format("{}: does not apply to --method {}; it is an option of {}", where, method, join_names(readers)));
+    }
+    settings[name] = it->second->check(value, where);
+  };
+  // A door's defaults apply where the method reads them (the demo's draws do not concern map).
+  for (const auto& [name, value] : request.preset.items())
+    if (applies.count(name)) apply(name, value, "preset " + name);
+  for (const GivenOption& g : request.given) apply(g.name, g.value, g.where);
+
+  FitConfig cfg = output_schema().read(settings);
+  cfg.method = method;
+  cfg.data = data_schema().read(settings);
+  cfg.model = model_schema().read(settings);
+  cfg.probability = probability_schema().read(settings);
+  cfg.training = training_schema().read(settings);
+  for (const OptionGroup* g : spec.groups)
+    for (const auto& o : g->options) cfg.method_settings[o.name] = settings.at(o.name);
+  cfg.record = {{"settings", settings}, {"invocation", request.invocation}};
+  return cfg;
+}
+
+FitConfig make_fit_config(const nlohmann::json& options) {
+  FitRequest request;
+  for (const auto& [name, value] : options.items()) request.given.push_back({name, value, name});
+  request.invocation = {{"cpp", options}};
+  return make_fit_config(request);
+}
+
+}  // namespace uqnn

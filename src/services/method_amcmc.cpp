@@ -1,0 +1,36 @@
+// `uqnn fit --method amcmc`: adaptive Metropolis (Haario et al. 2001, as in QUiNN's manual).
+#include "sampler_options.hpp"
+#include "uqnn/mcmc/chain_samplers.hpp"
+
+namespace uqnn {
+
+namespace {
+
+const OptionSchema<AdaptiveMetropolisConfig>& amcmc_options() {
+  using C = AdaptiveMetropolisConfig;
+  static const auto s =
+      OptionSchema<C>("amcmc", "Adaptive Metropolis")
+          .add_nested("am_gamma", [](C& c) -> double& { return c.kernel.gamma; }, "proposal scale factor gamma")
+          .above(0)
+          .cite("Haario et al. 2001; QUiNN manual (seed 001)")
+          .add_nested("am_t0", [](C& c) -> long& { return c.kernel.t0; }, "first adaptation after t0 steps")
+          .at_least(1)
+          .add_nested("am_t_adapt", [](C& c) -> long& { return c.kernel.t_adapt; }, "covariance refreshed every t_adapt steps")
+          .at_least(1);
+  return s;
+}
+
+MethodResult run_amcmc(const FitContext& context) {
+  const AdaptiveMetropolisConfig config = amcmc_options().read(context.config.method_settings);
+  return detail::run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
+}
+
+const bool registered = register_method(
+    {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN manual (seed 001)",
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
+     {},
+     &run_amcmc});
+
+}  // namespace
+
+}  // namespace uqnn

@@ -1,0 +1,39 @@
+// `uqnn fit --method nuts`: the No-U-Turn sampler (multinomial, generalized U-turn criterion) with
+// Stan's warmup, through the multi-chain driver.
+#include "sampler_options.hpp"
+#include "uqnn/mcmc/chain_samplers.hpp"
+
+namespace uqnn {
+
+namespace {
+
+const OptionSchema<NutsConfig>& nuts_options() {
+  static auto s = [] {
+    OptionSchema<NutsConfig> schema("nuts", "NUTS");
+    schema.add_nested("max_depth", [](NutsConfig& c) -> int& { return c.kernel.max_tree_depth; }, "maximum tree depth")
+        .at_least(1)
+        .at_most(30)
+        .cite("Hoffman & Gelman 2014; Stan's default 10");
+    return detail::add_hamiltonian_tuning(schema);
+  }();
+  return s;
+}
+
+MethodResult run_nuts(const FitContext& context) {
+  const auto& settings = context.config.method_settings;
+  NutsConfig config = nuts_options().read(settings);
+  detail::apply_step_options(detail::step_options().read(settings), config);
+  config.kernel.metric = make_unit_metric(context.posterior->dim());
+  return detail::run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
+}
+
+const bool registered = register_method(
+    {"nuts", "No-U-Turn sampler with Stan's warmup (dual averaging, windowed metric)", "Hoffman & Gelman 2014; Betancourt 2017",
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+      &nuts_options().group()},
+     {},
+     &run_nuts});
+
+}  // namespace
+
+}  // namespace uqnn

@@ -1,0 +1,149 @@
+// `uqnn fit --method sgld|sghmc|psgld|fsgld|fsghmc`: stochastic-gradient MCMC (SGLD, Welling & Teh
+// 2011; SGHMC, Chen et al. 2014; pSGLD, Li et al. 2016) and its functional versions of seed 002
+// (a GP prior over the network's outputs at measurement points, Algorithms 1-2). Warmup is burn-in
+// (no adaptation); with minibatches lp__ is the exact full-data log density every 10th transition.
+#include <fmt/format.h>
+
+#include "sampler_options.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/mcmc/sgmcmc/psgld.hpp"
+#include "uqnn/mcmc/sgmcmc/sghmc.hpp"
+#include "uqnn/mcmc/sgmcmc/sgld.hpp"
+#include "uqnn/services/functional_options.hpp"
+
+namespace uqnn {
+
+namespace {
+
+/// Step-size schedule and minibatch of every SG-MCMC method.
+struct SgOptions {
+  std::optional<double> step_size;  ///< required: SG-MCMC has no automatic step size
+  Index sg_batch_size = 0;
+  std::string schedule = "constant";
+  double schedule_b = 1.0, schedule_gamma = 0.55;
+  double decay = 0.9;
+  Index decay_every = 5000;
+};
+
+const OptionSchema<SgOptions>& sg_options() {
+  static const auto s =
+      OptionSchema<SgOptions>("sgmcmc", "Stochastic-gradient MCMC")
+          .add("step_size", &SgOptions::step_size, "step size a (required: SG-MCMC has no automatic step size)")
+          .above(0)
+          .add("sg_batch_size", &SgOptions::sg_batch_size, "minibatch size; 0 = full batch")
+          .at_least(0)
+          .add("schedule", &SgOptions::schedule, "step size: constant | polynomial a (b + t)^-gamma | step (decay every k)")
+          .one_of({"constant", "polynomial", "step"})
+          .cite("Welling & Teh 2011, sec. 3 (polynomial)")
+          .add("schedule_b", &SgOptions::schedule_b, "polynomial schedule b")
+          .above(0)
+          .add("schedule_gamma", &SgOptions::schedule_gamma, "polynomial schedule gamma")
+          .above(0)
+          .at_most(1)
+          .add("decay", &SgOptions::decay, "step schedule: factor")
+          .above(0)
+          .at_most(1)
+          .add("decay_every", &SgOptions::decay_every, "step schedule: iterations between decays")
+          .at_least(1);
+  return s;
+}
+
+/// SGHMC's friction and steps (seed 002 Algorithm 2).
+struct SghmcOptions {
+  double friction = 0.1;
+  Index sghmc_steps = 1;
+  bool resample_momentum = false;
+};
+
+const OptionSchema<SghmcOptions>& sghmc_options() {
+  static const auto s =
+      OptionSchema<SghmcOptions>("sghmc", "SGHMC")
+          .add("friction", &SghmcOptions::friction, "friction C")
+          .above(0)
+          .cite("Chen et al. 2014, eq. 15")
+          .add("sghmc_steps", &SghmcOptions::sghmc_steps, "gradient steps per draw (m of seed 002 Algorithm 2)")
+          .at_least(1)
+          .add("resample_momentum", &SghmcOptions::resample_momentum, "redraw the momentum before each draw's steps (seed 002 Algorithm 2)");
+  return s;
+}
+
+const OptionSchema<sgmcmc::PsgldParams>& psgld_options() {
+  using P = sgmcmc::PsgldParams;
+  static const auto s = OptionSchema<P>("psgld", "pSGLD (RMSprop preconditioner)")
+                            .add("psgld_alpha", &P::alpha, "RMSprop decay alpha")
+                            .above(0)
+                            .below(1)
+                            .cite("Li et al. 2016, Algorithm 1")
+                            .add("psgld_lambda", &P::lambda, "regulariser lambda")
+                            .above(0);
+  return s;
+}
+
+sgmcmc::StepSizeSchedule schedule(const SgOptions& o) {
+  if (!o.step_size) throw InputError("--step-size is required (> 0) for stochastic-gradient MCMC");
+  if (o.schedule == "polynomial") return sgmcmc::StepSizeSchedule::polynomial(*o.step_size, o.schedule_b, o.schedule_gamma);
+  if (o.schedule == "step") return sgmcmc::StepSizeSchedule::step_decay(*o.step_size, o.decay, o.decay_every);
+  return sgmcmc::StepSizeSchedule::constant(*o.step_size);
+}
+
+/// The SG-MCMC kernel on `target` (the posterior, or the functional posterior of seed 002).
+template <typename Params, typename Sampler>
+SamplerFactory sg_factory(const FitContext& context, std::shared_ptr<const LogDensity> target, Params p) {
+  const SgOptions o = sg_options().read(context.config.method_settings);
+  p.schedule = schedule(o);
+  p.batch_size = o.sg_batch_size;
+  p.lp_every = o.sg_batch_size > 0 ? 10 : 0;
+  p.validate();
+  return [target, p]() { return std::make_unique<Sampler>(target, p); };
+}
+
+sgmcmc::SghmcParams sghmc_params(const FitContext& context) {
+  const SghmcOptions o = sghmc_options().read(context.config.method_settings);
+  sgmcmc::SghmcParams p;
+  p.friction = o.friction;
+  p.num_steps = o.sghmc_steps;
+  p.resample_momentum = o.resample_momentum;
+  return p;
+}
+
+MethodResult run_sgld(const FitContext& c) {
+  return detail::run_sampling_method(c, sg_factory<sgmcmc::SgldParams, sgmcmc::SgldSampler>(c, c.posterior, {}), {});
+}
+MethodResult run_sghmc(const FitContext& c) {
+  return detail::run_sampling_method(c, sg_factory<sgmcmc::SghmcParams, sgmcmc::SghmcSampler>(c, c.posterior, sghmc_params(c)), {});
+}
+MethodResult run_psgld(const FitContext& c) {
+  const auto p = psgld_options().read(c.config.method_settings);
+  return detail::run_sampling_method(c, sg_factory<sgmcmc::PsgldParams, sgmcmc::PsgldSampler>(c, c.posterior, p), {});
+}
+MethodResult run_fsgld(const FitContext& c) {
+  nlohmann::json info;
+  const auto target = build_functional_posterior(c, &info);
+  return detail::run_sampling_method(c, sg_factory<sgmcmc::SgldParams, sgmcmc::SgldSampler>(c, target, {}), {{"functional_prior", info}});
+}
+MethodResult run_fsghmc(const FitContext& c) {
+  nlohmann::json info;
+  const auto target = build_functional_posterior(c, &info);
+  return detail::run_sampling_method(c, sg_factory<sgmcmc::SghmcParams, sgmcmc::SghmcSampler>(c, target, sghmc_params(c)),
+                                     {{"functional_prior", info}});
+}
+
+const OptionGroup& chains() { return detail::chain_options().group(); }
+const OptionGroup& starts() { return detail::chain_start_options().group(); }
+
+const bool registered =
+    register_method({"sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011", {&chains(), &starts(), &sg_options().group()}, {}, &run_sgld}) &&
+    register_method({"sghmc", "stochastic-gradient HMC with friction", "Chen et al. 2014",
+                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group()}, {}, &run_sghmc}) &&
+    register_method({"psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
+                     {&chains(), &starts(), &sg_options().group(), &psgld_options().group()}, {}, &run_psgld}) &&
+    register_method({"fsgld", "functional SGLD: GP prior over the network's outputs", "seed 002, Algorithm 1",
+                     {&chains(), &starts(), &sg_options().group(), &functional_options().group()}, {}, &run_fsgld}) &&
+    register_method({"fsghmc", "functional SGHMC: GP prior over the network's outputs", "seed 002, Algorithm 2",
+                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &functional_options().group()},
+                     {},
+                     &run_fsghmc});
+
+}  // namespace
+
+}  // namespace uqnn

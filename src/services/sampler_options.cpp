@@ -1,0 +1,67 @@
+#include "sampler_options.hpp"
+
+#include <fmt/format.h>
+
+#include "uqnn/core/error.hpp"
+
+namespace uqnn::detail {
+
+const OptionSchema<StepOptions>& step_options() {
+  static const auto s = OptionSchema<StepOptions>("step", "Step size")
+                            .add("step_size", &StepOptions::step_size,
+                                 "initial (adapted) or fixed step size; unset = automatic (Stan's heuristic in warmup)")
+                            .above(0)
+                            .add("adapt", &StepOptions::adapt,
+                                 "warmup adapts the step size and metric (--no-adapt: fixed --step-size, unit metric)");
+  return s;
+}
+
+const OptionSchema<ChainStartOptions>& chain_start_options() {
+  static const auto s = OptionSchema<ChainStartOptions>("chain_start", "Chain starts")
+                            .add("chain_init", &ChainStartOptions::chain_init,
+                                 "chain starts: map (each chain from its own MAP fit) | random (network initialisation) | prior (a prior draw)")
+                            .one_of({"map", "random", "prior"})
+                            .cite("QUiNN's zflag (seed 001)");
+  return s;
+}
+
+MethodResult run_sampling_method(const FitContext& context, const SamplerFactory& factory, nlohmann::json info) {
+  const FitConfig& cfg = context.config;
+  const ChainOptions chains = chain_options().read(cfg.method_settings);
+  const std::string init = chain_start_options().read(cfg.method_settings).chain_init;
+  const auto& post = context.posterior;
+  RunConfig run = chain_run_config(cfg, chains);
+  run.validate();
+  InitialPoints initial;
+  if (init == "map") {
+    // Each chain from its own MAP fit from its own initialisation (chain c uses Rng(seed, c)).
+    initial = InitialPointFn([&context, post](int, Rng& rng) { return train_map(context, post->initial_point(rng), rng).best_theta; });
+  } else if (init == "random") {
+    initial = InitialPointFn([post](int, Rng& rng) { return post->initial_point(rng); });
+  } else {
+    initial = InitialPointFn([post](int, Rng& rng) { return post->sample_prior(rng); });
+  }
+  const ChainRunObservers observers(cfg);
+  context.log(fmt::format("{}: {} chains x ({} warmup + {} draws), init {}", cfg.method, chains.chains, chains.warmup, chains.draws, init));
+  const RunResult r = run_chains(run, factory, initial, observers.list());
+
+  MethodResult result;
+  append_kept_draws(r, result);
+  info.update({{"sampler", cfg.method},
+               {"chains", r.num_chains()},
+               {"warmup", chains.warmup},
+               {"draws_per_chain", r.min_draws()},
+               {"thin", chains.thin},
+               {"init", init},
+               {"divergences", r.num_divergent()},
+               {"divergences_warmup", r.num_divergent_warmup()},
+               {"mean_accept_stat", mean_accept_stat(result.stats)},
+               {"interrupted", r.interrupted},
+               {"sampling_seconds", r.seconds},
+               {"tuned", r.sampler_descriptions}});
+  result.info = std::move(info);
+  if (r.interrupted) context.log("interrupted: keeping the draws made so far");
+  return result;
+}
+
+}  // namespace uqnn::detail

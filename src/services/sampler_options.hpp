@@ -1,0 +1,66 @@
+#pragma once
+// Options shared by several sampling methods (private to src/services): the step size and whether
+// warmup adapts, where chains start, Stan's warmup tuning of the Hamiltonian samplers; and the run
+// of a method's chains through the driver. A method's own options live in its method_<name>.cpp.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chain_run.hpp"
+#include "uqnn/adaptation/stan_warmup.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/services/options.hpp"
+
+namespace uqnn::detail {
+
+/// The step size: unset = automatic (the kernel's default start, refined by Stan's heuristic and
+/// dual averaging in warmup); required when adaptation is off.
+struct StepOptions {
+  std::optional<double> step_size;
+  bool adapt = true;
+};
+const OptionSchema<StepOptions>& step_options();
+
+/// Where chains start: their own MAP fit (QUiNN's zflag), the network initialisation, or a prior draw.
+struct ChainStartOptions {
+  std::string chain_init = "map";
+};
+const OptionSchema<ChainStartOptions>& chain_start_options();
+
+/// --metric: Stan's windowed metric adaptation, or none (unit metric).
+inline std::vector<std::pair<std::string, MetricAdaptation>> metric_choices() {
+  return {{"diag", MetricAdaptation::Diagonal}, {"dense", MetricAdaptation::Dense}, {"unit", MetricAdaptation::None}};
+}
+
+/// Adds the warmup options of a Hamiltonian sampler's config (`Config::warmup`, `Config::kernel`):
+/// target acceptance, metric and step-size jitter, with the library's defaults.
+template <typename Config>
+OptionSchema<Config>& add_hamiltonian_tuning(OptionSchema<Config>& s) {
+  return s
+      .add_nested("target_accept", [](Config& c) -> double& { return c.warmup.dual_averaging.target_accept; },
+                  "warmup's target acceptance statistic (dual averaging)")
+      .above(0)
+      .below(1)
+      .cite("Hoffman & Gelman 2014, sec. 3.2; Stan's default 0.8")
+      .add_choice("metric", [](Config& c) -> MetricAdaptation& { return c.warmup.metric; }, metric_choices(),
+                  "inverse metric adapted in Stan's warmup windows (unit: none)")
+      .add_nested("jitter", [](Config& c) -> double& { return c.kernel.step_size_jitter; }, "step-size jitter fraction")
+      .at_least(0)
+      .below(1);
+}
+
+/// Applies the step options to a Hamiltonian config; throws InputError when --no-adapt lacks --step-size.
+template <typename Config>
+void apply_step_options(const StepOptions& step, Config& config) {
+  if (step.step_size) config.kernel.step_size = *step.step_size;
+  else if (!step.adapt) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
+  config.warmup.adapt_step_size = step.adapt;
+  if (!step.adapt) config.warmup.metric = MetricAdaptation::None;
+}
+
+/// Runs the method's chains (chain options and starts from the method's settings) on `factory`
+/// and returns their draws; `info` is extended with the run's summary.
+MethodResult run_sampling_method(const FitContext& context, const SamplerFactory& factory, nlohmann::json info);
+
+}  // namespace uqnn::detail
