@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, as any other bad input.
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const uqnn::InputError& e) {  // a flag's value of the wrong type (checked while parsing)
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
   }
   try {
     for (auto& [sub, run] : commands)

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
         if (!langevin) options["friction"] = friction;
         if (method[0] == 'f')
           options.update({{"gp_kernel", "rbf"}, {"gp_max_points", 500}, {"measurement_box", 0}, {"measurement_data", N < 1000 ? N : measure}});
-        const FitConfig cfg = make_fit_config(options);
+        const FitConfig cfg = fit_config_from_options(options);
         const std::clock_t start = std::clock();
         const FitReport report = run_fit(cfg);
         cpu += static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;

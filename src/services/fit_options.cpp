@@ -228,7 +228,7 @@ FitConfig make_fit_config(const FitRequest& request) {
   return cfg;
 }
 
-FitConfig make_fit_config(const nlohmann::json& options) {
+FitConfig fit_config_from_options(const nlohmann::json& options) {
   FitRequest request;
   for (const auto& [name, value] : options.items()) request.given.push_back({name, value, name});
   request.invocation = {{"cpp", options}};

@@ -100,7 +100,7 @@ std::vector<OptionGroup> all_option_groups();
 /// config; errors are InputError starting with the option's `where`.
 FitConfig make_fit_config(const FitRequest& request);
 /// C++ convenience: options by name, e.g. {{"method", "nuts"}, {"chains", 2}, {"draws", 100}}.
-FitConfig make_fit_config(const nlohmann::json& options);
+FitConfig fit_config_from_options(const nlohmann::json& options);
 
 /// Everything a method needs; the posterior is in standardised units.
 struct FitContext {

@@ -77,7 +77,7 @@ TEST_F(Cli, Float32FitRecordsItsPrecisionAndPredictReloadsIt) {
   for (int i = 0; i < 30; ++i) csv += std::to_string(-1 + 0.07 * i) + "," + std::to_string(std::sin(2.0 * i)) + "\n";
   write("data.csv", csv);
   const std::string data = " --data " + (dir_ / "data.csv").string();
-  const CliRun fit = run("fit --quiet --method ens --members 2 --epochs 100 --arch 8 --noise 0.1 --precision float32" + data +
+  const CliRun fit = run("fit --quiet --method ens --ens-members 2 --epochs 100 --arch 8 --noise 0.1 --precision float32" + data +
                          " --out " + (dir_ / "run").string());
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_EQ(json(dir_ / "run" / "model.json")["model"].value("precision", std::string()), "float32");
@@ -127,6 +127,11 @@ TEST_F(Cli, BadInputGetsALocatedMessageAndExitCodeTwo) {
   EXPECT_NE(r.output.find("no column named 'nope'"), std::string::npos) << r.output;
   r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 4,x");
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--arch: '4,x' is invalid: it must be comma-separated integers, each >= 1"), std::string::npos) << r.output;
+  // An option of another method is an error, not silently ignored.
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method ens --members 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--members: does not apply to --method ens; it is an option of dei-nuts"), std::string::npos) << r.output;
   r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nonsense");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("valid are"), std::string::npos) << r.output;
@@ -167,10 +172,10 @@ TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
   }
   CliRun r = run(common + " --method fsgld --gp-kernel cubic");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--gp-kernel 'cubic' is not known: valid are rbf, matern52, linear"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--gp-kernel: 'cubic' is invalid: it must be one of: rbf, matern52, linear"), std::string::npos) << r.output;
   r = run(common + " --method fsgld --measurement-box -3");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("num_box_points must be >= 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--measurement-box: -3 is invalid: it must be an integer >= 0"), std::string::npos) << r.output;
 }
 
 }  // namespace

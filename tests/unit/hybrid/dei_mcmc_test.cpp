@@ -341,7 +341,7 @@ void write_sine_csv(const fs::path& dir) {
 TEST(DeiMcmc, FitServiceWritesMergedDrawsWithChainIdentity) {
   const fs::path dir = fs::temp_directory_path() / ("uqnn_dei_" + std::to_string(::getpid()));
   write_sine_csv(dir);
-  run_fit(make_fit_config({{"data", (dir / "data.csv").string()},
+  run_fit(fit_config_from_options({{"data", (dir / "data.csv").string()},
                            {"arch", {3}},
                            {"method", "dei-nuts"},
                            {"epochs", 50},
@@ -380,7 +380,7 @@ TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
   nlohmann::json options = {{"data", (dir / "data.csv").string()}, {"arch", {3}}, {"epochs", 50}, {"figure", "none"}};
   nlohmann::json ens = options;
   ens.update({{"method", "ens"}, {"ens_members", 2}, {"out", (dir / "ens").string()}});
-  run_fit(make_fit_config(ens));
+  run_fit(fit_config_from_options(ens));
   // The ensemble's networks as written in draws.csv (chain, draw, parameters).
   const CsvTable written = read_csv(dir / "ens" / "draws.csv");
   ASSERT_EQ(written.num_rows(), 2);
@@ -388,7 +388,7 @@ TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
                   {"warmup", 5}, {"draws", 5}, {"threads", 1}, {"out", (dir / "dei").string()}});
   nlohmann::json dei = options;
   dei["dei_init"] = (dir / "ens").string();
-  run_fit(make_fit_config(dei));
+  run_fit(fit_config_from_options(dei));
   const nlohmann::json chains = nlohmann::json::parse(std::ifstream(dir / "dei" / "dei_chains.json")).at("chains");
   ASSERT_EQ(chains.size(), 3u);
   for (std::size_t c = 0; c < 3; ++c) {
@@ -399,9 +399,9 @@ TEST(DeiMcmc, FitServiceStartsChainsAtTheNetworksOfAnEarlierFit) {
       EXPECT_DOUBLE_EQ(start[k], written.values(row, static_cast<Index>(k) + 2)) << "chain " << c << " parameter " << k;
   }
   // Without --dei-init, or with a file of another model, a clear error.
-  EXPECT_THROW(run_fit(make_fit_config(options)), InputError);
+  EXPECT_THROW(run_fit(fit_config_from_options(options)), InputError);
   dei["arch"] = {4};
-  EXPECT_THROW(run_fit(make_fit_config(dei)), InputError);
+  EXPECT_THROW(run_fit(fit_config_from_options(dei)), InputError);
   fs::remove_all(dir);
 }
 

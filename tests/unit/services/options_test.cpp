@@ -1,6 +1,7 @@
 // The option declarations (services/options.hpp) and the doors generated from them: every option
 // round-trips from its CLI text and from TOML to the same value, defaults are the same through every
 // door, and every bad value is an InputError that names the option as the user wrote it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "cli/cli_fixture.hpp"
+#include "unit/cli/cli_fixture.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/services/fit.hpp"
@@ -82,7 +83,7 @@ class Options : public ::testing::Test {
 TEST(OptionRegistry, EveryMethodIsRegisteredAndAnOptionNameHasOneType) {
   const auto names = method_names();
   for (const char* m : {"map", "nuts", "hmc", "mala", "amcmc", "sgld", "sghmc", "psgld", "fsgld", "fsghmc", "ens", "rms", "vi",
-                        "laplace", "swag", "dropout", "vi-hmc", "dei-nuts"})
+                        "laplace", "swag", "dropout", "vi-hmc", "dei-nuts", "slice"})
     EXPECT_NE(std::find(names.begin(), names.end(), m), names.end()) << m;
   std::map<std::string, OptionType> type_of;
   std::size_t count = 0;
@@ -121,7 +122,7 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
       const auto& sb = b.record.at("settings").at(o.name);
       EXPECT_EQ(sa, sb) << o.name << ": CLI '" << v.cli << "' vs TOML '" << v.toml << "'";
       // ... and it is not the default, so the option really reached the config.
-      EXPECT_NE(sa, make_fit_config({{"method", method}}).record.at("settings").at(o.name)) << o.name;
+      EXPECT_NE(sa, fit_config_from_options({{"method", method}}).record.at("settings").at(o.name)) << o.name;
       ++checked;
     }
   EXPECT_GT(checked, 120u);
@@ -129,25 +130,25 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
 
 TEST(OptionDefaults, AreTheSameThroughEveryDoorAndMatchTheLibrary) {
   for (const std::string& method : method_names()) {
-    const FitConfig cfg = make_fit_config({{"method", method}});
+    const FitConfig cfg = fit_config_from_options({{"method", method}});
     for (const OptionGroup& g : fit_option_groups(method))
       for (const OptionSpec& o : g.options)
-        if (o.name != "method") EXPECT_EQ(cfg.record.at("settings").at(o.name), o.default_value) << method << " " << o.name;
+        if (o.name != "method") { EXPECT_EQ(cfg.record.at("settings").at(o.name), o.default_value) << method << " " << o.name; }
   }
   // Defaults come from the library's own structs: DEI-MCMC trains seed 003's ensemble.
-  const FitConfig dei = make_fit_config({{"method", "dei-nuts"}});
+  const FitConfig dei = fit_config_from_options({{"method", "dei-nuts"}});
   const EnsembleParams e = DeiMcmcParams::default_ensemble();
   EXPECT_EQ(dei.training.epochs, e.training.epochs);
   EXPECT_EQ(dei.training.optimizer.weight_decay, e.training.optimizer.weight_decay);
   EXPECT_EQ(dei.method_settings.at("warmup"), DeiMcmcParams{}.warmup);
-  EXPECT_EQ(make_fit_config({{"method", "map"}}).training.epochs, TrainParams{}.epochs);
-  EXPECT_EQ(make_fit_config({{"method", "ens"}}).method_settings.at("ens_members"), EnsembleParams{}.members);
+  EXPECT_EQ(fit_config_from_options({{"method", "map"}}).training.epochs, TrainParams{}.epochs);
+  EXPECT_EQ(fit_config_from_options({{"method", "ens"}}).method_settings.at("ens_members"), EnsembleParams{}.members);
 }
 
 TEST_F(Options, BadValuesAreErrorsNamingTheOptionAndItsValidValues) {
   const auto message = [](const nlohmann::json& options) {
     try {
-      make_fit_config(options);
+      fit_config_from_options(options);
     } catch (const InputError& e) {
       return std::string(e.what());
     }

@@ -1,0 +1,35 @@
+// `uqnn fit --method slice`: coordinate-wise slice sampling (Neal 2003) through the multi-chain
+// driver; no gradients, widths adapted in warmup (include/uqnn/mcmc/slice.hpp).
+#include "sampler_options.hpp"
+#include "uqnn/mcmc/slice.hpp"
+
+namespace uqnn {
+
+namespace {
+
+const OptionSchema<SliceParams>& slice_options() {
+  static const auto s = OptionSchema<SliceParams>("slice", "Slice sampler")
+                            .add("slice_width", &SliceParams::initial_width, "initial interval width w of every coordinate")
+                            .above(0)
+                            .cite("Neal 2003, sec. 4.1")
+                            .add("slice_max_steps", &SliceParams::max_steps_out, "Neal's m: widths stepped out at most per coordinate")
+                            .at_least(1);
+  return s;
+}
+
+MethodResult run_slice(const FitContext& context) {
+  SliceParams params = slice_options().read(context.config.method_settings);
+  params.validate(context.posterior->dim());
+  const std::shared_ptr<const LogDensity> target = context.posterior;
+  return detail::run_sampling_method(context, [target, params]() { return std::make_unique<SliceChainSampler>(target, params); }, {});
+}
+
+const bool registered = register_method(
+    {"slice", "coordinate-wise slice sampler (no gradients; widths adapted in warmup)", "Neal 2003",
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
+     {},
+     &run_slice});
+
+}  // namespace
+
+}  // namespace uqnn
