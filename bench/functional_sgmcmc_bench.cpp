@@ -15,7 +15,7 @@
 #include "cpu_time_collector.hpp"
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
 #include "uqnn/nn/mlp.hpp"
-#include "uqnn/prob/gaussian_process.hpp"
+#include "uqnn/optim/gaussian_process_fit.hpp"
 
 namespace uqnn::bench {
 namespace {

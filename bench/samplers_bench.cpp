@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_problems.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/run_chains.hpp"
 
 namespace uqnn::bench {

@@ -42,7 +42,7 @@
 #include "uqnn/diagnostics/layerwise.hpp"
 #include "uqnn/diagnostics/lppd.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
-#include "uqnn/hybrid/dei_figures.hpp"
+#include "uqnn/plot/dei_figures.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/hybrid/linear_baseline.hpp"
 #include "uqnn/io/atomic_file.hpp"

@@ -8,7 +8,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/summary.hpp"
-#include "uqnn/hybrid/dei_figures.hpp"
+#include "uqnn/plot/dei_figures.hpp"
 #include "uqnn/io/atomic_file.hpp"
 
 namespace uqnn::cli {

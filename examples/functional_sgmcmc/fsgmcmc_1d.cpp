@@ -25,7 +25,8 @@
 #include <iostream>
 #include <numbers>
 
-#include "uqnn/io/atomic_file.hpp"
+#include "uqnn/optim/gaussian_process_fit.hpp"
+#include "uqnn//io/atomic_file.hpp"
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/plot/plots.hpp"

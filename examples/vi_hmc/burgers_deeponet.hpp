@@ -21,7 +21,7 @@
 #include "common.hpp"
 #include "uqnn/data/burgers.hpp"
 #include "uqnn/diagnostics/normal_quantile.hpp"
-#include "uqnn/hybrid/sensitivity_report.hpp"
+#include "uqnn/plot/sensitivity_report.hpp"
 #include "uqnn/nn/deeponet.hpp"
 #include "uqnn/plot/figure.hpp"
 

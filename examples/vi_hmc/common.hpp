@@ -14,7 +14,7 @@
 #include "uqnn/approx/vi.hpp"
 #include "uqnn/hybrid/vi_hmc.hpp"
 #include "uqnn/io/atomic_file.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/optim/trainer.hpp"
 
 namespace uqnn::examples {

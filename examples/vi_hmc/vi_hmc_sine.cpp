@@ -14,7 +14,7 @@
 #include "uqnn/data/synthetic.hpp"
 #include "uqnn/diagnostics/ess.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
-#include "uqnn/hybrid/sensitivity_report.hpp"
+#include "uqnn/plot/sensitivity_report.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/plot/plots.hpp"
 

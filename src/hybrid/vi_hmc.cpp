@@ -9,7 +9,7 @@
 
 #include "uqnn/adaptation/step_size.hpp"
 #include "uqnn/core/error.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 

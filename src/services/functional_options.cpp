@@ -1,6 +1,7 @@
 #include "uqnn/services/functional_options.hpp"
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/optim/gaussian_process_fit.hpp"
 
 namespace uqnn {
 

@@ -1,6 +1,6 @@
 // `uqnn fit --method amcmc`: adaptive Metropolis (Haario et al. 2001, as in QUiNN's manual).
 #include "sampler_options.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 

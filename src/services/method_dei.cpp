@@ -13,7 +13,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/layerwise.hpp"
-#include "uqnn/hybrid/dei_figures.hpp"
+#include "uqnn/plot/dei_figures.hpp"
 #include "uqnn/hybrid/dei_mcmc.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/services/fit_output.hpp"

@@ -1,6 +1,6 @@
 // `uqnn fit --method hmc`: Hamiltonian Monte Carlo with L leapfrog steps (seed 001) and Stan's warmup.
 #include "sampler_options.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 

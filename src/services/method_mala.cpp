@@ -1,7 +1,7 @@
 // `uqnn fit --method mala`: Metropolis-adjusted Langevin with the asymmetric-proposal MH ratio; the
 // step size adapted to an acceptance of 0.574 in warmup.
 #include "sampler_options.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 

@@ -1,7 +1,7 @@
 // `uqnn fit --method nuts`: the No-U-Turn sampler (multinomial, generalized U-turn criterion) with
 // Stan's warmup, through the multi-chain driver.
 #include "sampler_options.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 

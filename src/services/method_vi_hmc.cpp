@@ -10,7 +10,7 @@
 
 #include "approx_common.hpp"
 #include "sampler_options.hpp"
-#include "uqnn/hybrid/sensitivity_report.hpp"
+#include "uqnn/plot/sensitivity_report.hpp"
 #include "uqnn/hybrid/vi_hmc.hpp"
 #include "uqnn/run/observer.hpp"
 

@@ -5,7 +5,7 @@
 /// References: Hoffman & Gelman (2014), Algorithm 4; Stan `base_hmc::init_stepsize`.
 #include "uqnn/adaptation/dual_averaging.hpp"
 #include "uqnn/mcmc/metric.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

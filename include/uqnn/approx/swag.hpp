@@ -15,7 +15,7 @@
 
 #include "uqnn/approx/approximate_posterior.hpp"
 #include "uqnn/optim/objective.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "uqnn/approx/ensemble.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/prob/posterior.hpp"
-#include "uqnn/run/lppd_monitor.hpp"
+#include "uqnn/hybrid/lppd_monitor.hpp"
 #include "uqnn/run/run_chains.hpp"
 
 namespace uqnn {

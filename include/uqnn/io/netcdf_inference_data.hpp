@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "uqnn/core/param_layout.hpp"
-#include "uqnn/mcmc/chain_sampler.hpp"
+#include "uqnn/core/draw_stats.hpp"
 
 namespace uqnn {
 

@@ -10,7 +10,7 @@
 /// not a diagonal and can be indefinite).
 /// References: seed 001 ("Adaptive Metropolis"); Haario et al. (2001), Bernoulli 7(2), 223-242.
 #include "uqnn/core/rng.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

@@ -1,7 +1,7 @@
 #pragma once
 /// @file The state shared by the gradient-based kernels (HMC, MALA, NUTS): a position with its
 /// log density and gradient cached, so a rejected proposal costs no re-evaluation.
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

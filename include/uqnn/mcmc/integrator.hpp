@@ -4,7 +4,7 @@
 /// References: seed 001 (HMC leapfrog); Neal (2011), "MCMC using Hamiltonian dynamics", eq. 5.18-5.20;
 /// Stan's expl_leapfrog.
 #include "uqnn/mcmc/metric.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

@@ -14,7 +14,7 @@
 
 #include "uqnn/core/rng.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

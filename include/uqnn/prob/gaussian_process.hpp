@@ -76,21 +76,7 @@ class GaussianProcess {
   GpHyperparameters hyper_;
 };
 
-/// Settings of the type-II maximum-likelihood fit (Adam on the log hyperparameters).
-struct GpFitParams {
-  GpKernel kernel = GpKernel::Rbf;
-  bool per_input_length_scales = false;  ///< ARD: one length scale per input dimension
-  Index iterations = 100;                ///< Adam steps (seed 002 App. E: 100 epochs)
-  double learning_rate = 0.1;            ///< Adam learning rate on the log scale
-  Index max_points = 1000;               ///< fit on a random subset of at most this many points
-  /// Throws std::invalid_argument naming the parameter and its valid range.
-  void validate() const;
-};
-
-/// Fits the hyperparameters to (X [input_dim, n], y [n]) by maximising log p(y | X) from
-/// s^2 = var(y), l = median pairwise distance (per input: that input's sd), s_n^2 = var(y) / 10.
-/// The subset (when n > max_points) and nothing else is drawn from `rng`. The best iterate (the
-/// largest log marginal likelihood seen) is returned.
-GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng);
+/// r^2 between the columns of A and B ([A.cols(), B.cols()]).
+Mat squared_distances(const Mat& A, const Mat& B);
 
 }  // namespace uqnn

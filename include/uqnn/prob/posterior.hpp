@@ -7,7 +7,7 @@
 
 #include "uqnn/nn/model.hpp"
 #include "uqnn/prob/likelihood.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 #include "uqnn/prob/prior.hpp"
 
 namespace uqnn {

@@ -1,7 +1,7 @@
 #pragma once
 /// @file RandomizedLogDensity: a minibatch log-density estimate that needs random numbers of its own.
 #include "uqnn/core/rng.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
 

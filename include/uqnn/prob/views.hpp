@@ -3,7 +3,7 @@
 /// and tempering.
 #include <memory>
 
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 #include "uqnn/prob/posterior.hpp"
 
 namespace uqnn {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn::sgmcmc::detail {
 

@@ -11,7 +11,7 @@
 #include "uqnn/adaptation/step_size.hpp"
 #include "uqnn/adaptation/welford.hpp"
 #include "uqnn/adaptation/window_adaptation.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "test_models.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 namespace {

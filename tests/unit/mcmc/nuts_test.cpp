@@ -6,7 +6,7 @@
 #include <numbers>
 
 #include "test_models.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/mcmc/nuts.hpp"
 
 namespace uqnn {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "uqnn/prob/gaussian_process.hpp"
+#include "uqnn/optim/gaussian_process_fit.hpp"
 
 namespace uqnn {
 namespace {

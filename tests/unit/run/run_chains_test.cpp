@@ -7,7 +7,7 @@
 
 #include "../mcmc/test_models.hpp"
 #include "uqnn/core/error.hpp"
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/run_chains.hpp"
 
 namespace uqnn {

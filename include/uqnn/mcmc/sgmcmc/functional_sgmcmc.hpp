@@ -11,7 +11,7 @@
 /// (sghmc.hpp: w += eps M^-1 z; z += eps g - eps C M^-1 z + sqrt(2 C eps) eta) on that gradient;
 /// with g(z) = z and p(g) = N(0, M), eq. 9's grad_z g grad_g log p(g) = -M^-1 z. Alg. 2's momentum
 /// resampling before every block of m steps is SghmcParams::resample_momentum / num_steps.
-/// The GP hyperparameters come from fit_gaussian_process (prob/gaussian_process.hpp), the
+/// The GP hyperparameters come from fit_gaussian_process (optim/gaussian_process_fit.hpp), the
 /// "pre-trained GP prior". The chain's Rng draws, per gradient step: the minibatch, then X_M, then
 /// the sampler's noise, so runs are reproducible per (seed, chain).
 /// References: seed 002 sec. 3, App. D-E.

@@ -21,7 +21,7 @@
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/mcmc/sgmcmc/gradient_estimator.hpp"
 #include "uqnn/mcmc/sgmcmc/step_size_schedule.hpp"
-#include "uqnn/prob/log_density.hpp"
+#include "uqnn/core/log_density.hpp"
 
 namespace uqnn::sgmcmc {
 

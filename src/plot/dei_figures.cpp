@@ -1,4 +1,4 @@
-#include "uqnn/hybrid/dei_figures.hpp"
+#include "uqnn/plot/dei_figures.hpp"
 
 #include <algorithm>
 #include <cmath>

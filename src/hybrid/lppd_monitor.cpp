@@ -1,4 +1,4 @@
-#include "uqnn/run/lppd_monitor.hpp"
+#include "uqnn/hybrid/lppd_monitor.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "uqnn/hybrid/sensitivity_report.hpp"
+#include "uqnn/plot/sensitivity_report.hpp"
 
 #include <fmt/format.h>
 

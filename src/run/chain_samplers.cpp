@@ -1,4 +1,4 @@
-#include "uqnn/mcmc/chain_samplers.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 #include <cmath>
 #include <fmt/format.h>

@@ -1,0 +1,26 @@
+#pragma once
+/// @file Type-II maximum likelihood for a GP prior's hyperparameters (Adam on their logs): the GP
+/// lives in prob/, the optimiser here, so the fit sits in the training layer above both.
+#include "uqnn/core/rng.hpp"
+#include "uqnn/prob/gaussian_process.hpp"
+
+namespace uqnn {
+
+/// Settings of the type-II maximum-likelihood fit (Adam on the log hyperparameters).
+struct GpFitParams {
+  GpKernel kernel = GpKernel::Rbf;
+  bool per_input_length_scales = false;  ///< ARD: one length scale per input dimension
+  Index iterations = 100;                ///< Adam steps (seed 002 App. E: 100 epochs)
+  double learning_rate = 0.1;            ///< Adam learning rate on the log scale
+  Index max_points = 1000;               ///< fit on a random subset of at most this many points
+  /// Throws std::invalid_argument naming the parameter and its valid range.
+  void validate() const;
+};
+
+/// Fits the hyperparameters to (X [input_dim, n], y [n]) by maximising log p(y | X) from
+/// s^2 = var(y), l = median pairwise distance (per input: that input's sd), s_n^2 = var(y) / 10.
+/// The subset (when n > max_points) and nothing else is drawn from `rng`. The best iterate (the
+/// largest log marginal likelihood seen) is returned.
+GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng);
+
+}  // namespace uqnn

@@ -1,0 +1,80 @@
+#include "uqnn/optim/gaussian_process_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/optim/optimizer.hpp"
+
+namespace uqnn {
+
+void GpFitParams::validate() const {
+  require(iterations >= 0, "gp iterations", ">= 0");
+  require(std::isfinite(learning_rate) && learning_rate > 0, "gp learning_rate", "finite and > 0");
+  require(max_points >= 2, "gp max_points", ">= 2");
+}
+
+GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng) {
+  params.validate();
+  if (X.cols() != y.size()) throw std::invalid_argument("fit_gaussian_process: X and y sizes differ");
+  if (X.cols() < 2) throw std::invalid_argument("fit_gaussian_process: needs at least 2 points");
+  Mat Xf = X;
+  Vec yf = y;
+  if (X.cols() > params.max_points) {
+    const IndexVec perm = rng.permutation(X.cols());
+    Xf.resize(X.rows(), params.max_points);
+    yf.resize(params.max_points);
+    for (Index i = 0; i < params.max_points; ++i) {
+      Xf.col(i) = X.col(perm[static_cast<std::size_t>(i)]);
+      yf[i] = y[perm[static_cast<std::size_t>(i)]];
+    }
+  }
+  const double var_y = std::max((yf.array() - yf.mean()).square().mean(), 1e-12);
+  GpHyperparameters start;
+  start.signal_variance = var_y;
+  start.noise_variance = var_y / 10.0;
+  if (params.per_input_length_scales && params.kernel != GpKernel::Linear) {
+    start.length_scales.resize(X.rows());
+    for (Index i = 0; i < X.rows(); ++i) {
+      const double sd = std::sqrt((Xf.row(i).array() - Xf.row(i).mean()).square().mean());
+      start.length_scales[i] = sd > 0 ? sd : 1.0;
+    }
+  } else if (params.per_input_length_scales) {
+    start.length_scales = Vec::Ones(X.rows());
+  } else {
+    const Mat D = squared_distances(Xf, Xf);
+    std::vector<double> d;
+    for (Index j = 0; j < D.cols(); ++j)
+      for (Index i = 0; i < j; ++i)
+        if (D(i, j) > 0) d.push_back(std::sqrt(D(i, j)));
+    double median = 1.0;
+    if (!d.empty()) {
+      std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+      median = d[d.size() / 2];
+    }
+    start.length_scales = Vec::Constant(1, params.kernel == GpKernel::Linear ? 1.0 : median);
+  }
+  Vec p = GaussianProcess(params.kernel, start).log_parameters();
+  OptimizerParams adam;
+  adam.learning_rate = params.learning_rate;
+  auto optimizer = make_optimizer(adam, p.size());
+  Vec best = p, grad(p.size());
+  double best_value = -std::numeric_limits<double>::infinity();
+  for (Index it = 0; it <= params.iterations; ++it) {
+    const double value = GaussianProcess::from_log_parameters(params.kernel, p).log_marginal_likelihood(Xf, yf, &grad);
+    if (std::isfinite(value) && value > best_value) {
+      best_value = value;
+      best = p;
+    }
+    if (it == params.iterations || !grad.allFinite()) break;
+    const Vec descent = -grad;  // the optimiser minimises
+    optimizer->step(p, descent, params.learning_rate);
+  }
+  return GaussianProcess::from_log_parameters(params.kernel, best);
+}
+
+}  // namespace uqnn
