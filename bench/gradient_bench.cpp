@@ -177,6 +177,37 @@ void BM_Tanh(benchmark::State& state) {
 BENCHMARK(BM_Dgemm)->Args({100, 100, 1000})->Args({16, 16, 1200})->Args({256, 256, 256})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Tanh)->Unit(benchmark::kMicrosecond);
 
+/// Through the Posterior as the samplers call it, in the two configurations the CLI uses most: a
+/// learned noise sd (the default without --noise: theta carries log sigma after the network's
+/// parameters) and a float32 network (--precision float32), each at theta_ref (log sigma = log of
+/// the problem's sigma).
+void BM_PosteriorLearnedSigma(benchmark::State& state, const std::string& id) {
+  const Problem& p = problems().at(id);
+  auto model = make_model(p.spec);
+  const auto posterior = std::make_shared<Posterior>(model, make_learned_sigma_likelihood(p.spec.sigma),
+                                                     GaussianPrior::isotropic(model->num_params(), 1.0), p.X, p.y);
+  Vec theta(posterior->dim());
+  theta << p.theta_ref, std::log(p.spec.sigma);
+  Vec grad(posterior->dim());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(posterior->log_density_and_grad(theta, grad));
+    benchmark::DoNotOptimize(grad.data());
+  }
+}
+
+void BM_PosteriorFloat32(benchmark::State& state, const std::string& id) {
+  const Problem& p = problems().at(id);
+  auto model = make_model(p.spec);
+  model->set_precision(Precision::Float32);
+  const auto posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(p.spec.sigma),
+                                                     GaussianPrior::isotropic(model->num_params(), 1.0), p.X, p.y);
+  Vec grad(posterior->dim());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(posterior->log_density_and_grad(p.theta_ref, grad));
+    benchmark::DoNotOptimize(grad.data());
+  }
+}
+
 }  // namespace
 }  // namespace uqnn::bench
 
@@ -194,6 +225,11 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark((std::string("BM_Gradient<double>/") + spec.id).c_str(), BM_GradientDouble, std::string(spec.id))
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark((std::string("BM_Gradient<float>/") + spec.id).c_str(), BM_GradientFloat, std::string(spec.id))
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((std::string("BM_PosteriorLearnedSigma/") + spec.id).c_str(), BM_PosteriorLearnedSigma,
+                                   std::string(spec.id))
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((std::string("BM_PosteriorFloat32/") + spec.id).c_str(), BM_PosteriorFloat32, std::string(spec.id))
           ->Unit(benchmark::kMicrosecond);
     }
   }

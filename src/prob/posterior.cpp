@@ -29,6 +29,7 @@ Posterior::Posterior(std::shared_ptr<const Model> model, std::shared_ptr<const L
   likelihood_->validate_targets(targets_);
   layout_ = model_->layout();
   layout_.append(likelihood_->extra_layout(), "");
+  if (model_->precision() == Precision::Float32) inputs_float_ = inputs_.cast<float>();
 }
 
 double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double scale, Vec& grad,
@@ -63,7 +64,10 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
     if (c->scale != 1.0) dY *= c->scale;
     return value;
   };
+  // The whole data set of a float32 network: its float copy, made once.
+  const bool float_inputs = &inputs == &inputs_ && inputs_float_.cols() == inputs_.cols() && inputs_float_.size() > 0;
   double value = scale * (model_gradient ? model_gradient->value_and_gradient(*theta_net, loss, *grad_net)
+                          : float_inputs ? model_->value_and_gradient(*theta_net, inputs, inputs_float_, loss, *grad_net)
                                          : model_->value_and_gradient(*theta_net, inputs, loss, *grad_net));
   if (include_prior) value += prior_->log_density(*theta_net, grad_net);  // adds its gradient
   if (E > 0) {

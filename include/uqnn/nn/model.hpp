@@ -57,6 +57,14 @@ class Model {
   /// loss(f(theta, X)); adds its gradient w.r.t. theta to `grad` (which must have num_params()).
   virtual double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
                                     Vec& grad) const = 0;
+  /// The same with X also given in float (`X_float` = X cast to float), so that a float32 network
+  /// evaluated on the same data many times (a sampler's posterior) does not convert X on every
+  /// call. Models without a float path ignore it.
+  virtual double value_and_gradient(const Vec& theta, const Mat& X, const MatT<float>& X_float,
+                                    const OutputLoss<double>& loss, Vec& grad) const {
+    (void)X_float;
+    return value_and_gradient(theta, X, loss, grad);
+  }
   /// Exact H v where H is the Hessian of theta -> loss(f(theta, X)).
   virtual Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,
                                      const OutputLoss<Dual>& loss) const = 0;
@@ -112,6 +120,16 @@ class ModelBase : public Model {
 
   double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
                             Vec& grad) const override {
+    return value_and_gradient_impl(theta, X, nullptr, loss, grad);
+  }
+  double value_and_gradient(const Vec& theta, const Mat& X, const MatT<float>& X_float, const OutputLoss<double>& loss,
+                            Vec& grad) const override {
+    return value_and_gradient_impl(theta, X, &X_float, loss, grad);
+  }
+
+ private:
+  double value_and_gradient_impl(const Vec& theta, const Mat& X, const MatT<float>* X_float, const OutputLoss<double>& loss,
+                                 Vec& grad) const {
     check_shapes(theta, X);
     if (grad.size() != num_params()) grad = Vec::Zero(num_params());
     double value = 0.0;
@@ -129,10 +147,10 @@ class ModelBase : public Model {
       thread_local VecT<float> float_theta, float_grad;
       thread_local MatT<float> float_inputs;
       float_theta = theta.cast<float>();
-      float_inputs = X.cast<float>();
+      if (!X_float) float_inputs = X.cast<float>();
       float_grad.setZero(num_params());
       float float_value = 0.0f;
-      self().template evaluate<float>(float_theta, float_inputs, &float_loss, &float_value, &float_grad);
+      self().template evaluate<float>(float_theta, X_float ? *X_float : float_inputs, &float_loss, &float_value, &float_grad);
       if (std::isfinite(value) && float_grad.allFinite()) {
         grad += float_grad.cast<double>();
         return value;
@@ -146,6 +164,7 @@ class ModelBase : public Model {
     return value;
   }
 
+ public:
   Mat jacobian_vector_product(const Vec& theta, const Vec& v, const Mat& X) const override {
     check_shapes(theta, X);
     if (v.size() != theta.size()) throw std::invalid_argument("jacobian_vector_product: v and theta differ in size");

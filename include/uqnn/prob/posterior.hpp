@@ -63,6 +63,7 @@ class Posterior : public StochasticLogDensity {
   std::shared_ptr<const Likelihood> likelihood_;
   std::shared_ptr<const Prior> prior_;
   Mat inputs_, targets_;
+  MatT<float> inputs_float_;  ///< inputs_ in float when the network runs in float32 (converted once)
   ParamLayout layout_;
 };
 
