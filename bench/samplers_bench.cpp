@@ -33,7 +33,7 @@ namespace {
 
 struct Options {
   std::string method, problem = "B1", csv;
-  int chains = 1, threads = 1, max_tree_depth = 10, steps = 10;
+  int chains = 1, threads = 1, max_depth = 10, steps = 10;
   long warmup = 0, draws = 100;
   double step_size = 0.0;
   std::uint64_t seed = 1;
@@ -45,7 +45,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--csv", o.csv, "write the draws (lp__, f at the test inputs, sampler statistics) here");
   app.add_option("--chains", o.chains)->capture_default_str();
   app.add_option("--threads", o.threads)->capture_default_str();
-  app.add_option("--max-tree-depth", o.max_tree_depth)->capture_default_str();
+  app.add_option("--max-tree-depth", o.max_depth)->capture_default_str();
   app.add_option("--steps", o.steps, "hmc: leapfrog steps")->capture_default_str();
   app.add_option("--warmup", o.warmup)->capture_default_str();
   app.add_option("--draws", o.draws)->capture_default_str();
@@ -72,8 +72,8 @@ void write_csv(const std::string& path, const RunResult& result, const Problem& 
       const Mat f = posterior.model().forward(theta, problem.X_test);
       out << c << ',' << d << ',' << number(s.lp - constants);
       for (Index t = 0; t < f.cols(); ++t) out << ',' << number(f(0, t));
-      out << ',' << number(s.accept_stat) << ',' << number(s.step_size) << ',' << s.tree_depth << ','
-          << s.n_leapfrog << ',' << (s.divergent ? 1 : 0) << '\n';
+      out << ',' << number(s.accept_prob) << ',' << number(s.step_size) << ',' << s.tree_depth << ','
+          << s.n_leapfrog << ',' << (s.is_divergent ? 1 : 0) << '\n';
     }
   }
 }
@@ -103,7 +103,7 @@ int run(const Options& o) {
     run.num_warmup = 0;
   } else {
     NutsConfig nuts;  // Stan's defaults: diagonal metric, target acceptance 0.8, 75/25/50 windows
-    nuts.kernel.max_tree_depth = o.max_tree_depth;
+    nuts.kernel.max_depth = o.max_depth;
     if (o.step_size > 0) nuts.kernel.step_size = o.step_size;
     config = nuts;
     run.num_warmup = o.warmup;
@@ -118,7 +118,7 @@ int run(const Options& o) {
   for (const auto& chain : result.stats)
     for (const auto& s : chain) {
       gradients += s.n_leapfrog;
-      accept += s.accept_stat;
+      accept += s.accept_prob;
       ++draws;
     }
   for (const auto& chain : result.warmup_stats)

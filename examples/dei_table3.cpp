@@ -219,7 +219,7 @@ NutsSummary summarize_nuts(const RunResult& run) {
     for (const auto& d : run.stats[static_cast<std::size_t>(c)]) {
       s.mean_leapfrog += d.n_leapfrog;
       s.mean_depth += d.tree_depth;
-      s.mean_accept += d.accept_stat;
+      s.mean_accept += d.accept_prob;
       s.share_max_depth += d.tree_depth >= 10 ? 1.0 : 0.0;
       n += 1;
     }

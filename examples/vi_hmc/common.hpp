@@ -103,7 +103,7 @@ inline double mean_accept(const RunResult& r) {
   long n = 0;
   for (const auto& chain : r.stats)
     for (const auto& s : chain) {
-      sum += s.accept_stat;
+      sum += s.accept_prob;
       ++n;
     }
   return n ? sum / static_cast<double>(n) : 0.0;

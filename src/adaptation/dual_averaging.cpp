@@ -24,14 +24,14 @@ void DualAveraging::restart(double initial_step_size) {
   mu_ = std::log(10.0 * initial_step_size);
 }
 
-double DualAveraging::update(double accept_stat) {
+double DualAveraging::update(double accept_prob) {
   ++counter_;
-  if (!(accept_stat >= 0.0)) accept_stat = 0.0;  // NaN counts as a rejection
-  accept_stat = std::min(1.0, accept_stat);
+  if (!(accept_prob >= 0.0)) accept_prob = 0.0;  // NaN counts as a rejection
+  accept_prob = std::min(1.0, accept_prob);
   const double t = static_cast<double>(counter_);
   // Hoffman & Gelman (2014) eq. (6) with Stan's update order.
   const double eta = 1.0 / (t + params_.t0);
-  s_bar_ = (1.0 - eta) * s_bar_ + eta * (params_.target_accept - accept_stat);
+  s_bar_ = (1.0 - eta) * s_bar_ + eta * (params_.target_accept - accept_prob);
   const double x = mu_ - s_bar_ * std::sqrt(t) / params_.gamma;
   const double x_eta = std::pow(t, -params_.kappa);
   x_bar_ = (1.0 - x_eta) * x_bar_ + x_eta * x;

@@ -22,8 +22,8 @@ void StanWarmup::begin(long num_warmup, double step_size, Index dim) {
 
 void StanWarmup::restart_step_size(double step_size) { averaging_.restart(step_size); }
 
-bool StanWarmup::learn(long iteration, double accept_stat, const Vec& position, double& step_size, Metric& metric) {
-  if (params_.adapt_step_size) step_size = averaging_.update(accept_stat);
+bool StanWarmup::learn(long iteration, double accept_prob, const Vec& position, double& step_size, Metric& metric) {
+  if (params_.adapt_step_size) step_size = averaging_.update(accept_prob);
   if (params_.metric == MetricAdaptation::None || !schedule_) return false;
   if (schedule_->in_window(iteration)) {
     if (params_.metric == MetricAdaptation::Diagonal) variance_.add(position);

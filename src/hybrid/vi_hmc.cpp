@@ -111,7 +111,7 @@ ViHmcResult run_vi_hmc(std::shared_ptr<const Posterior> posterior, const Vec& vi
   } else {
     NutsConfig c;
     c.kernel.step_size = step_size > 0 ? step_size : 0.1;
-    c.kernel.max_tree_depth = params.nuts_max_depth;
+    c.kernel.max_depth = params.nuts_max_depth;
     c.kernel.metric = make_unit_metric(view->dim());
     c.warmup.adapt_step_size = step_size == 0.0;
     c.warmup.metric = step_size == 0.0 ? MetricAdaptation::Diagonal : MetricAdaptation::None;

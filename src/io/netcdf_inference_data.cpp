@@ -225,11 +225,11 @@ InferenceGroup make_sample_stats_group(const std::vector<std::vector<DrawStats>>
   for (const auto& chain : chain_stats)
     for (const auto& s : chain) {
       lp.push_back(s.lp);
-      acceptance_rate.push_back(s.accept_stat);
+      acceptance_rate.push_back(s.accept_prob);
       step_size.push_back(s.step_size);
       tree_depth.push_back(s.tree_depth);
       n_steps.push_back(s.n_leapfrog);
-      diverging.push_back(s.divergent);
+      diverging.push_back(s.is_divergent);
       energy.push_back(s.energy);
     }
   InferenceGroup g;

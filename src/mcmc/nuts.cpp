@@ -11,7 +11,7 @@ namespace uqnn {
 
 void NutsParams::validate(Index dim) const {
   require(std::isfinite(step_size) && step_size > 0.0, "step_size", "finite and > 0");
-  require(max_tree_depth >= 1 && max_tree_depth <= 30, "max_tree_depth", "in [1, 30]");
+  require(max_depth >= 1 && max_depth <= 30, "max_depth", "in [1, 30]");
   require(divergence_threshold > 0.0, "divergence_threshold", "> 0");
   require(step_size_jitter >= 0.0 && step_size_jitter < 1.0, "step_size_jitter", "in [0, 1)");
   const Index m = metric_dim(metric);
@@ -164,10 +164,10 @@ NutsStep Nuts::step(Rng& rng, const GradientState& state, const NutsParams& para
 
   double log_sum_weight = 0.0;  // log of the weight exp(H0 - H0) of the initial point
   const double h0 = hamiltonian(metric, z);
-  TreeBuilder tree(*density_, metric, eps, params.divergence_threshold, params.max_tree_depth, dim, rng);
+  TreeBuilder tree(*density_, metric, eps, params.divergence_threshold, params.max_depth, dim, rng);
 
   int depth = 0;
-  while (depth < params.max_tree_depth) {
+  while (depth < params.max_depth) {
     rho_fwd.setZero();
     rho_bck.setZero();
     bool valid_subtree = false;
@@ -211,7 +211,7 @@ NutsStep Nuts::step(Rng& rng, const GradientState& state, const NutsParams& para
   out.info.tree_depth = depth;
   out.info.num_leapfrog_steps = tree.n_leapfrog_;
   out.info.is_divergent = tree.divergent_;
-  out.info.accept_stat = tree.n_leapfrog_ > 0 ? tree.sum_metro_prob_ / tree.n_leapfrog_ : 0.0;
+  out.info.accept_prob = tree.n_leapfrog_ > 0 ? tree.sum_metro_prob_ / tree.n_leapfrog_ : 0.0;
   out.info.step_size = eps;
   out.info.energy = hamiltonian(metric, z_sample);
   out.state = GradientState{std::move(z_sample.position), z_sample.log_density, std::move(z_sample.grad)};

@@ -94,7 +94,7 @@ DrawStats SliceChainSampler::transition(Rng& rng, bool warmup) {
   }
   DrawStats stats;
   stats.lp = state_.log_density;
-  stats.accept_stat = 1.0;  // a slice update always moves to a point of the slice
+  stats.accept_prob = 1.0;  // a slice update always moves to a point of the slice
   stats.step_size = params_.widths.mean();
   stats.n_leapfrog = s.info.num_evaluations;  // density evaluations (no gradients)
   stats.energy = std::numeric_limits<double>::quiet_NaN();

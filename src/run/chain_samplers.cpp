@@ -18,11 +18,11 @@ DrawStats stats_of(const GradientState& s, const HmcInfo& info) {
                    info.energy};
 }
 DrawStats stats_of(const GradientState& s, const NutsInfo& info) {
-  return DrawStats{s.log_density, info.accept_stat, info.step_size, info.tree_depth, info.num_leapfrog_steps,
+  return DrawStats{s.log_density, info.accept_prob, info.step_size, info.tree_depth, info.num_leapfrog_steps,
                    info.is_divergent, info.energy};
 }
 double accept_of(const HmcInfo& info) { return info.accept_prob; }
-double accept_of(const NutsInfo& info) { return info.accept_stat; }
+double accept_of(const NutsInfo& info) { return info.accept_prob; }
 
 /// The shared warmup/transition logic of HmcSampler and NutsSampler (Stan's adapt_*_nuts::transition).
 template <typename Kernel, typename Params>
@@ -100,8 +100,8 @@ DrawStats HamiltonianSampler<Kernel, Config>::transition(Rng& rng, bool warmup) 
 template <typename Kernel, typename Config>
 std::string HamiltonianSampler<Kernel, Config>::describe() const {
   if constexpr (std::is_same_v<Kernel, Nuts>)
-    return fmt::format("nuts: step_size={:.6g}, max_tree_depth={}, {}", config_.kernel.step_size,
-                       config_.kernel.max_tree_depth, describe_metric(config_.kernel.metric));
+    return fmt::format("nuts: step_size={:.6g}, max_depth={}, {}", config_.kernel.step_size,
+                       config_.kernel.max_depth, describe_metric(config_.kernel.metric));
   else
     return fmt::format("hmc: step_size={:.6g}, num_leapfrog_steps={}, {}", config_.kernel.step_size,
                        config_.kernel.num_leapfrog_steps, describe_metric(config_.kernel.metric));

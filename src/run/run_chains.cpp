@@ -52,14 +52,14 @@ Mat RunResult::pooled() const {
 long RunResult::num_divergent() const {
   long n = 0;
   for (const auto& chain : stats)
-    for (const auto& s : chain) n += s.divergent ? 1 : 0;
+    for (const auto& s : chain) n += s.is_divergent ? 1 : 0;
   return n;
 }
 
 long RunResult::num_divergent_warmup() const {
   long n = 0;
   for (const auto& chain : warmup_stats)
-    for (const auto& s : chain) n += s.divergent ? 1 : 0;
+    for (const auto& s : chain) n += s.is_divergent ? 1 : 0;
   return n;
 }
 

@@ -77,10 +77,10 @@ inline void append_kept_draws(const RunResult& run, MethodResult& result,
     }
 }
 
-/// Mean accept_stat over the kept draws (0 when there are none).
+/// Mean accept_prob over the kept draws (0 when there are none).
 inline double mean_accept_stat(const std::vector<DrawStats>& stats) {
   double sum = 0;
-  for (const DrawStats& s : stats) sum += s.accept_stat;
+  for (const DrawStats& s : stats) sum += s.accept_prob;
   return stats.empty() ? 0.0 : sum / static_cast<double>(stats.size());
 }
 

@@ -51,7 +51,7 @@ const OptionSchema<DeiOptions>& dei_options() {
           .cite("seed 003, App. C.4")
           .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "kept draws per chain")
           .at_least(0)
-          .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_tree_depth; }, "NUTS maximum tree depth")
+          .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_depth; }, "NUTS maximum tree depth")
           .at_least(1)
           .at_most(30)
           .add_nested("target_accept", [](O& o) -> double& { return o.params.nuts.warmup.dual_averaging.target_accept; },

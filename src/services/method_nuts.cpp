@@ -10,7 +10,7 @@ namespace {
 const OptionSchema<NutsConfig>& nuts_options() {
   static auto s = [] {
     OptionSchema<NutsConfig> schema("nuts", "NUTS");
-    schema.add_nested("max_depth", [](NutsConfig& c) -> int& { return c.kernel.max_tree_depth; }, "maximum tree depth")
+    schema.add_nested("max_depth", [](NutsConfig& c) -> int& { return c.kernel.max_depth; }, "maximum tree depth")
         .at_least(1)
         .at_most(30)
         .cite("Hoffman & Gelman 2014; Stan's default 10");

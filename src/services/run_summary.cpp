@@ -82,7 +82,7 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
   // Footer: divergences and E-BFMI.
   std::vector<double> energy;
   for (const auto& st : stats) {
-    summary.divergences += st.divergent ? 1 : 0;
+    summary.divergences += st.is_divergent ? 1 : 0;
     energy.push_back(st.energy);
   }
   if (!energy.empty() && std::all_of(energy.begin(), energy.end(), [](double e) { return std::isfinite(e); })) {

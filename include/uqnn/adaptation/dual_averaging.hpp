@@ -22,7 +22,7 @@ class DualAveraging {
   /// Restarts the averages around mu = log(10 initial_step_size) (Stan's set_mu + restart).
   void restart(double initial_step_size);
   /// Learns from one acceptance statistic (values above 1 count as 1); returns the next step size exp(x_t).
-  double update(double accept_stat);
+  double update(double accept_prob);
   /// The averaged step size exp(x_bar) to use after adaptation.
   double final_step_size() const;
   long iterations() const { return counter_; }

@@ -34,7 +34,7 @@ class StanWarmup {
   /// Learns from warmup iteration `iteration` (0-based): updates `step_size` by dual averaging and,
   /// at the end of a slow window, replaces `metric`. Returns true when the metric changed (the
   /// caller then re-initialises the step size and calls restart_step_size).
-  bool learn(long iteration, double accept_stat, const Vec& position, double& step_size, Metric& metric);
+  bool learn(long iteration, double accept_prob, const Vec& position, double& step_size, Metric& metric);
   /// Restarts dual averaging around mu = log(10 step_size).
   void restart_step_size(double step_size);
   /// The step size to use after warmup (exp(x_bar)), or `current` when step-size adaptation is off

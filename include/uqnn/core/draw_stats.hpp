@@ -9,11 +9,11 @@ namespace uqnn {
 /// Stan's per-draw sampler statistics (names as in Stan's CSV / ArviZ's sample_stats).
 struct DrawStats {
   double lp = 0.0;            ///< lp__: log density at the draw
-  double accept_stat = 0.0;   ///< accept_stat__: acceptance probability (mean over the tree for NUTS)
+  double accept_prob = 0.0;   ///< accept_stat__: acceptance probability (mean over the tree for NUTS)
   double step_size = 0.0;     ///< stepsize__
   int tree_depth = 0;         ///< treedepth__ (NUTS; 0 otherwise)
   int n_leapfrog = 0;         ///< n_leapfrog__: gradient evaluations in this transition
-  bool divergent = false;     ///< divergent__
+  bool is_divergent = false;  ///< divergent__
   double energy = 0.0;        ///< energy__: Hamiltonian at the draw (NaN for methods without one)
 };
 

@@ -17,7 +17,7 @@ namespace uqnn {
 
 struct NutsParams {
   double step_size = 0.1;               ///< eps > 0
-  int max_tree_depth = 10;              ///< in [1, 30]
+  int max_depth = 10;              ///< in [1, 30]
   Metric metric = DiagonalMetric{};     ///< inverse metric; empty diagonal = unit
   double divergence_threshold = 1000.0; ///< divergent when H - H0 > this; > 0
   double step_size_jitter = 0.0;        ///< eps (1 + u), u ~ U(-jitter, jitter); in [0, 1)
@@ -25,7 +25,7 @@ struct NutsParams {
 };
 
 struct NutsInfo {
-  double accept_stat = 0.0;   ///< mean over the tree's leapfrog steps of min(1, exp(H0 - H))
+  double accept_prob = 0.0;   ///< mean over the tree's leapfrog steps of min(1, exp(H0 - H))
   int tree_depth = 0;         ///< number of doublings completed
   int num_leapfrog_steps = 0;
   bool is_divergent = false;

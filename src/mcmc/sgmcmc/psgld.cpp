@@ -70,8 +70,8 @@ DrawStats PsgldSampler::transition(Rng& rng, bool /*warmup*/) {
   const double estimate = estimator_.estimate(rng, state_.position, grad_);
   ++iteration_;
   if (!std::isfinite(estimate) || !grad_.allFinite()) {
-    stats.divergent = true;
-    stats.accept_stat = 0.0;
+    stats.is_divergent = true;
+    stats.accept_prob = 0.0;
     stats.lp = estimate;
     return stats;
   }
@@ -89,7 +89,7 @@ DrawStats PsgldSampler::transition(Rng& rng, bool /*warmup*/) {
   const double data_size = estimator_.num_data() > 0 ? static_cast<double>(estimator_.num_data()) : 1.0;
   state_ = psgld_step(rng, state_, grad_, stats.step_size, data_size, params_,
                       params_.gamma_correction ? &hessian_diagonal : nullptr, &preconditioner_);
-  stats.accept_stat = 1.0;
+  stats.accept_prob = 1.0;
   stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, estimate, state_.position);
   return stats;
 }

@@ -75,21 +75,21 @@ DrawStats SghmcSampler::transition(Rng& rng, bool /*warmup*/) {
   stats.step_size = params_.schedule(iteration_);
   stats.n_leapfrog = static_cast<int>(params_.num_steps);
   stats.energy = detail::kNaN;
-  stats.accept_stat = 1.0;
+  stats.accept_prob = 1.0;
   double estimate = detail::kNaN;
   for (Index step = 0; step < params_.num_steps; ++step) {
     const double eps = params_.schedule(iteration_);
     estimate = estimator_.estimate(rng, state_.position, grad_);
     ++iteration_;
     if (!std::isfinite(estimate) || !grad_.allFinite()) {
-      stats.divergent = true;
-      stats.accept_stat = 0.0;
+      stats.is_divergent = true;
+      stats.accept_prob = 0.0;
       break;
     }
     state_ = sghmc_step(rng, state_, grad_, eps, params_);
   }
   ++transitions_;
-  stats.lp = stats.divergent ? estimate
+  stats.lp = stats.is_divergent ? estimate
                              : detail::report_lp(estimator_.density(), params_.lp_every, transitions_, estimate,
                                                  state_.position);
   return stats;

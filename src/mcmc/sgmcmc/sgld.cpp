@@ -42,13 +42,13 @@ DrawStats SgldSampler::transition(Rng& rng, bool /*warmup*/) {
   const double estimate = estimator_.estimate(rng, position_, grad_);
   ++iteration_;
   if (!std::isfinite(estimate) || !grad_.allFinite()) {
-    stats.divergent = true;
-    stats.accept_stat = 0.0;
+    stats.is_divergent = true;
+    stats.accept_prob = 0.0;
     stats.lp = estimate;
     return stats;
   }
   position_ = sgld_step(rng, position_, grad_, stats.step_size);
-  stats.accept_stat = 1.0;
+  stats.accept_prob = 1.0;
   stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, estimate, position_);
   return stats;
 }

@@ -48,11 +48,11 @@ InferenceData example(bool flat) {
     for (Index d = 0; d < D; ++d) {
       auto& s = stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(d)];
       s.lp = -1.5 * d - c;
-      s.accept_stat = 1.0;
+      s.accept_prob = 1.0;
       s.step_size = 1e-3;
       s.tree_depth = static_cast<int>(d % 3);
       s.n_leapfrog = static_cast<int>(d + 1);
-      s.divergent = (d == 3 && c == 1);
+      s.is_divergent = (d == 3 && c == 1);
       s.energy = std::numeric_limits<double>::quiet_NaN();
     }
   data.sample_stats = make_sample_stats_group(stats);

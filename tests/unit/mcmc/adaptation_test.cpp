@@ -161,7 +161,7 @@ TEST(McmcStepSize, StanHeuristicBracketsAcceptance) {
   EXPECT_LT(from_large, 4.0);
 }
 
-/// Runs one chain with `config` and returns the mean accept_stat after warmup.
+/// Runs one chain with `config` and returns the mean accept_prob after warmup.
 double mean_accept_after_warmup(const SamplerConfig& config, std::shared_ptr<const LogDensity> density,
                                 const Vec& start, long num_warmup, long num_draws) {
   RunConfig rc;
@@ -171,7 +171,7 @@ double mean_accept_after_warmup(const SamplerConfig& config, std::shared_ptr<con
   rc.num_draws = num_draws;
   rc.seed = 21;
   const RunResult r = run_chains(rc, make_sampler_factory(std::move(density), config), start);
-  return r.statistic([](const DrawStats& s) { return s.accept_stat; }).mean();
+  return r.statistic([](const DrawStats& s) { return s.accept_prob; }).mean();
 }
 
 TEST(McmcWarmup, NutsAndMalaReachTheirTargetAcceptance) {
@@ -184,12 +184,12 @@ TEST(McmcWarmup, NutsAndMalaReachTheirTargetAcceptance) {
     nuts.warmup.dual_averaging.target_accept = accept;
     nuts.warmup.windows.term_buffer = 600;
     const double got = mean_accept_after_warmup(nuts, target, target->mean(), 1600, 1000);
-    std::printf("  NUTS target %.2f (term buffer 600): mean accept_stat %.3f\n", accept, got);
+    std::printf("  NUTS target %.2f (term buffer 600): mean accept_prob %.3f\n", accept, got);
     EXPECT_NEAR(got, accept, 0.025);
   }
   {
     const double got = mean_accept_after_warmup(NutsConfig{}, target, target->mean(), 1000, 1000);
-    std::printf("  NUTS target 0.80 (Stan's defaults): mean accept_stat %.3f\n", got);
+    std::printf("  NUTS target 0.80 (Stan's defaults): mean accept_prob %.3f\n", got);
     EXPECT_GT(got, 0.78);
     EXPECT_LT(got, 0.9);
   }

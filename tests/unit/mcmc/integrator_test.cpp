@@ -221,7 +221,7 @@ TEST(HmcKernel, ParamsValidateNamesTheParameter) {
   p.metric = make_unit_metric(2);
   EXPECT_THROW(p.validate(3), std::invalid_argument);
   NutsParams n;
-  n.max_tree_depth = 0;
+  n.max_depth = 0;
   EXPECT_THROW(n.validate(3), std::invalid_argument);
   EXPECT_THROW(MalaParams{0.0}.validate(), std::invalid_argument);
 }

@@ -98,8 +98,8 @@ TEST(NutsTrajectory, StopsAtTheUTurn) {
       steps += step.info.num_leapfrog_steps;
       max_steps = std::max(max_steps, step.info.num_leapfrog_steps);
       ASSERT_LE(step.info.num_leapfrog_steps, (1 << step.info.tree_depth) - 1 + (1 << step.info.tree_depth));
-      ASSERT_GE(step.info.accept_stat, 0.0);
-      ASSERT_LE(step.info.accept_stat, 1.0);
+      ASSERT_GE(step.info.accept_prob, 0.0);
+      ASSERT_LE(step.info.accept_prob, 1.0);
     }
     std::printf("  N(0, I_%ld), eps 0.1: mean n_leapfrog %.1f, max %d (half period %.0f)\n", static_cast<long>(d),
                 steps / n, max_steps, std::numbers::pi / 0.1);
@@ -114,14 +114,14 @@ TEST(NutsTrajectory, MaxTreeDepthAndStatistics) {
   Nuts nuts(*target);
   NutsParams params;
   params.step_size = 0.01;  // needs ~300 steps to turn
-  params.max_tree_depth = 4;
+  params.max_depth = 4;
   Rng rng(10);
   GradientState s = nuts.init(Vec::Constant(2, 0.3));
   for (int i = 0; i < 50; ++i) {
     NutsStep step = nuts.step(rng, s, params);
     EXPECT_EQ(step.info.tree_depth, 4);
     EXPECT_EQ(step.info.num_leapfrog_steps, 15);
-    EXPECT_GT(step.info.accept_stat, 0.99);
+    EXPECT_GT(step.info.accept_prob, 0.99);
     EXPECT_FALSE(step.info.is_divergent);
     EXPECT_TRUE(std::isfinite(step.info.energy));
     s = step.state;

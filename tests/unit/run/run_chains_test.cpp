@@ -106,7 +106,7 @@ TEST(McmcRunChains, NonFiniteStartIsAClearErrorAndDivergencesAreCounted) {
   const RunResult r = run_chains(c, make_sampler_factory(wall, fixed), Vec(Vec::Zero(2)));
   long counted = 0;
   for (const auto& chain : r.stats)
-    for (const auto& s : chain) counted += s.divergent;
+    for (const auto& s : chain) counted += s.is_divergent;
   EXPECT_GT(r.num_divergent(), 10);
   EXPECT_EQ(r.num_divergent(), counted);
   for (const auto& d : r.draws) {

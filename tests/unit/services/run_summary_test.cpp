@@ -26,7 +26,7 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
       DrawStats s;
       s.lp = post.log_density(theta);
       s.energy = -s.lp + rng.normal();
-      s.divergent = d % 50 == 0;
+      s.is_divergent = d % 50 == 0;
       stats.push_back(s);
     }
   Standardizer identity = Standardizer::identity({"x"}, {"y"});

@@ -46,7 +46,7 @@ TEST(Sghmc, MomentumResamplingAndStats) {
   Rng rng(8), copy(8);
   const DrawStats s = sampler.transition(rng, true);
   EXPECT_EQ(s.n_leapfrog, 4);
-  EXPECT_EQ(s.accept_stat, 1.0);
+  EXPECT_EQ(s.accept_prob, 1.0);
   EXPECT_TRUE(std::isnan(s.energy));
   EXPECT_EQ(sampler.iteration(), 4);
   // Reproduce the transition by hand: z ~ N(0, M), then 4 kernel steps.

@@ -39,10 +39,10 @@ TEST(Sgld, DrawStatsAndSchedule) {
     const Vec before = sampler.position();
     const DrawStats s = sampler.transition(rng, false);
     EXPECT_DOUBLE_EQ(s.step_size, h);
-    EXPECT_EQ(s.accept_stat, 1.0);
+    EXPECT_EQ(s.accept_prob, 1.0);
     EXPECT_EQ(s.n_leapfrog, 1);
     EXPECT_EQ(s.tree_depth, 0);
-    EXPECT_FALSE(s.divergent);
+    EXPECT_FALSE(s.is_divergent);
     EXPECT_TRUE(std::isnan(s.energy));
     EXPECT_DOUBLE_EQ(s.lp, target->log_density(before));  // lp_every = 0: estimate at the previous draw
   }
@@ -106,9 +106,9 @@ TEST(Sgld, NonFiniteGradientIsDivergentNotException) {
   for (int t = 0; t < 200 && !saw; ++t) {
     const Vec before = sampler.position();
     const DrawStats s = sampler.transition(rng, false);
-    if (s.divergent) {
+    if (s.is_divergent) {
       saw = true;
-      EXPECT_EQ(s.accept_stat, 0.0);
+      EXPECT_EQ(s.accept_prob, 0.0);
       EXPECT_EQ(sampler.position(), before);
     }
   }

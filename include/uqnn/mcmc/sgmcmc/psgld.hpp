@@ -62,8 +62,8 @@ PsgldState psgld_step(Rng& rng, const PsgldState& state, const Vec& grad_log_den
                       double data_size, const PsgldParams& params, const Vec* hessian_diagonal = nullptr,
                       Vec* preconditioner = nullptr);
 
-/// pSGLD for one chain. Draw statistics as SgldSampler (accept_stat = 1, n_leapfrog = 1, energy NaN;
-/// non-finite gradient: position unchanged, divergent = true, accept_stat = 0).
+/// pSGLD for one chain. Draw statistics as SgldSampler (accept_prob = 1, n_leapfrog = 1, energy NaN;
+/// non-finite gradient: position unchanged, divergent = true, accept_prob = 0).
 class PsgldSampler : public ChainSampler {
  public:
   PsgldSampler(std::shared_ptr<const LogDensity> density, PsgldParams params);

@@ -63,10 +63,10 @@ SghmcState sghmc_step(Rng& rng, const SghmcState& state, const Vec& grad_log_den
 /// Draws z ~ N(0, M) (M = params.mass, identity when empty).
 Vec sghmc_sample_momentum(Rng& rng, Index dim, const SghmcParams& params);
 
-/// SGHMC for one chain. Draw statistics: lp as set by lp_every, accept_stat = 1, step_size = eps
+/// SGHMC for one chain. Draw statistics: lp as set by lp_every, accept_prob = 1, step_size = eps
 /// of the transition's first step, n_leapfrog = num_steps, tree_depth = 0, energy = NaN. A
 /// non-finite gradient stops the transition at the last finite state with divergent = true and
-/// accept_stat = 0. No adaptation; the schedule's t counts gradient steps since init().
+/// accept_prob = 0. No adaptation; the schedule's t counts gradient steps since init().
 class SghmcSampler : public ChainSampler {
  public:
   SghmcSampler(std::shared_ptr<const LogDensity> density, SghmcParams params);
