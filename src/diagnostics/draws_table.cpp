@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/io/csv.hpp"
 
 namespace uqnn::diagnostics {
 namespace {
@@ -18,38 +19,17 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-std::vector<std::string_view> split_fields(std::string_view line) {
+/// The fields of one line by the one CSV tokenizer (io/csv.hpp); InputError "<at>..." when malformed.
+struct LineFields {
   std::vector<std::string_view> fields;
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
-    if (comma == std::string_view::npos) return fields;
-    start = comma + 1;
+  std::vector<std::string> unquoted;
+  void split(std::string_view line, const std::string& at) {
+    unquoted.clear();
+    unquoted.reserve(line.size() + 1);
+    std::string error;
+    if (!split_csv_fields(line, fields, unquoted, error)) throw InputError(at + error);
   }
-}
-
-/// Header names may be quoted (names like "w[0,1]" contain commas); "" inside quotes is a quote.
-std::vector<std::string> split_header(std::string_view line) {
-  std::vector<std::string> names(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') names.back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else names.back() += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      names.emplace_back();
-    } else {
-      names.back() += c;
-    }
-  }
-  for (auto& n : names) n = std::string(trim(n));
-  return names;
-}
+};
 
 /// "<source>:<line>: " prefix for messages, the line 1-based.
 std::string where(const std::string& source, std::size_t line) {
@@ -101,8 +81,11 @@ DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
   std::vector<std::string> header;
   while (header.empty() && std::getline(in, text)) {
     ++line_number;
+    if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
     if (trim(text).empty()) continue;
-    header = split_header(text);
+    LineFields names;
+    names.split(text, where(source, line_number) + "header: ");
+    header.assign(names.fields.begin(), names.fields.end());
   }
   if (header.empty()) throw InputError(source + ": empty file, expected a header 'chain, draw, ...'");
   if (header.size() < 2 || header[0] != "chain" || header[1] != "draw") {
@@ -125,11 +108,14 @@ DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
 
   // Rows, keyed by chain then draw.
   std::map<Index, std::map<Index, Row>> chains;
+  LineFields line;
   while (std::getline(in, text)) {
     ++line_number;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
     if (trim(text).empty()) continue;
-    const auto fields = split_fields(text);
     const std::string at = where(source, line_number);
+    line.split(text, at);
+    const auto& fields = line.fields;
     if (fields.size() != header.size()) {
       throw InputError(at + "expected " + std::to_string(header.size()) + " fields as in the header, found " +
                        std::to_string(fields.size()));

@@ -27,11 +27,10 @@ std::string_view trim(std::string_view s) {
 
 bool is_blank(std::string_view line) { return trim(line).empty(); }
 
-/// Splits one line into fields. A field may be wrapped in double quotes (spaces outside the
-/// quotes are ignored, `""` inside is a quote); a comma inside quotes does not split.
-/// Returns false (and sets `error`) for an unterminated quote or text after a closing quote.
-bool split_fields(std::string_view line, std::vector<std::string_view>& fields, std::vector<std::string>& unquoted,
-                  std::string& error) {
+}  // namespace
+
+bool split_csv_fields(std::string_view line, std::vector<std::string_view>& fields, std::vector<std::string>& unquoted,
+                      std::string& error) {
   fields.clear();
   std::size_t pos = 0;
   const std::size_t n = line.size();
@@ -107,7 +106,7 @@ bool parse_number(std::string_view text, double& value, const char*& problem) {
   return true;
 }
 
-std::string quote_name(const std::string& name) {
+std::string quote_csv_field(const std::string& name) {
   const bool needs_quotes = name.find_first_of(",\"\r\n") != std::string::npos ||
                             (!name.empty() && (is_space(name.front()) || is_space(name.back())));
   if (!needs_quotes) return name;
@@ -120,7 +119,6 @@ std::string quote_name(const std::string& name) {
   return quoted;
 }
 
-}  // namespace
 
 std::string ordinal(Index n) {
   const Index last_two = n % 100, last = n % 10;
@@ -174,7 +172,7 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
   if (!have_header)
     throw InputError(source + ": file is empty (expected a header row of column names and at least one data row)");
   unquoted.reserve(line.size() + 1);  // at most one quoted field per character: views stay valid
-  if (!split_fields(line, fields, unquoted, error)) throw InputError(where() + "header: " + error);
+  if (!split_csv_fields(line, fields, unquoted, error)) throw InputError(where() + "header: " + error);
   const Index header_line = line_number;
   std::unordered_map<std::string_view, std::size_t> seen;
   for (std::size_t j = 0; j < fields.size(); ++j) {
@@ -199,7 +197,7 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
     if (is_blank(line)) continue;
     unquoted.clear();
     unquoted.reserve(line.size() + 1);
-    if (!split_fields(line, fields, unquoted, error)) throw InputError(where() + error);
+    if (!split_csv_fields(line, fields, unquoted, error)) throw InputError(where() + error);
     if (fields.size() != num_columns)
       throw InputError(where() + "expected " + std::to_string(num_columns) + " fields (as in the header on line " +
                        std::to_string(header_line) + "), found " + std::to_string(fields.size()));
@@ -251,7 +249,7 @@ void write_csv(const std::filesystem::path& path, const std::vector<std::string>
     fmt::memory_buffer buffer;
     for (std::size_t j = 0; j < column_names.size(); ++j) {
       if (j) buffer.push_back(',');
-      const std::string name = quote_name(column_names[j]);
+      const std::string name = quote_csv_field(column_names[j]);
       buffer.append(name.data(), name.data() + name.size());
     }
     buffer.push_back('\n');

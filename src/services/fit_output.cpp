@@ -22,13 +22,6 @@ namespace {
 
 const std::vector<double> kLevels{0.5, 0.9, 0.95};
 
-std::string quote_if_needed(const std::string& s) {
-  if (s.find_first_of(",\"") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 struct SplitPrediction {
   std::string name;
   IndexVec rows;
@@ -121,7 +114,7 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
                      const std::vector<Index>& chain_of_draw) {
   atomic_write(path, [&](std::ostream& out) {
     out << "chain,draw";
-    for (const auto& name : layout.names()) out << ',' << quote_if_needed(name);
+    for (const auto& name : layout.names()) out << ',' << quote_csv_field(name);
     out << '\n';
     std::map<Index, Index> next_draw;
     for (std::size_t s = 0; s < draws.size(); ++s) {
@@ -179,8 +172,8 @@ FitReport write_fit_output(const FitOutput& o) {
   // predictions.csv: every row of the data with its split.
   const std::filesystem::path predictions = dir / "predictions.csv";
   atomic_write(predictions, [&](std::ostream& out) {
-    for (const auto& n : o.data.input_names) out << quote_if_needed(n) << ',';
-    for (const auto& n : o.data.target_names) out << quote_if_needed(n) << ',';
+    for (const auto& n : o.data.input_names) out << quote_csv_field(n) << ',';
+    for (const auto& n : o.data.target_names) out << quote_csv_field(n) << ',';
     const Index t = parts.front().summary.mean.rows();
     for (Index k = 0; k < t; ++k) {
       const std::string n = k < static_cast<Index>(o.data.target_names.size()) && t == o.data.target_dim()

@@ -37,6 +37,18 @@ struct CsvTable {
 /// a finite number.
 CsvTable read_csv(const std::filesystem::path& path);
 
+/// The one CSV tokenizer (data files, draws files, CmdStan output): splits one line into fields.
+/// A field may be wrapped in double quotes (spaces outside the quotes are ignored, `""` inside is a
+/// quote; a comma inside quotes does not split); unquoted fields are trimmed of spaces and tabs.
+/// `fields` views `line` or `unquoted` (which the caller reserves to line.size() + 1 so the views stay
+/// valid). Returns false and sets `error` for an unterminated quote or text after a closing quote.
+bool split_csv_fields(std::string_view line, std::vector<std::string_view>& fields, std::vector<std::string>& unquoted,
+                      std::string& error);
+
+/// A name as a CSV field: in double quotes (`"` doubled) when it holds a comma, quote or line break
+/// or starts or ends with a space; as is otherwise.
+std::string quote_csv_field(const std::string& name);
+
 /// Parses CSV text already in memory; `source` names it in error messages (e.g. the file name).
 CsvTable parse_csv(std::string_view text, const std::string& source);
 

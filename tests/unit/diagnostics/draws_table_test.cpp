@@ -95,4 +95,14 @@ TEST(DrawsTable, QuotedHeaderNamesMayContainCommas) {
   EXPECT_DOUBLE_EQ(table.at("w[0,1]")(1, 0), 2.5);
 }
 
+// The draws reader uses the data reader's tokenizer (io/csv.hpp): quoted data fields, CRLF line
+// ends, and the same located errors.
+TEST(DrawsTable, SharesTheDataReadersTokenizer) {
+  const auto table = parse("chain,draw,x\r\n0,0,\"1.5\"\r\n0 , 1 , 2.5\r\n");
+  EXPECT_DOUBLE_EQ(table.at("x")(0, 0), 1.5);
+  EXPECT_DOUBLE_EQ(table.at("x")(1, 0), 2.5);
+  EXPECT_EQ(error_of("chain,draw,x\n0,0,\"1.5\n"), "draws.csv:2: unterminated quote in the 3rd field");
+  EXPECT_EQ(error_of("chain,draw,\"x\" y\n0,0,1\n"), "draws.csv:1: header: unexpected text after the closing quote of the 3rd field");
+}
+
 }  // namespace uqnn::diagnostics
