@@ -26,7 +26,7 @@ nlohmann::json demo_preset(const std::string& method) {
 
 Command add_demo(CLI::App& app) {
   auto* c = app.add_subcommand(
-      "demo", "fit the embedded sine case II data of seed 000 (20 points, 1-10-10-1 tanh network, NUTS by default); no input files needed");
+      "demo", "fit the embedded sine case II data of Thiagarajan et al. (20 points, 1-10-10-1 tanh network, NUTS by default); no input files needed");
   std::set<std::string> no_data;
   for (const OptionGroup& g : all_option_groups())
     if (g.name == "data")

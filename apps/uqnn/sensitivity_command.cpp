@@ -10,7 +10,7 @@
 namespace uqnn::cli {
 
 Command add_sensitivity(CLI::App& app) {
-  auto* c = app.add_subcommand("sensitivity", "fit VI and write the parameter sensitivities S_i^2 (seed 000 eq. 17), N-hat per tau, and their figures");
+  auto* c = app.add_subcommand("sensitivity", "fit VI and write the parameter sensitivities S_i^2 (Thiagarajan et al. eq. 17), N-hat per tau, and their figures");
   const auto flags = FitFlags::add(*c, {"method", "sensitivity_only"});
   return [c, flags]() {
     if (flags->help_requested()) {

@@ -14,7 +14,7 @@ const OptionSchema<EnsembleParams>& ensemble_options() {
   static const auto s = OptionSchema<EnsembleParams>("ensemble", "Ensembles (ens, rms)")
                             .add("ens_members", &EnsembleParams::members, "number of members J")
                             .at_least(1)
-                            .cite("QUiNN manual (seed 001), deep ensembles")
+                            .cite("QUiNN's manual, deep ensembles")
                             .add("ens_data_fraction", &EnsembleParams::data_fraction,
                                  "data fraction delta; each member trains on floor(delta N) random rows")
                             .above(0)
@@ -27,7 +27,7 @@ const OptionSchema<ViOptions>& vi_options() {
       OptionSchema<ViOptions>("vi", "Variational inference (Bayes by Backprop)")
           .add("vi_prior", &ViOptions::vi_prior, "mixture (pi N(0,s1^2) + (1-pi) N(0,s2^2)) | model (the --prior)")
           .one_of({"mixture", "model"})
-          .cite("Blundell et al. 2015; QUiNN manual (seed 001)")
+          .cite("Blundell et al. 2015; QUiNN's manual")
           .add("vi_pi", &ViOptions::vi_pi, "scale-mixture weight pi")
           .above(0)
           .at_most(1)
@@ -41,7 +41,7 @@ const OptionSchema<ViOptions>& vi_options() {
           .at_least(0)
           .add("vi_rho_init_lower", &ViOptions::vi_rho_init_lower, "rho initialised U(lower, upper), sigma = softplus(rho)")
           .add("vi_rho_init_upper", &ViOptions::vi_rho_init_upper, "see --vi-rho-init-lower")
-          .add("vi_kl", &ViOptions::vi_kl, "analytic (closed form, Gaussian prior) | mc (seed 001's log q - log p)")
+          .add("vi_kl", &ViOptions::vi_kl, "analytic (closed form, Gaussian prior) | mc (QUiNN's manual's log q - log p)")
           .one_of({"analytic", "mc"});
   return s;
 }

@@ -73,7 +73,7 @@ const OptionSchema<ModelConfig>& model_schema() {
           .at_least(1)
           .add("rnet_order", &ModelConfig::rnet_weight_order, "rnet: polynomial order of the weights over depth; -1 = one matrix per layer")
           .at_least(-1)
-          .cite("QUiNN manual (seed 001), RNet")
+          .cite("QUiNN's manual, RNet")
           .add("precision", &ModelConfig::precision,
                "arithmetic of the network's forward and reverse passes; float32 (JAX/NumPyro's default) gives about "
                "1.8x faster gradients while the sampler stays double")

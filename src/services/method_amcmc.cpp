@@ -12,7 +12,7 @@ const OptionSchema<AdaptiveMetropolisConfig>& amcmc_options() {
       OptionSchema<C>("amcmc", "Adaptive Metropolis")
           .add_nested("am_gamma", [](C& c) -> double& { return c.kernel.gamma; }, "proposal scale factor gamma")
           .above(0)
-          .cite("Haario et al. 2001; QUiNN manual (seed 001)")
+          .cite("Haario et al. 2001; QUiNN's manual")
           .add_nested("am_t0", [](C& c) -> long& { return c.kernel.t0; }, "first adaptation after t0 steps")
           .at_least(1)
           .add_nested("am_t_adapt", [](C& c) -> long& { return c.kernel.t_adapt; }, "covariance refreshed every t_adapt steps")
@@ -26,7 +26,7 @@ MethodResult run_amcmc(const FitContext& context) {
 }
 
 const bool registered = register_method(
-    {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN manual (seed 001)",
+    {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
      {},
      &run_amcmc});

@@ -38,7 +38,7 @@ const OptionSchema<DeiOptions>& dei_options() {
           .add("members", &O::members,
                "ensemble members M = NUTS chains (unset: 12, or one chain per network with --dei-start given)")
           .at_least(1)
-          .cite("seed 003, sec. 7.2")
+          .cite("Sommer et al., sec. 7.2")
           .add_nested("dei_start", [](O& o) -> std::string& { return o.params.start; },
                       "chain starts: ensemble (DEI-MCMC) | prior (cold start) | given (--dei-init)")
           .one_of({"ensemble", "prior", "given"})
@@ -48,7 +48,7 @@ const OptionSchema<DeiOptions>& dei_options() {
           .existing()
           .add_nested("warmup", [](O& o) -> long& { return o.params.warmup; }, "NUTS warmup iterations per chain")
           .at_least(0)
-          .cite("seed 003, App. C.4")
+          .cite("Sommer et al., App. C.4")
           .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "kept draws per chain")
           .at_least(0)
           .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_depth; }, "NUTS maximum tree depth")
@@ -58,10 +58,10 @@ const OptionSchema<DeiOptions>& dei_options() {
                       "warmup's target acceptance statistic")
           .above(0)
           .below(1)
-          .cite("seed 003, sec. 3")
+          .cite("Sommer et al., sec. 3")
           .add_nested("lppd_window", [](O& o) -> Index& { return o.params.monitor.window; }, "window of the LPPD stopping rule")
           .at_least(1)
-          .cite("seed 003, eq. 9")
+          .cite("Sommer et al., eq. 9")
           .add_nested("lppd_epsilon", [](O& o) -> double& { return o.params.monitor.epsilon; }, "epsilon of the LPPD stopping rule")
           .above(0)
           .add_nested("lppd_min_draws", [](O& o) -> Index& { return o.params.monitor.min_draws; },
@@ -202,7 +202,7 @@ MethodResult run_dei_nuts(const FitContext& context) {
   if (cfg.figure_format != "none") {
     const auto path = cfg.out_dir / ("lppd_traces." + cfg.figure_format);
     plot_lppd_traces(path, r.lppd_traces, r.converged_at, r.dying,
-                     fmt::format("dei-nuts ({} start): chain-wise expanding-window LPPD (seed 003 eq. 8)", p.start));
+                     fmt::format("dei-nuts ({} start): chain-wise expanding-window LPPD (Sommer et al. eq. 8)", p.start));
   }
   return result;
 }
@@ -212,6 +212,6 @@ MethodResult run_dei_nuts(const FitContext& context) {
 namespace uqnn {
 namespace {
 const bool registered = register_method({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
-                                         "seed 003, sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
+                                         "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
 }  // namespace
 }  // namespace uqnn

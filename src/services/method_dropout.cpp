@@ -13,7 +13,7 @@ const OptionSchema<DropoutOptions>& dropout_options() {
                             .add("dropout_p", &DropoutOptions::dropout_p, "drop probability p of hidden units")
                             .at_least(0)
                             .below(1)
-                            .cite("Gal & Ghahramani 2016; QUiNN manual (seed 001)");
+                            .cite("Gal & Ghahramani 2016; QUiNN's manual");
   return s;
 }
 }  // namespace
@@ -42,7 +42,7 @@ MethodResult run_dropout(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN manual (seed 001)", {&detail::samples_options().group(), &dropout_options().group()}, {}, &run_dropout});
+const bool registered = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN's manual", {&detail::samples_options().group(), &dropout_options().group()}, {}, &run_dropout});
 }  // namespace
 
 }  // namespace uqnn

@@ -1,6 +1,5 @@
 // `uqnn fit --method hmc`: Hamiltonian Monte Carlo with L leapfrog steps (seed 001) and Stan's warmup.
 #include "sampler_options.hpp"
-#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 
@@ -11,22 +10,16 @@ const OptionSchema<HmcConfig>& hmc_options() {
     OptionSchema<HmcConfig> schema("hmc", "HMC");
     schema.add_nested("num_steps", [](HmcConfig& c) -> int& { return c.kernel.num_leapfrog_steps; }, "leapfrog steps L per transition")
         .at_least(1)
-        .cite("QUiNN manual (seed 001), HMC");
+        .cite("QUiNN's manual, HMC");
     return detail::add_hamiltonian_tuning(schema);
   }();
   return s;
 }
 
-MethodResult run_hmc(const FitContext& context) {
-  const auto& settings = context.config.method_settings;
-  HmcConfig config = hmc_options().read(settings);
-  detail::apply_step_options(detail::step_options().read(settings), config);
-  config.kernel.metric = make_unit_metric(context.posterior->dim());
-  return detail::run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
-}
+MethodResult run_hmc(const FitContext& context) { return detail::run_hamiltonian(context, hmc_options()); }
 
 const bool registered = register_method(
-    {"hmc", "Hamiltonian Monte Carlo, L leapfrog steps, Stan's warmup", "Neal 2011; QUiNN manual (seed 001)",
+    {"hmc", "Hamiltonian Monte Carlo, L leapfrog steps, Stan's warmup", "Neal 2011; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &hmc_options().group()},
      {},

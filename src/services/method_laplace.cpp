@@ -31,7 +31,7 @@ const OptionSchema<LaplaceOptions>& laplace_options() {
       OptionSchema<L>("laplace", "Laplace approximation")
           .add("laplace_curvature", &L::laplace_curvature, "exact (Hessian) | fisher (empirical Fisher) | ggn (generalized Gauss-Newton)")
           .one_of({"exact", "fisher", "ggn"})
-          .cite("QUiNN manual (seed 001); Daxberger et al. 2021")
+          .cite("QUiNN's manual; Daxberger et al. 2021")
           .add("laplace_structure", &L::laplace_structure, "full | diag")
           .one_of({"full", "diag"})
           .add("laplace_cov_scale", &L::laplace_cov_scale, "s in Sigma = (s H)^-1")
@@ -43,7 +43,7 @@ const OptionSchema<LaplaceOptions>& laplace_options() {
           .add("laplace_newton_steps", &L::laplace_newton_steps, "Newton steps polishing the MAP (0 = off)")
           .at_least(0)
           .add("laplace_predictive", &L::laplace_predictive,
-               "nn (seed 001: sampled weights through the network) | glm (through the network linearised at the MAP; "
+               "nn (QUiNN's manual: sampled weights through the network) | glm (through the network linearised at the MAP; "
                "use when most directions are prior-dominated)")
           .one_of({"nn", "glm"})
           .cite("Immer et al. 2021 (glm)");
@@ -114,7 +114,7 @@ MethodResult run_laplace(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN manual (seed 001)", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace});
+const bool registered = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace});
 }  // namespace
 
 }  // namespace uqnn

@@ -17,7 +17,7 @@ MethodResult run_mala(const FitContext& context) {
 }
 
 const bool registered = register_method(
-    {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574", "Roberts & Tweedie 1996; seed 001",
+    {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574", "Roberts & Tweedie 1996; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group()},
      {},
      &run_mala});

@@ -52,7 +52,7 @@ MethodResult run_map(const FitContext& context) {
 }
 
 namespace {
-const bool registered = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN manual (seed 001)", {}, {}, &run_map});
+const bool registered = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN's manual", {}, {}, &run_map});
 }  // namespace
 
 }  // namespace uqnn

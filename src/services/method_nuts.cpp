@@ -1,7 +1,6 @@
 // `uqnn fit --method nuts`: the No-U-Turn sampler (multinomial, generalized U-turn criterion) with
 // Stan's warmup, through the multi-chain driver.
 #include "sampler_options.hpp"
-#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 
@@ -19,13 +18,7 @@ const OptionSchema<NutsConfig>& nuts_options() {
   return s;
 }
 
-MethodResult run_nuts(const FitContext& context) {
-  const auto& settings = context.config.method_settings;
-  NutsConfig config = nuts_options().read(settings);
-  detail::apply_step_options(detail::step_options().read(settings), config);
-  config.kernel.metric = make_unit_metric(context.posterior->dim());
-  return detail::run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
-}
+MethodResult run_nuts(const FitContext& context) { return detail::run_hamiltonian(context, nuts_options()); }
 
 const bool registered = register_method(
     {"nuts", "No-U-Turn sampler with Stan's warmup (dual averaging, windowed metric)", "Hoffman & Gelman 2014; Betancourt 2017",

@@ -8,7 +8,7 @@ const OptionSchema<RandomizedMapParams>& rms_options() {
   static const auto s = OptionSchema<RandomizedMapParams>("rms", "Randomized MAP")
                             .add("rms_perturb_targets", &RandomizedMapParams::perturb_targets,
                                  "also perturb the targets by N(0, sigma^2) (exact posterior draws for linear-Gaussian models)")
-                            .cite("Pearce et al. 2020 (anchored ensembles); QUiNN manual (seed 001)");
+                            .cite("Pearce et al. 2020 (anchored ensembles); QUiNN's manual");
   return s;
 }
 }  // namespace
@@ -26,7 +26,7 @@ MethodResult run_randomized_map(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN manual (seed 001); Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map});
+const bool registered = register_method({"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map});
 }  // namespace
 
 }  // namespace uqnn

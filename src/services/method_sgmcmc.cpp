@@ -61,9 +61,9 @@ const OptionSchema<SghmcOptions>& sghmc_options() {
           .add("friction", &SghmcOptions::friction, "friction C")
           .above(0)
           .cite("Chen et al. 2014, eq. 15")
-          .add("sghmc_steps", &SghmcOptions::sghmc_steps, "gradient steps per draw (m of seed 002 Algorithm 2)")
+          .add("sghmc_steps", &SghmcOptions::sghmc_steps, "gradient steps per draw (m of Wu et al. Algorithm 2)")
           .at_least(1)
-          .add("resample_momentum", &SghmcOptions::resample_momentum, "redraw the momentum before each draw's steps (seed 002 Algorithm 2)");
+          .add("resample_momentum", &SghmcOptions::resample_momentum, "redraw the momentum before each draw's steps (Wu et al. Algorithm 2)");
   return s;
 }
 
@@ -137,9 +137,9 @@ const bool registered =
                      {&chains(), &starts(), &sg_options().group(), &sghmc_options().group()}, {}, &run_sghmc}) &&
     register_method({"psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
                      {&chains(), &starts(), &sg_options().group(), &psgld_options().group()}, {}, &run_psgld}) &&
-    register_method({"fsgld", "functional SGLD: GP prior over the network's outputs", "seed 002, Algorithm 1",
+    register_method({"fsgld", "functional SGLD: GP prior over the network's outputs", "Wu et al., Algorithm 1",
                      {&chains(), &starts(), &sg_options().group(), &functional_options().group()}, {}, &run_fsgld}) &&
-    register_method({"fsghmc", "functional SGHMC: GP prior over the network's outputs", "seed 002, Algorithm 2",
+    register_method({"fsghmc", "functional SGHMC: GP prior over the network's outputs", "Wu et al., Algorithm 2",
                      {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &functional_options().group()},
                      {},
                      &run_fsghmc});

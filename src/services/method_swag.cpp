@@ -22,7 +22,7 @@ const OptionSchema<SwagOptions>& swag_options() {
       OptionSchema<S>("swag", "SWAG")
           .add("swag_steps", &S::swag_steps, "T SGD steps after pre-training")
           .at_least(1)
-          .cite("Maddox et al. 2019; QUiNN manual (seed 001)")
+          .cite("Maddox et al. 2019; QUiNN's manual")
           .add("swag_every", &S::swag_every, "c, a snapshot every c steps")
           .at_least(1)
           .add("swag_rank", &S::swag_rank, "k, deviation columns kept")
@@ -104,7 +104,7 @@ MethodResult run_swag(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN manual (seed 001); Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag});
+const bool registered = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag});
 }  // namespace
 
 }  // namespace uqnn

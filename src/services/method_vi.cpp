@@ -51,7 +51,7 @@ MethodResult run_vi(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"vi", "variational inference: Bayes by Backprop, mean-field Gaussian", "QUiNN manual (seed 001); Blundell et al. 2015", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
+const bool registered = register_method({"vi", "variational inference: Bayes by Backprop, mean-field Gaussian", "QUiNN's manual; Blundell et al. 2015", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
 }  // namespace
 
 }  // namespace uqnn

@@ -33,7 +33,7 @@ const OptionSchema<ViHmcOptions>& vi_hmc_options() {
                       "proportion of the first-order output variance kept (eq. 18)")
           .above(0)
           .at_most(1)
-          .cite("seed 000, eq. 18")
+          .cite("Thiagarajan et al., eq. 18")
           .add_nested("sampler", [](O& o) -> std::string& { return o.params.sampler; }, "kernel on the sensitive subset")
           .one_of({"hmc", "nuts"})
           .add_choice("subset", [](O& o) -> SubsetRule& { return o.params.subset; },
@@ -155,7 +155,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
 namespace uqnn {
 namespace {
 const bool registered = register_method(
-    {"vi-hmc", "VI, sensitivities S_i^2, then HMC or NUTS on the sensitive subset", "seed 000, Algorithm 2",
+    {"vi-hmc", "VI, sensitivities S_i^2, then HMC or NUTS on the sensitive subset", "Thiagarajan et al., Algorithm 2",
      {&detail::chain_options().group(), &detail::step_options().group(), &detail::samples_options().group(),
       &detail::vi_options().group(), &vi_hmc_options().group()},
      {},

@@ -21,7 +21,7 @@ const OptionSchema<ChainStartOptions>& chain_start_options() {
                             .add("chain_init", &ChainStartOptions::chain_init,
                                  "chain starts: map (each chain from its own MAP fit) | random (network initialisation) | prior (a prior draw)")
                             .one_of({"map", "random", "prior"})
-                            .cite("QUiNN's zflag (seed 001)");
+                            .cite("QUiNN's zflag (QUiNN's manual)");
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "chain_run.hpp"
 #include "uqnn/adaptation/stan_warmup.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/services/options.hpp"
 
 namespace uqnn::detail {
@@ -62,5 +63,16 @@ void apply_step_options(const StepOptions& step, Config& config) {
 /// Runs the method's chains (chain options and starts from the method's settings) on `factory`
 /// and returns their draws; `info` is extended with the run's summary.
 MethodResult run_sampling_method(const FitContext& context, const SamplerFactory& factory, nlohmann::json info);
+
+/// The runner of a Hamiltonian sampler (hmc, nuts): its own options, the step options, and a unit
+/// metric for warmup to adapt.
+template <typename Config>
+MethodResult run_hamiltonian(const FitContext& context, const OptionSchema<Config>& options) {
+  const auto& settings = context.config.method_settings;
+  Config config = options.read(settings);
+  apply_step_options(step_options().read(settings), config);
+  config.kernel.metric = make_unit_metric(context.posterior->dim());
+  return run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
+}
 
 }  // namespace uqnn::detail
