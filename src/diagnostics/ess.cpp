@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "detail.hpp"
@@ -116,9 +115,16 @@ double ess_tail(const Mat& draws) {
 double mcse_mean(const Mat& draws) { return sd(draws) / std::sqrt(ess_mean(draws)); }
 
 double mcse_sd(const Mat& draws) {
-  const double ess = std::min(ess_mean(draws), ess_mean(draws.array().square().matrix()));
-  constexpr double e = std::numbers::e;
-  return sd(draws) * std::sqrt(e * std::pow(1.0 - 1.0 / ess, ess - 1.0) - 1.0);
+  // posterior >= 1.4 `mcse_sd` and ArviZ (arviz 0.14+, arviz-stats after PR #429): the delta
+  // method on the variance, without assuming normal draws. With c = x - mean(x):
+  // Var(var) ~ (mean(c^4) - mean(c^2)^2) / ESS(c^2) (Kenney and Keeping 1951, p. 141) and
+  // Var(sd) ~ Var(var) / (4 var) (first-order Taylor). ESS(c^2) is the split ESS of the squared
+  // deviations, the quantity the variance is an expectation of.
+  const Mat squared_deviation = (draws.array() - draws.mean()).square().matrix();
+  const double ess = ess_mean(squared_deviation);
+  const double variance = squared_deviation.mean();
+  const double variance_of_variance = (squared_deviation.array().square().mean() - variance * variance) / ess;
+  return std::sqrt(variance_of_variance / variance / 4.0);
 }
 
 }  // namespace uqnn::diagnostics

@@ -47,7 +47,8 @@ Mat split_chains(const Mat& draws, int kappa) {
   return out;
 }
 
-Mat rank_normalize(const Mat& draws) {
+Mat rank_normalize(const Mat& draws, double fractional_offset) {
+  require(fractional_offset >= 0.0 && fractional_offset <= 0.5, "fractional_offset", "in [0, 1/2]");
   // NaN has no rank (and would break the sort's ordering): no defined result, as in rstan.
   if (detail::has_non_finite(draws)) return Mat::Constant(draws.rows(), draws.cols(), detail::kNaN);
   const Index n = draws.size();
@@ -61,8 +62,9 @@ Mat rank_normalize(const Mat& draws) {
     Index j = i + 1;
     while (j < n && draws.data()[order[j]] == draws.data()[order[i]]) ++j;
     const double average_rank = static_cast<double>(i + 1 + j) / 2.0;
-    // Vehtari et al. (2021) eq. 14 with rstan's offset: z = Phi^-1((r - 1/2) / N).
-    const double value = inverse_normal_cdf((average_rank - 0.5) / static_cast<double>(n));
+    // Vehtari et al. (2021) eq. 14 with posterior's backtransform_ranks: (r - c) / (N - 2c + 1).
+    const double value = inverse_normal_cdf((average_rank - fractional_offset) /
+                                            (static_cast<double>(n) - 2.0 * fractional_offset + 1.0));
     for (Index k = i; k < j; ++k) z.data()[order[k]] = value;
     i = j;
   }

@@ -21,11 +21,17 @@ namespace uqnn::diagnostics {
 /// ("Split-R^(kappa)": K = kappa M chains from M Markov chains).
 Mat split_chains(const Mat& draws, int kappa = 2);
 
-/// Rank normalisation: ranks r over all entries (average ranks for ties), then
-/// z = Phi^-1((r - 1/2) / N) with N the number of entries; the shape is kept. All NaN when a draw
-/// is not finite.
-/// References: Vehtari et al. (2021), eq. 14 (rstan's `z_scale` uses the (r - 1/2)/N offset).
-Mat rank_normalize(const Mat& draws);
+/// Blom's fractional offset c = 3/8 for rank normalisation: what posterior (R) and ArviZ use.
+inline constexpr double kBlomOffset = 3.0 / 8.0;
+
+/// Rank normalisation: ranks r over all N entries (average ranks for ties), then
+/// z = Phi^-1((r - c) / (N - 2c + 1)) with the fractional offset c; the shape is kept. All NaN
+/// when a draw is not finite. The default c = 3/8 (Blom 1958) is posterior's and ArviZ's
+/// `z_scale`; c = 1/2 gives (r - 1/2) / N, rstan 2.21's `z_scale` (R-hats differ by ~1e-6).
+/// Throws std::invalid_argument unless 0 <= c <= 1/2.
+/// References: Vehtari et al. (2021), eq. 14; Blom (1958), Statistical Estimates and Transformed
+/// Beta-Variables; posterior 1.4 `z_scale` and `backtransform_ranks`.
+Mat rank_normalize(const Mat& draws, double fractional_offset = kBlomOffset);
 
 /// Folded draws |x - median(x)| (median of all draws pooled), used by the tail R-hat.
 /// References: Vehtari et al. (2021), sec. 4.3.
@@ -52,7 +58,8 @@ struct RankNormalizedRhat {
 /// Rank-normalised split R-hat with every chain cut into kappa pieces: bulk = rhat of
 /// rank_normalize(split_chains(x, kappa)), tail = the same on fold(x), max = max(bulk, tail)
 /// (NaN if either is NaN). kappa = 2 gives Stan's `Rhat`; kappa = 4 seed 003's R^(4).
-/// References: Vehtari et al. (2021), sec. 4.3 (rstan 2.21 `Rhat`); seed 003 App. B.1
+/// Matches posterior 1.4's `rhat` to 1e-13 relative (tests/reference/diagnostics).
+/// References: Vehtari et al. (2021), sec. 4.3 (posterior `rhat`); seed 003 App. B.1
 /// ("Rank normalized split-R^(kappa)").
 RankNormalizedRhat rank_normalized_rhat(const Mat& draws, int kappa = 2);
 

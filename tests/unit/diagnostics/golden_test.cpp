@@ -1,5 +1,8 @@
 // Golden values: every column of ../shared/reference/diagnostics/expected.csv (rstan 2.21.7) for
-// every case and parameter, to 1e-8 relative.
+// every case and parameter, to 1e-8 relative. rstan 2.21 rank-normalises with the offset 1/2 where
+// posterior and ArviZ (and our defaults) use Blom's 3/8, so the rank-based columns are checked with
+// rank_normalize(x, kRstanOffset); mcse_sd is rstan's older normal-theory formula and is not
+// checked here. posterior_golden_test.cpp checks the defaults against posterior 1.4.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +24,14 @@ namespace uqnn::diagnostics {
 namespace {
 
 constexpr double kRelativeTolerance = 1e-8;
+constexpr double kRstanOffset = 0.5;  // rstan 2.21 z_scale: (r - 1/2) / N
+
+/// rstan 2.21's rank-normalised split R-hat (bulk, tail, max) with kappa pieces per chain.
+RankNormalizedRhat rstan_rank_rhat(const Mat& draws, int kappa) {
+  const double bulk = rhat(rank_normalize(split_chains(draws, kappa), kRstanOffset));
+  const double tail = rhat(rank_normalize(split_chains(fold(draws), kappa), kRstanOffset));
+  return {bulk, tail, std::max(bulk, tail)};
+}
 
 const std::string kReferenceDir = std::string(UQNN_SHARED_DIR) + "/reference/diagnostics";
 
@@ -103,7 +114,7 @@ class DiagnosticsGolden : public ::testing::Test {
   /// the lowest rank moves the tail R-hat by up to 1e-5 relative on 4 x 1000 draws and 0.4% on
   /// `tiny`. So each of rstan's values must equal, to 1e-8, the value our functions give under one
   /// of the three resolutions of that tie (tied, lower draw first, upper draw first), and our own
-  /// rank_normalized_rhat must be one of those three: everything else is checked at 1e-8.
+  /// value (rstan_rank_rhat) must be one of those three: everything else is checked at 1e-8.
   static std::vector<RankNormalizedRhat> tie_resolutions(const Mat& draws, int kappa) {
     const Mat folded = fold(draws);
     std::vector<Index> order(static_cast<std::size_t>(folded.size()));
@@ -113,7 +124,7 @@ class DiagnosticsGolden : public ::testing::Test {
     Index lower = order[0], upper = order[1];  // by draw value
     if (draws.data()[lower] > draws.data()[upper]) std::swap(lower, upper);
     const double smallest = folded.data()[order[0]];
-    const double bulk = rank_normalized_rhat(draws, kappa).bulk;
+    const double bulk = rstan_rank_rhat(draws, kappa).bulk;
 
     std::vector<RankNormalizedRhat> out;
     for (int resolution = 0; resolution < 3; ++resolution) {
@@ -121,7 +132,7 @@ class DiagnosticsGolden : public ::testing::Test {
       const double next = std::nextafter(smallest, 1.0);
       resolved.data()[lower] = resolution == 2 ? next : smallest;
       resolved.data()[upper] = resolution == 1 ? next : smallest;
-      const double tail = rhat(rank_normalize(split_chains(resolved, kappa)));
+      const double tail = rhat(rank_normalize(split_chains(resolved, kappa), kRstanOffset));
       out.push_back({bulk, tail, std::max(bulk, tail)});
     }
     return out;
@@ -132,7 +143,7 @@ class DiagnosticsGolden : public ::testing::Test {
     for (const ExpectedRow& row : rows_) {
       const Mat& draws = draws_of(row);
       const double expected = row.values.at(column);
-      const double ours = pick(rank_normalized_rhat(draws, kappa));
+      const double ours = pick(rstan_rank_rhat(draws, kappa));
       bool rstan_matches = false, ours_matches = false;
       std::string candidates;
       for (const RankNormalizedRhat& r : tie_resolutions(draws, kappa)) {
@@ -169,7 +180,7 @@ TEST_F(DiagnosticsGolden, SplitRhat) {
 }
 
 TEST_F(DiagnosticsGolden, RankNormalizedRhatBulk) {
-  check_column("rhat_bulk", [](const Mat& x) { return rank_normalized_rhat(x).bulk; });
+  check_column("rhat_bulk", [](const Mat& x) { return rstan_rank_rhat(x, 2).bulk; });
 }
 
 TEST_F(DiagnosticsGolden, RankNormalizedRhatTail) {
@@ -180,17 +191,17 @@ TEST_F(DiagnosticsGolden, RankNormalizedRhatTail) {
 
 TEST_F(DiagnosticsGolden, EffectiveSampleSizes) {
   check_column("ess_basic", [](const Mat& x) { return ess_basic(x); });
-  check_column("ess_bulk", [](const Mat& x) { return ess_bulk(x); });
+  check_column("ess_bulk", [](const Mat& x) { return ess_basic(rank_normalize(split_chains(x, 2), kRstanOffset)); });
   check_column("ess_tail", [](const Mat& x) { return ess_tail(x); });
 }
 
-TEST_F(DiagnosticsGolden, MonteCarloStandardErrors) {
+TEST_F(DiagnosticsGolden, MonteCarloStandardErrorOfTheMean) {
   check_column("mcse_mean", [](const Mat& x) { return mcse_mean(x); });
-  check_column("mcse_sd", [](const Mat& x) { return mcse_sd(x); });
 }
 
 // Seed 003 App. B.1: cR-hat^(kappa) is R-hat^(kappa) of one chain (M = 1); the single_chain case
-// of expected.csv is exactly that, so chainwise_rhat must reproduce its rank R-hats.
+// of expected.csv is exactly that, so chainwise_rhat must be rank_normalized_rhat of that chain, and
+// that must reproduce rstan's rank R-hats when rank-normalised with rstan's offset.
 TEST_F(DiagnosticsGolden, ChainwiseRhatOfSingleChain) {
   int checked = 0;
   for (const ExpectedRow& row : rows_) {
@@ -200,8 +211,10 @@ TEST_F(DiagnosticsGolden, ChainwiseRhatOfSingleChain) {
     const std::vector<RankNormalizedRhat> kappa4 = chainwise_rhat(draws, 4);
     ASSERT_EQ(kappa4.size(), 1u);
     const double expected2 = row.values.at("rhat_rank"), expected4 = row.values.at("rhat_rank_split4");
-    EXPECT_NEAR(kappa2[0].max, expected2, kRelativeTolerance * expected2) << row.param;
-    EXPECT_NEAR(kappa4[0].max, expected4, kRelativeTolerance * expected4) << row.param;
+    EXPECT_EQ(kappa2[0].max, rank_normalized_rhat(draws, 2).max) << row.param;
+    EXPECT_EQ(kappa4[0].max, rank_normalized_rhat(draws, 4).max) << row.param;
+    EXPECT_NEAR(rstan_rank_rhat(draws, 2).max, expected2, kRelativeTolerance * expected2) << row.param;
+    EXPECT_NEAR(rstan_rank_rhat(draws, 4).max, expected4, kRelativeTolerance * expected4) << row.param;
     ++checked;
   }
   EXPECT_EQ(checked, 2);

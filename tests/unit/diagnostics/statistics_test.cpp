@@ -126,13 +126,18 @@ TEST(DiagnosticsSplitChains, KappaPiecesPerChain) {
   EXPECT_THROW(split_chains(x, 9), std::invalid_argument);
 }
 
-TEST(DiagnosticsRankNormalize, AverageRanksForTiesAndHalfOffset) {
+TEST(DiagnosticsRankNormalize, AverageRanksForTiesAndBlomOffset) {
   const Mat z = rank_normalize(column({3.0, 2.0, 1.0, 2.0}));
-  // ranks 4, 2.5, 1, 2.5 of N = 4: z = Phi^-1((r - 1/2) / 4).
-  EXPECT_DOUBLE_EQ(z(0, 0), inverse_normal_cdf(3.5 / 4.0));
+  // ranks 4, 2.5, 1, 2.5 of N = 4: z = Phi^-1((r - 3/8) / (4 + 1/4)) (posterior's default).
+  EXPECT_DOUBLE_EQ(z(0, 0), inverse_normal_cdf(3.625 / 4.25));
   EXPECT_DOUBLE_EQ(z(1, 0), 0.0);
-  EXPECT_DOUBLE_EQ(z(2, 0), inverse_normal_cdf(0.5 / 4.0));
+  EXPECT_DOUBLE_EQ(z(2, 0), inverse_normal_cdf(0.625 / 4.25));
   EXPECT_DOUBLE_EQ(z(3, 0), 0.0);
+  // rstan 2.21's offset 1/2: z = Phi^-1((r - 1/2) / 4).
+  const Mat half = rank_normalize(column({3.0, 2.0, 1.0, 2.0}), 0.5);
+  EXPECT_DOUBLE_EQ(half(0, 0), inverse_normal_cdf(3.5 / 4.0));
+  EXPECT_DOUBLE_EQ(half(2, 0), inverse_normal_cdf(0.5 / 4.0));
+  EXPECT_THROW(rank_normalize(column({1.0, 2.0}), 0.6), std::invalid_argument);
 }
 
 TEST(DiagnosticsRhat, ClassicFormulaOnTwoChains) {
