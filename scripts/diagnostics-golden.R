@@ -19,7 +19,7 @@ ar1 <- function(n, rho, start = rnorm(1)) {
   for (t in seq_len(n)[-1]) x[t] <- rho * x[t - 1] + sqrt(1 - rho^2) * rnorm(1)
   x
 }
-chains <- function(m, f) sapply(seq_len(m), f)  # a [draws, chains] matrix
+chains <- function(m, f) matrix(sapply(seq_len(m), f), ncol = m)  # a [draws, chains] matrix
 
 cases <- list(
   # iid normal draws, even and odd draw counts (an odd chain loses its middle draw when split).
@@ -42,7 +42,10 @@ cases <- list(
   # the fewest draws for which R-hat (but not ESS: its split chains are shorter than 3) is defined,
   # and an odd short case.
   short = list(p0 = chains(2, function(j) rnorm(4))),
-  short_odd = list(p0 = chains(3, function(j) rnorm(7)))
+  short_odd = list(p0 = chains(3, function(j) rnorm(7))),
+  # too few draws: R-hat, ESS and MCSE are NA (a split piece of 1 draw has no variance).
+  few = list(p0 = chains(2, function(j) rnorm(3))),
+  one_draw = list(p0 = chains(3, function(j) rnorm(1)))
 )
 
 fmt <- function(v) ifelse(is.na(v), "nan", sprintf("%.17g", v))

@@ -18,6 +18,10 @@ double autocovariance_at(const Vec& centred, Index lag) {
   return centred.head(n - lag).dot(centred.tail(n - lag)) / static_cast<double>(n);
 }
 
+/// ESS of split chains needs pieces of at least 3 draws (ess_basic's rule; posterior: NA). Checked
+/// before splitting so that a chain of one draw gives NaN rather than a split error.
+bool too_short_to_split(const Mat& draws) { return draws.rows() / 2 < 3; }
+
 }  // namespace
 
 Vec autocovariance(const Eigen::Ref<const Vec>& chain, Index max_lag) {
@@ -92,15 +96,18 @@ double ess_basic(const Mat& draws) {
   return nominal / tau;
 }
 
-double ess_mean(const Mat& draws) { return ess_basic(split_chains(draws, 2)); }
+double ess_mean(const Mat& draws) {
+  if (too_short_to_split(draws)) return detail::kNaN;
+  return ess_basic(split_chains(draws, 2));
+}
 
 double ess_bulk(const Mat& draws) {
-  if (detail::has_non_finite(draws)) return detail::kNaN;
+  if (detail::has_non_finite(draws) || too_short_to_split(draws)) return detail::kNaN;
   return ess_basic(rank_normalize(split_chains(draws, 2)));
 }
 
 double ess_quantile(const Mat& draws, double prob) {
-  if (detail::has_non_finite(draws)) return detail::kNaN;
+  if (detail::has_non_finite(draws) || too_short_to_split(draws)) return detail::kNaN;
   const double q = quantile(draws, prob);
   const Mat indicator = (draws.array() <= q).cast<double>().matrix();
   return ess_basic(split_chains(indicator, 2));

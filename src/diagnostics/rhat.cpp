@@ -23,6 +23,12 @@ Mat split_in_halves(const Mat& draws) {
   return out;
 }
 
+/// Fewer than 2 draws per piece: no within-piece variance, R-hat undefined (posterior: NA).
+bool too_short_to_split(const Mat& draws, int kappa) {
+  require(kappa >= 1, "kappa", "an integer >= 1");
+  return draws.rows() / kappa < 2;
+}
+
 }  // namespace
 
 Mat split_chains(const Mat& draws, int kappa) {
@@ -76,8 +82,8 @@ Mat fold(const Mat& draws) { return (draws.array() - median(draws)).abs().matrix
 double rhat(const Mat& draws) {
   const Index s = draws.rows(), k = draws.cols();
   require(k >= 2, "draws", "at least 2 columns (chains or chain pieces)");
-  require(s >= 2, "draws", "at least 2 rows (draws per chain)");
-  if (detail::has_non_finite(draws) || detail::is_constant(draws)) return detail::kNaN;
+  // One draw per column has no within-chain variance: posterior's NA.
+  if (s < 2 || detail::has_non_finite(draws) || detail::is_constant(draws)) return detail::kNaN;
 
   Vec chain_mean(k), chain_var(k);
   for (Index j = 0; j < k; ++j) {
@@ -90,11 +96,14 @@ double rhat(const Mat& draws) {
   return std::sqrt(((sd - 1.0) / sd * within + between / sd) / within);  // seed 003 eq. 5
 }
 
-double split_rhat(const Mat& draws, int kappa) { return rhat(split_chains(draws, kappa)); }
+double split_rhat(const Mat& draws, int kappa) {
+  if (too_short_to_split(draws, kappa)) return detail::kNaN;
+  return rhat(split_chains(draws, kappa));
+}
 
 RankNormalizedRhat rank_normalized_rhat(const Mat& draws, int kappa) {
   RankNormalizedRhat out;
-  if (detail::has_non_finite(draws)) {
+  if (detail::has_non_finite(draws) || too_short_to_split(draws, kappa)) {
     out.bulk = out.tail = out.max = detail::kNaN;
     return out;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/ess.hpp"
@@ -24,6 +25,13 @@ Summary summarize(const std::string& name, const Mat& draws, double hdi_prob) {
   const Interval interval = hdi(draws, hdi_prob);
   row.hdi_lower = interval.lower;
   row.hdi_upper = interval.upper;
+  // ArviZ's rule (`_not_valid(..., min_draws=4)`): with fewer than 4 draws per chain the split
+  // pieces hold at most one draw and R-hat, ESS and MCSE are NaN. (posterior computes an R-hat for
+  // 2-3 draws only because R drops a one-row matrix to a vector and re-pairs the draws.)
+  if (draws.rows() < kMinDrawsPerChain) {
+    row.mcse_mean = row.mcse_sd = row.ess_bulk = row.ess_tail = row.r_hat = std::numeric_limits<double>::quiet_NaN();
+    return row;
+  }
   row.mcse_mean = mcse_mean(draws);
   row.mcse_sd = mcse_sd(draws);
   row.ess_bulk = ess_bulk(draws);

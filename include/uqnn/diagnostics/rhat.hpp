@@ -39,12 +39,13 @@ Mat fold(const Mat& draws);
 
 /// R-hat of the columns as given, without splitting (seed 003 eqs. 3-5): with S rows and K
 /// columns, B = S/(K-1) sum_k (mean_k - mean)^2, W = mean of the column variances (divisor S-1),
-/// R = sqrt(((S-1)/S W + B/S) / W). Needs K >= 2 and S >= 2 (std::invalid_argument otherwise).
+/// R = sqrt(((S-1)/S W + B/S) / W). Needs K >= 2 (std::invalid_argument otherwise); NaN for S < 2.
 /// References: Gelman et al. (2013), BDA3 sec. 11.4; seed 003 App. B eqs. 3-5; rstan `rhat_rfun`.
 double rhat(const Mat& draws);
 
 /// Classic split R-hat: rhat(split_chains(draws, kappa)). kappa = 2 is Stan's split R-hat, seed
-/// 003's R^(2); kappa = 4 is seed 003's R^(4).
+/// 003's R^(2); kappa = 4 is seed 003's R^(4). NaN (posterior: NA) when the pieces would hold
+/// fewer than 2 draws.
 /// References: seed 003 App. B.1 eq. 5 and "Split-R^(kappa)"; Vehtari et al. (2021), sec. 4.1.
 double split_rhat(const Mat& draws, int kappa = 2);
 
@@ -57,7 +58,8 @@ struct RankNormalizedRhat {
 
 /// Rank-normalised split R-hat with every chain cut into kappa pieces: bulk = rhat of
 /// rank_normalize(split_chains(x, kappa)), tail = the same on fold(x), max = max(bulk, tail)
-/// (NaN if either is NaN). kappa = 2 gives Stan's `Rhat`; kappa = 4 seed 003's R^(4).
+/// (NaN if either is NaN, or when the pieces would hold fewer than 2 draws). kappa = 2 gives
+/// Stan's `Rhat`; kappa = 4 seed 003's R^(4).
 /// Matches posterior 1.4's `rhat` to 1e-13 relative (tests/reference/diagnostics).
 /// References: Vehtari et al. (2021), sec. 4.3 (posterior `rhat`); seed 003 App. B.1
 /// ("Rank normalized split-R^(kappa)").

@@ -26,7 +26,12 @@ struct Summary {
   double hdi_prob = 0.94;  ///< probability mass of the HDI
 };
 
+/// Fewest draws per chain for R-hat, ESS and MCSE (ArviZ's `min_draws`); below it they are NaN.
+inline constexpr Index kMinDrawsPerChain = 4;
+
 /// Summary row of the quantity `name` whose draws are `[draws, chains]` (column = chain).
+/// With fewer than kMinDrawsPerChain draws per chain, mcse_mean, mcse_sd, ess_bulk, ess_tail and
+/// r_hat are NaN, as in ArviZ (mean, sd and the HDI are still given).
 /// Throws std::invalid_argument for empty draws or hdi_prob outside (0, 1).
 /// References: ArviZ `arviz.summary`; rstan 2.21 `monitor`.
 Summary summarize(const std::string& name, const Mat& draws, double hdi_prob = 0.94);

@@ -1,0 +1,72 @@
+#pragma once
+/// @file Warnings that say when not to trust an MCMC result, as Stan and NumPyro print them: a
+/// user who reads nothing but these lines should know that the numbers next to them are unreliable.
+/// Pure functions of the summary table and the sampler's statistics.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "uqnn/core/types.hpp"
+#include "uqnn/diagnostics/draws_table.hpp"
+#include "uqnn/diagnostics/summary.hpp"
+
+namespace uqnn::diagnostics {
+
+/// One reason not to trust a result. `code` is stable (scripts and tests match on it): "rhat",
+/// "ess_bulk", "divergences", "max_tree_depth", "e_bfmi", "few_draws" or "non_finite_draws".
+/// `message` is one self-contained sentence or two for people: what is wrong, what it means, what
+/// to change.
+struct Warning {
+  std::string code;
+  std::string message;
+};
+
+/// What the warnings need from the sampler's per-draw statistics (Stan's divergent__, treedepth__
+/// and energy__). The defaults mean "not available": no warning is made from them.
+struct SamplerStatsSummary {
+  Index num_draws = 0;          ///< post-warmup draws over all chains
+  Index divergences = 0;        ///< post-warmup draws that ended in a divergent transition
+  int max_depth = 0;            ///< the sampler's maximum tree depth; 0 for samplers without a tree
+  Index draws_at_max_depth = 0; ///< post-warmup draws whose tree reached max_depth
+  std::vector<double> e_bfmi;   ///< per chain (empty for samplers without an energy)
+};
+
+/// The thresholds, with Stan's and NumPyro's defaults.
+struct WarningThresholds {
+  double max_rhat = 1.01;                ///< Vehtari et al. (2021), sec. 4.4 (Stan, ArviZ)
+  double min_ess_bulk_per_chain = 100.0; ///< Vehtari et al. (2021), sec. 4.4: 100 per chain
+  double max_tree_depth_fraction = 0.1;  ///< share of draws at the maximum tree depth
+  double min_e_bfmi = 0.3;               ///< Betancourt (2016); Stan's `check_energy`
+  /// Throws std::invalid_argument naming a threshold outside its range.
+  void validate() const;
+};
+
+/// Convergence warnings for a summary table (every row is checked; pass only the rows a user
+/// should judge the run by, e.g. lp__ and function-space quantities for a BNN, whose weight-space
+/// R-hat misleads) from `num_chains` chains, and for the sampler's statistics:
+/// - "rhat": R-hat above max_rhat on any row (NaN R-hats are not judged here);
+/// - "ess_bulk": bulk ESS below min_ess_bulk_per_chain x num_chains on any row;
+/// - "divergences": any divergent transition after warmup;
+/// - "max_tree_depth": more than max_tree_depth_fraction of the draws at the maximum tree depth;
+/// - "e_bfmi": any chain's E-BFMI below min_e_bfmi.
+/// At most one warning per code, naming the worst rows. Throws std::invalid_argument for
+/// num_chains < 1 or invalid thresholds.
+/// References: Vehtari et al. (2021), Bayesian Analysis 16(2), sec. 4.4; Stan's runtime warnings
+/// (mc-stan.org/misc/warnings) and CmdStan `diagnose`; NumPyro's `print_summary` divergence count;
+/// Betancourt (2016), arXiv:1604.00695.
+std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Index num_chains,
+                                          const SamplerStatsSummary& stats = {},
+                                          const WarningThresholds& thresholds = {});
+
+/// Warnings about the draws themselves, before any diagnostic: "non_finite_draws" when a quantity
+/// holds NaN or an infinity (its statistics are then meaningless), "few_draws" when the chains have
+/// fewer than kMinDrawsPerChain draws (R-hat, ESS and MCSE are NaN, as in ArviZ).
+std::vector<Warning> draws_warnings(const DrawsTable& table);
+
+/// The warnings as a JSON array of {"code", "message"} objects (metrics.json's "warnings").
+nlohmann::json to_json(const std::vector<Warning>& warnings);
+
+/// The warnings as text, one "warning: <message>" line each (empty for no warnings).
+std::string format_warnings(const std::vector<Warning>& warnings);
+
+}  // namespace uqnn::diagnostics
