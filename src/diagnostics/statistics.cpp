@@ -54,6 +54,9 @@ double median(const Mat& draws) {
 
 Interval hdi(const Mat& draws, double prob) {
   require(prob > 0.0 && prob < 1.0, "prob", "in (0, 1)");
+  // NaN has no place in the sort (std::sort needs a strict weak order), and widths with an
+  // infinite end are not comparable: no interval.
+  if (!draws.allFinite()) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
   const std::vector<double> x = sorted_values(draws);
   const std::size_t n = x.size();
   // Each candidate interval holds floor(prob N) + 1 sorted draws: [x_i, x_{i + width}].

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/statistics.hpp"
 
 namespace uqnn::diagnostics {
 namespace {
@@ -101,16 +102,28 @@ std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Inde
 
 std::vector<Warning> draws_warnings(const DrawsTable& table) {
   std::vector<Warning> out;
-  std::vector<std::pair<std::string, std::string>> non_finite;
+  std::vector<std::pair<std::string, std::string>> non_finite, overflowing;
   for (std::size_t q = 0; q < table.names.size(); ++q) {
     const Mat& d = table.draws[q];
+    if (d.size() == 0) continue;
     const Index count = d.size() - d.array().isFinite().count();
-    if (count > 0) non_finite.emplace_back(table.names[q], fmt::format("{} of {} draws", count, d.size()));
+    if (count > 0) {
+      non_finite.emplace_back(table.names[q], fmt::format("{} of {} draws", count, d.size()));
+    } else if (!std::isfinite(mean(d)) || (d.size() > 1 && !std::isfinite(sd(d)))) {
+      // Finite draws near the largest double (1e308): their sum or squares overflow.
+      overflowing.emplace_back(table.names[q], fmt::format("largest |x| {:.3g}", d.cwiseAbs().maxCoeff()));
+    }
   }
   if (!non_finite.empty()) {
     out.push_back({"non_finite_draws", fmt::format("NaN or infinite draws in {}: the chains diverged or the file is damaged; "
                                                    "the statistics of these quantities are meaningless.",
                                                    list_rows(non_finite))});
+  }
+  if (!overflowing.empty()) {
+    out.push_back({"overflow", fmt::format("Draws too large for double arithmetic in {}: their mean or variance overflows, "
+                                           "so the statistics of these quantities are meaningless. The chains probably "
+                                           "diverged; otherwise rescale the quantity.",
+                                           list_rows(overflowing))});
   }
   if (table.num_draws() > 0 && table.num_draws() < kMinDrawsPerChain) {
     out.push_back({"few_draws", fmt::format("{} draw{} per chain: R-hat, ESS and MCSE need at least {} and are reported "

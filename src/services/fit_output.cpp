@@ -42,7 +42,9 @@ Mat probe_inputs(const Dataset& data, const IndexVec& train) {
   return probes;
 }
 
-void write_mcmc_outputs(const FitOutput& o, FitReport& report) {
+/// Writes posterior.nc, diagnostics.{json,txt} and the trace figure; returns the convergence
+/// warnings (diagnostics/warnings.hpp) for metrics.json.
+std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitReport& report) {
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
@@ -68,10 +70,10 @@ void write_mcmc_outputs(const FitOutput& o, FitReport& report) {
   write_inference_data(dir / "posterior.nc", idata);
   report.files.push_back(dir / "posterior.nc");
 
-  const RunSummary summary =
-      summarize_run(post, r.draws, r.chain_of_draw, r.stats, probe_inputs(o.data, o.split.train), o.standardizer);
+  const RunSummary summary = summarize_run(post, r.draws, r.chain_of_draw, r.stats, probe_inputs(o.data, o.split.train),
+                                           o.standardizer, 5, o.config.method_settings.value("max_depth", 0));
   write_json(dir / "diagnostics.json", summary.to_json());
-  atomic_write_text(dir / "diagnostics.txt", summary.format());
+  atomic_write_text(dir / "diagnostics.txt", summary.format() + diagnostics::format_warnings(summary.warnings));
   report.files.push_back(dir / "diagnostics.json");
   report.summary_text = summary.format();
 
@@ -106,6 +108,7 @@ void write_mcmc_outputs(const FitOutput& o, FitReport& report) {
       report.files.push_back(path);
     }
   }
+  return summary.warnings;
 }
 
 }  // namespace
@@ -218,6 +221,11 @@ FitReport write_fit_output(const FitOutput& o) {
   report.files.push_back(dir / "model.json");
   report.files.push_back(draws_path);
 
+  // MCMC runs: ArviZ InferenceData, the convergence summary and trace plots; their warnings go
+  // into metrics.json (issue 18: a user who reads nothing else sees them).
+  std::vector<diagnostics::Warning> warnings;
+  if (!o.result.stats.empty()) warnings = write_mcmc_outputs(o, report);
+
   // metrics.json
   nlohmann::json metrics{{"method", cfg.method},
                          {"num_params", post.dim()},
@@ -225,7 +233,8 @@ FitReport write_fit_output(const FitOutput& o) {
                          {"seconds", o.seconds},
                          {"data", o.data.source},
                          {"standardized", !o.standardizer.is_identity()},
-                         {"info", o.result.info}};
+                         {"info", o.result.info},
+                         {"warnings", diagnostics::to_json(warnings)}};
   for (const auto& p : parts) {
     nlohmann::json m{{"n", p.rows.size()}};
     if (regression) {
@@ -239,9 +248,6 @@ FitReport write_fit_output(const FitOutput& o) {
   write_json(dir / "metrics.json", metrics);
   report.files.push_back(dir / "metrics.json");
   report.metrics = metrics;
-
-  // MCMC runs: ArviZ InferenceData, the convergence summary and trace plots.
-  if (!o.result.stats.empty()) write_mcmc_outputs(o, report);
 
   // Figures.
   if (cfg.figure_format != "none") {

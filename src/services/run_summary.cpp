@@ -27,7 +27,7 @@ Mat by_chain(const std::vector<double>& values, const std::vector<Index>& chain_
 
 RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, const std::vector<Index>& chain_of_draw,
                          const std::vector<DrawStats>& stats, const Mat& probe_inputs, const Standardizer& standardizer,
-                         Index worst_k) {
+                         Index worst_k, int max_depth) {
   require(!draws.empty(), "number of draws", ">= 1");
   RunSummary summary;
   const auto add = [&](const std::string& name, const std::vector<double>& values) {
@@ -77,25 +77,39 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
     return ra > rb;
   });
   if (!weights.empty()) summary.max_weight_rhat = weights.front().r_hat;
+  const std::vector<diagnostics::Summary> judged = summary.rows;  // lp__, log_lik, f(...): not the weights
   for (Index k = 0; k < std::min<Index>(worst_k, static_cast<Index>(weights.size())); ++k)
     summary.rows.push_back(weights[static_cast<std::size_t>(k)]);
-  // Footer: divergences and E-BFMI.
+  // Footer: divergences, tree depth and E-BFMI.
   std::vector<double> energy;
+  summary.max_depth = max_depth;
   for (const auto& st : stats) {
     summary.divergences += st.is_divergent ? 1 : 0;
+    summary.draws_at_max_depth += max_depth > 0 && st.tree_depth >= max_depth ? 1 : 0;
     energy.push_back(st.energy);
   }
   if (!energy.empty() && std::all_of(energy.begin(), energy.end(), [](double e) { return std::isfinite(e); })) {
-    const Vec b = diagnostics::e_bfmi(by_chain(energy, chain_of_draw));
-    summary.e_bfmi.assign(b.data(), b.data() + b.size());
+    const Mat by_chain_energy = by_chain(energy, chain_of_draw);
+    if (by_chain_energy.rows() >= 2) {  // E-BFMI needs two draws per chain
+      const Vec b = diagnostics::e_bfmi(by_chain_energy);
+      summary.e_bfmi.assign(b.data(), b.data() + b.size());
+    }
   }
+  diagnostics::SamplerStatsSummary sampler;
+  sampler.num_draws = static_cast<Index>(stats.size());
+  sampler.divergences = summary.divergences;
+  sampler.max_depth = max_depth;
+  sampler.draws_at_max_depth = summary.draws_at_max_depth;
+  sampler.e_bfmi = summary.e_bfmi;
+  summary.warnings = diagnostics::convergence_warnings(judged, summary.num_chains, sampler);
   return summary;
 }
 
 nlohmann::json RunSummary::to_json() const {
   return {{"rows", diagnostics::to_json(rows)}, {"num_chains", num_chains}, {"num_draws", num_draws},
           {"divergences", divergences},         {"e_bfmi", e_bfmi},         {"max_weight_rhat", max_weight_rhat},
-          {"num_constant_weights", num_constant_weights}};
+          {"num_constant_weights", num_constant_weights}, {"max_depth", max_depth},
+          {"draws_at_max_depth", draws_at_max_depth}, {"warnings", diagnostics::to_json(warnings)}};
 }
 
 std::string RunSummary::format(int decimals) const {
@@ -104,6 +118,7 @@ std::string RunSummary::format(int decimals) const {
                      max_weight_rhat);
   if (num_constant_weights > 0)
     out += fmt::format("; {} weights constant in every draw (fixed, e.g. vi-hmc's unsampled parameters) not ranked", num_constant_weights);
+  if (max_depth > 0) out += fmt::format("; at max tree depth {}: {} draws", max_depth, draws_at_max_depth);
   if (!e_bfmi.empty()) {
     out += "; E-BFMI per chain:";
     for (double b : e_bfmi) out += fmt::format(" {:.2f}", b);

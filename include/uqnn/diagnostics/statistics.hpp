@@ -34,7 +34,8 @@ double median(const Mat& draws);
 
 /// Highest density interval: the shortest interval [x_(i), x_(i + floor(prob N))] over the sorted
 /// pooled draws (ties go to the lowest i), ArviZ's definition; `hdi(draws, 0.94)` gives the
-/// `hdi_3%` and `hdi_97%` columns of `az.summary`. Throws std::invalid_argument unless
+/// `hdi_3%` and `hdi_97%` columns of `az.summary`. NaN ends when a draw is NaN or infinite (no
+/// interval of finite length is meaningful then). Throws std::invalid_argument unless
 /// 0 < prob < 1 and floor(prob N) < N.
 /// References: ArviZ `arviz.hdi` (`_hdi`); Hyndman (1996), "Computing and graphing highest
 /// density regions", Am. Statist. 50, 120-126.

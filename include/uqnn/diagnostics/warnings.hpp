@@ -13,7 +13,8 @@
 namespace uqnn::diagnostics {
 
 /// One reason not to trust a result. `code` is stable (scripts and tests match on it): "rhat",
-/// "ess_bulk", "divergences", "max_tree_depth", "e_bfmi", "few_draws" or "non_finite_draws".
+/// "ess_bulk", "divergences", "max_tree_depth", "e_bfmi", "few_draws", "non_finite_draws" or
+/// "overflow".
 /// `message` is one self-contained sentence or two for people: what is wrong, what it means, what
 /// to change.
 struct Warning {
@@ -59,8 +60,10 @@ std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Inde
                                           const WarningThresholds& thresholds = {});
 
 /// Warnings about the draws themselves, before any diagnostic: "non_finite_draws" when a quantity
-/// holds NaN or an infinity (its statistics are then meaningless), "few_draws" when the chains have
-/// fewer than kMinDrawsPerChain draws (R-hat, ESS and MCSE are NaN, as in ArviZ).
+/// holds NaN or an infinity, "overflow" when its draws are finite but so large (|x| near 1e308)
+/// that their mean or variance overflows (the statistics of such quantities are meaningless), and
+/// "few_draws" when the chains have fewer than kMinDrawsPerChain draws (R-hat, ESS and MCSE are
+/// NaN, as in ArviZ).
 std::vector<Warning> draws_warnings(const DrawsTable& table);
 
 /// The warnings as a JSON array of {"code", "message"} objects (metrics.json's "warnings").

@@ -7,6 +7,7 @@
 
 #include "uqnn/data/standardizer.hpp"
 #include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -19,7 +20,13 @@ struct RunSummary {
   std::vector<double> e_bfmi;  ///< per chain (empty without energies)
   double max_weight_rhat = 0.0;   ///< over the weights that move
   Index num_constant_weights = 0;  ///< coordinates equal in every draw (fixed), left out of the ranking
+  int max_depth = 0;               ///< the sampler's maximum tree depth (0: no tree)
+  Index draws_at_max_depth = 0;    ///< draws whose tree reached max_depth
+  /// Reasons not to trust the run (diagnostics/warnings.hpp), judged on lp__, log_lik and the
+  /// function-space rows, not on the weights (their R-hat misleads for BNNs).
+  std::vector<diagnostics::Warning> warnings;
   nlohmann::json to_json() const;
+  /// The table and its footer (divergences, tree depth, E-BFMI); the warnings are not included.
   std::string format(int decimals = 3) const;
 };
 
@@ -27,9 +34,10 @@ struct RunSummary {
 Mat by_chain(const std::vector<double>& values, const std::vector<Index>& chain_of_draw);
 
 /// Summary of draws (full theta) with chain ids; stats parallel to draws (may be empty).
-/// Probe inputs are in original units; predictions are reported in original units.
+/// Probe inputs are in original units; predictions are reported in original units. `max_depth` is
+/// the sampler's maximum tree depth (NUTS), 0 for samplers without a tree.
 RunSummary summarize_run(const Posterior& posterior, const std::vector<Vec>& draws, const std::vector<Index>& chain_of_draw,
                          const std::vector<DrawStats>& stats, const Mat& probe_inputs, const Standardizer& standardizer,
-                         Index worst_k = 5);
+                         Index worst_k = 5, int max_depth = 0);
 
 }  // namespace uqnn

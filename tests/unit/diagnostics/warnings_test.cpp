@@ -141,6 +141,11 @@ TEST(DrawsWarnings, NonFiniteDrawsAndFewDraws) {
   t.draws[1](3, 0) = kNaN;
   const Warning w = only(draws_warnings(t), "non_finite_draws");
   EXPECT_NE(w.message.find("NaN or infinite draws in b (2 of 4 draws)"), std::string::npos) << w.message;
+
+  // Finite but overflowing: the mean of 1e308 and 1e308 is inf; the variance of +-1e308 is inf.
+  DrawsTable big = table_of("chain,draw,a,b\n0,0,1,1e308\n0,1,2,-1e308\n0,2,3,1e308\n0,3,4,1\n");
+  const Warning o = only(draws_warnings(big), "overflow");
+  EXPECT_NE(o.message.find("in b (largest |x| 1e+308)"), std::string::npos) << o.message;
 }
 
 }  // namespace

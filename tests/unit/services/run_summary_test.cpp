@@ -27,12 +27,13 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
       s.lp = post.log_density(theta);
       s.energy = -s.lp + rng.normal();
       s.is_divergent = d % 50 == 0;
+      s.tree_depth = d % 4 == 0 ? 10 : 6;  // a quarter of the draws at the maximum depth 10
       stats.push_back(s);
     }
   Standardizer identity = Standardizer::identity({"x"}, {"y"});
   Mat probe(1, 2);
   probe << 0.0, 1.0;
-  const RunSummary r = summarize_run(post, draws, chains, stats, probe, identity, 1);
+  const RunSummary r = summarize_run(post, draws, chains, stats, probe, identity, 1, 10);
   ASSERT_EQ(r.rows.size(), 5u);  // lp__, log_lik, two probes, one weight
   EXPECT_EQ(r.rows[0].name, "lp__");
   EXPECT_EQ(r.rows[1].name, "log_lik");
@@ -44,6 +45,32 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   EXPECT_EQ(r.num_chains, 2);
   EXPECT_EQ(r.num_draws, 200);
   EXPECT_EQ(r.e_bfmi.size(), 2u);
+  EXPECT_EQ(r.draws_at_max_depth, 100);
+  // Warnings (issue 18 item 6), judged on lp__, log_lik and f(.), never on the weights.
+  std::vector<std::string> codes;
+  for (const auto& w : r.warnings) codes.push_back(w.code);
+  // The separated chains give f(0) (= the bias) a high R-hat and a low bulk ESS.
+  EXPECT_EQ(codes, (std::vector<std::string>{"rhat", "ess_bulk", "divergences", "max_tree_depth"}));
+  EXPECT_NE(r.warnings[0].message.find("f(0)"), std::string::npos) << r.warnings[0].message;
+  EXPECT_EQ(r.warnings[0].message.find("layer1"), std::string::npos) << r.warnings[0].message;
+  EXPECT_EQ(r.warnings[1].message.find("layer1"), std::string::npos) << r.warnings[1].message;
+  EXPECT_NE(r.warnings[2].message.find("8 of 400 draws"), std::string::npos) << r.warnings[2].message;
+  EXPECT_NE(r.warnings[3].message.find("100 of 400 draws (25.0%"), std::string::npos) << r.warnings[3].message;
+  const nlohmann::json j = r.to_json();
+  ASSERT_EQ(j["warnings"].size(), 4u);
+  EXPECT_EQ(j["warnings"][2]["code"], "divergences");
+  EXPECT_EQ(j["draws_at_max_depth"], 100);
+  EXPECT_NE(r.format().find("at max tree depth 10: 100 draws"), std::string::npos) << r.format();
+  // Without a maximum depth (samplers without trees) nothing is counted or said.
+  const RunSummary no_tree = summarize_run(post, draws, chains, stats, probe, identity, 1);
+  EXPECT_EQ(no_tree.draws_at_max_depth, 0);
+  EXPECT_EQ(no_tree.warnings.size(), 3u);
+  // One draw per chain: NaN diagnostics, no E-BFMI, no exception.
+  const std::vector<Vec> first{draws[0], draws[200]};
+  const std::vector<DrawStats> first_stats{stats[0], stats[200]};
+  const RunSummary tiny = summarize_run(post, first, {0, 1}, first_stats, probe, identity, 1, 10);
+  EXPECT_TRUE(std::isnan(tiny.rows[0].r_hat));
+  EXPECT_TRUE(tiny.e_bfmi.empty());
 }
 
 // vi-hmc fixes most coordinates at the VI means: they are constant in every draw, have no R-hat,

@@ -1,0 +1,91 @@
+// `uqnn diagnose` on draws it cannot fully judge (issue 17): fewer than 4 draws per chain give NaN
+// R-hat and ESS with a warning and exit 0, as ArviZ; NaN, infinite or overflowing draws give a
+// warning and exit code 3, never NaN statistics next to finite HDIs as a quiet success.
+#include "unit/cli/cli_fixture.hpp"
+
+namespace uqnn {
+namespace {
+
+using Cli = testing::CliTest;
+
+std::string draws_csv(int chains, int draws, const std::string& special = "", int special_row = -1) {
+  std::string csv = "chain,draw,mu,sigma\n";
+  int row = 0;
+  for (int c = 0; c < chains; ++c)
+    for (int d = 0; d < draws; ++d, ++row)
+      csv += std::to_string(c) + "," + std::to_string(d) + "," + std::to_string(0.1 * ((d * 7 + c * 3) % 11)) + "," +
+             (row == special_row ? special : std::to_string(1.0 + 0.01 * d)) + "\n";
+  return csv;
+}
+
+TEST_F(Cli, DiagnoseWithOneDrawPerChainReportsNanWithAWarning) {
+  write("one.csv", draws_csv(2, 1));
+  const auto r = testing::run_cli("diagnose " + (dir_ / "one.csv").string() + " --json " + (dir_ / "one.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("kappa"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 chains x 1 draws"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning: 1 draw per chain: R-hat, ESS and MCSE need at least 4"), std::string::npos) << r.output;
+  const auto rows = json(dir_ / "one.json");
+  ASSERT_EQ(rows.size(), 2u);
+  for (const char* key : {"r_hat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_sd"}) EXPECT_TRUE(rows[0][key].is_null()) << key;
+  EXPECT_TRUE(rows[0]["mean"].is_number());
+}
+
+TEST_F(Cli, DiagnoseWithThreeDrawsIsNanAndWithFourIsComputed) {
+  write("three.csv", draws_csv(2, 3));
+  auto r = testing::run_cli("diagnose " + (dir_ / "three.csv").string() + " --json " + (dir_ / "three.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: 3 draws per chain"), std::string::npos) << r.output;
+  EXPECT_TRUE(json(dir_ / "three.json")[0]["r_hat"].is_null());
+  write("four.csv", draws_csv(2, 4));
+  r = testing::run_cli("diagnose " + (dir_ / "four.csv").string() + " --json " + (dir_ / "four.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("draws per chain"), std::string::npos) << r.output;
+  EXPECT_TRUE(json(dir_ / "four.json")[0]["r_hat"].is_number());
+}
+
+TEST_F(Cli, DiagnoseOnNonFiniteDrawsWarnsAndExitsThree) {
+  for (const std::string value : {"nan", "inf", "-inf"}) {
+    write("bad.csv", draws_csv(2, 20, value, 7));
+    const auto r = testing::run_cli("diagnose " + (dir_ / "bad.csv").string() + " --json " + (dir_ / "bad.json").string());
+    EXPECT_EQ(r.exit_code, 3) << value << "\n" << r.output;
+    EXPECT_NE(r.output.find("warning: NaN or infinite draws in sigma (1 of 40 draws)"), std::string::npos) << r.output;
+    const auto rows = json(dir_ / "bad.json");
+    // sigma: no HDI either (NaN, written as null); mu is unaffected.
+    EXPECT_TRUE(rows[1]["hdi_3%"].is_null()) << rows[1];
+    EXPECT_TRUE(rows[0]["hdi_3%"].is_number()) << rows[0];
+  }
+  // Finite but near the largest double: the variance overflows (issue 17 tried +-1e308).
+  write("huge.csv", draws_csv(2, 20, "-1e308", 3));
+  const auto r = testing::run_cli("diagnose " + (dir_ / "huge.csv").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("warning: Draws too large for double arithmetic in sigma"), std::string::npos) << r.output;
+}
+
+// Issue 18 item 6: a NUTS run far too short to trust says so on the console (stderr, last), in
+// metrics.json under "warnings", and in diagnostics.txt, which `uqnn diagnose DIR` prints.
+TEST_F(Cli, AnUntrustworthyFitSaysSo) {
+  const auto out = dir_ / "short";
+  const auto r = testing::run_cli("demo --quiet --warmup 30 --draws 40 --chains 2 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: R-hat above 1.01 for "), std::string::npos) << r.output;
+  const auto warnings = json(out / "metrics.json")["warnings"];
+  ASSERT_TRUE(warnings.is_array());
+  bool has_rhat = false;
+  for (const auto& w : warnings) {
+    has_rhat |= w["code"] == "rhat";
+    EXPECT_NE(r.output.find(w["message"].get<std::string>()), std::string::npos) << w["message"];
+  }
+  EXPECT_TRUE(has_rhat) << warnings;
+  const auto diagnosed = testing::run_cli("diagnose " + out.string());
+  EXPECT_EQ(diagnosed.exit_code, 0);
+  EXPECT_NE(diagnosed.output.find("warning: R-hat above 1.01 for "), std::string::npos) << diagnosed.output;
+  // A method without MCMC draws has an empty list.
+  const auto map_out = dir_ / "map";
+  const auto map = testing::run_cli("demo --quiet --method map --epochs 50 --out " + map_out.string());
+  ASSERT_EQ(map.exit_code, 0) << map.output;
+  EXPECT_EQ(json(map_out / "metrics.json")["warnings"], nlohmann::json::array());
+}
+
+}  // namespace
+}  // namespace uqnn
