@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/diagnostics/golden_table.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/ess.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
@@ -35,42 +36,7 @@ RankNormalizedRhat rstan_rank_rhat(const Mat& draws, int kappa) {
 
 const std::string kReferenceDir = std::string(UQNN_SHARED_DIR) + "/reference/diagnostics";
 
-/// One row of expected.csv: case, param, and the numeric columns by name.
-struct ExpectedRow {
-  std::string case_name;
-  std::string param;
-  std::map<std::string, double> values;
-};
-
-std::string trimmed(const std::string& s) {
-  const auto first = s.find_first_not_of(' ');
-  const auto last = s.find_last_not_of(" \r");
-  return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
-}
-
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream stream(line);
-  std::string field;
-  while (std::getline(stream, field, ',')) fields.push_back(trimmed(field));
-  return fields;
-}
-
-std::vector<ExpectedRow> read_expected() {
-  std::ifstream in(kReferenceDir + "/expected.csv");
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = fields_of(line);
-  std::vector<ExpectedRow> rows;
-  while (std::getline(in, line)) {
-    if (trimmed(line).empty()) continue;
-    const std::vector<std::string> fields = fields_of(line);
-    ExpectedRow row{fields.at(0), fields.at(1), {}};
-    for (std::size_t k = 2; k < header.size(); ++k) row.values[header[k]] = std::stod(fields.at(k));
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
+using testing::GoldenRow;
 
 class DiagnosticsGolden : public ::testing::Test {
  protected:
@@ -78,11 +44,11 @@ class DiagnosticsGolden : public ::testing::Test {
     if (!std::filesystem::exists(kReferenceDir + "/expected.csv")) {
       GTEST_SKIP() << "golden values not found in " << kReferenceDir << " (../shared absent)";
     }
-    rows_ = read_expected();
+    rows_ = testing::read_golden(kReferenceDir + "/expected.csv");
     ASSERT_FALSE(rows_.empty());
   }
 
-  const Mat& draws_of(const ExpectedRow& row) {
+  const Mat& draws_of(const GoldenRow& row) {
     auto it = cases_.find(row.case_name);
     if (it == cases_.end()) {
       it = cases_.emplace(row.case_name, read_draws_csv(kReferenceDir + "/" + row.case_name + ".csv")).first;
@@ -93,7 +59,7 @@ class DiagnosticsGolden : public ::testing::Test {
   /// Checks `column` of every expected row against `compute(draws)`.
   void check_column(const std::string& column, const std::function<double(const Mat&)>& compute) {
     int checked = 0;
-    for (const ExpectedRow& row : rows_) {
+    for (const GoldenRow& row : rows_) {
       const Mat& draws = draws_of(row);
       ASSERT_EQ(draws.cols(), static_cast<Index>(row.values.at("chains"))) << row.case_name;
       ASSERT_EQ(draws.rows(), static_cast<Index>(row.values.at("draws"))) << row.case_name;
@@ -140,7 +106,7 @@ class DiagnosticsGolden : public ::testing::Test {
 
   void check_tail_column(const std::string& column, int kappa,
                          const std::function<double(const RankNormalizedRhat&)>& pick) {
-    for (const ExpectedRow& row : rows_) {
+    for (const GoldenRow& row : rows_) {
       const Mat& draws = draws_of(row);
       const double expected = row.values.at(column);
       const double ours = pick(rstan_rank_rhat(draws, kappa));
@@ -159,7 +125,7 @@ class DiagnosticsGolden : public ::testing::Test {
     }
   }
 
-  std::vector<ExpectedRow> rows_;
+  std::vector<GoldenRow> rows_;
   std::map<std::string, DrawsTable> cases_;
 };
 
@@ -204,7 +170,7 @@ TEST_F(DiagnosticsGolden, MonteCarloStandardErrorOfTheMean) {
 // that must reproduce rstan's rank R-hats when rank-normalised with rstan's offset.
 TEST_F(DiagnosticsGolden, ChainwiseRhatOfSingleChain) {
   int checked = 0;
-  for (const ExpectedRow& row : rows_) {
+  for (const GoldenRow& row : rows_) {
     if (row.case_name != "single_chain") continue;
     const Mat& draws = draws_of(row);
     const std::vector<RankNormalizedRhat> kappa2 = chainwise_rhat(draws, 2);
@@ -223,8 +189,8 @@ TEST_F(DiagnosticsGolden, ChainwiseRhatOfSingleChain) {
 // The chain-wise cR-hat of a multi-chain run is each chain's own R-hat: on `shifted` (one chain
 // off by a constant) the between-chain R-hat flags the run but every chain alone is stationary.
 TEST_F(DiagnosticsGolden, ChainwiseRhatIgnoresBetweenChainDifferences) {
-  const ExpectedRow* shifted = nullptr;
-  for (const ExpectedRow& row : rows_) {
+  const GoldenRow* shifted = nullptr;
+  for (const GoldenRow& row : rows_) {
     if (row.case_name == "shifted" && row.param == "p1") shifted = &row;
   }
   ASSERT_NE(shifted, nullptr);

@@ -7,13 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "unit/diagnostics/golden_table.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/ess.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
@@ -26,39 +25,8 @@ namespace {
 constexpr double kRelativeTolerance = 1e-10;
 const std::string kDir = std::string(UQNN_TEST_REFERENCE_DIR) + "/diagnostics";
 
-/// One row of a golden table: case, param and the numeric columns by name ("nan" for R's NA).
-struct GoldenRow {
-  std::string case_name, param;
-  std::map<std::string, double> values;
-};
-
-std::vector<std::string> comma_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream stream(line);
-  std::string field;
-  while (std::getline(stream, field, ',')) fields.push_back(field);
-  return fields;
-}
-
-/// Reads a golden table: '#' comment lines, a header, then one row per case and parameter.
-std::vector<GoldenRow> read_golden(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::vector<std::string> header;
-  std::vector<GoldenRow> rows;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const std::vector<std::string> fields = comma_fields(line);
-    if (header.empty()) {
-      header = fields;
-      continue;
-    }
-    GoldenRow row{fields.at(0), fields.at(1), {}};
-    for (std::size_t k = 2; k < header.size(); ++k) row.values[header[k]] = std::stod(fields.at(k));
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
+using testing::GoldenRow;
+using testing::read_golden;
 
 class PosteriorGolden : public ::testing::Test {
  protected:
