@@ -125,12 +125,15 @@ std::vector<Warning> draws_warnings(const DrawsTable& table) {
                                            "diverged; otherwise rescale the quantity.",
                                            list_rows(overflowing))});
   }
-  if (table.num_draws() > 0 && table.num_draws() < kMinDrawsPerChain) {
-    out.push_back({"few_draws", fmt::format("{} draw{} per chain: R-hat, ESS and MCSE need at least {} and are reported "
-                                            "as NaN (as ArviZ does). Run more draws.",
-                                            table.num_draws(), table.num_draws() == 1 ? "" : "s", kMinDrawsPerChain)});
-  }
+  for (Warning& w : few_draws_warnings(table.num_draws())) out.push_back(std::move(w));
   return out;
+}
+
+std::vector<Warning> few_draws_warnings(Index draws_per_chain) {
+  if (draws_per_chain < 1 || draws_per_chain >= kMinDrawsPerChain) return {};
+  return {{"few_draws", fmt::format("{} draw{} per chain: R-hat, ESS and MCSE need at least {} and are reported as NaN "
+                                    "(as ArviZ does). Run more draws.",
+                                    draws_per_chain, draws_per_chain == 1 ? "" : "s", kMinDrawsPerChain)}};
 }
 
 nlohmann::json to_json(const std::vector<Warning>& warnings) {

@@ -101,7 +101,8 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
   sampler.max_depth = max_depth;
   sampler.draws_at_max_depth = summary.draws_at_max_depth;
   sampler.e_bfmi = summary.e_bfmi;
-  summary.warnings = diagnostics::convergence_warnings(judged, summary.num_chains, sampler);
+  summary.warnings = diagnostics::few_draws_warnings(summary.num_draws);
+  for (auto& w : diagnostics::convergence_warnings(judged, summary.num_chains, sampler)) summary.warnings.push_back(std::move(w));
   return summary;
 }
 

@@ -66,6 +66,10 @@ std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Inde
 /// NaN, as in ArviZ).
 std::vector<Warning> draws_warnings(const DrawsTable& table);
 
+/// The "few_draws" warning when `draws_per_chain` is below kMinDrawsPerChain (R-hat, ESS and MCSE
+/// are then NaN, as in ArviZ); empty otherwise.
+std::vector<Warning> few_draws_warnings(Index draws_per_chain);
+
 /// The warnings as a JSON array of {"code", "message"} objects (metrics.json's "warnings").
 nlohmann::json to_json(const std::vector<Warning>& warnings);
 

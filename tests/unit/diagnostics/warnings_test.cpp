@@ -132,6 +132,9 @@ DrawsTable table_of(const std::string& csv) {
 
 TEST(DrawsWarnings, NonFiniteDrawsAndFewDraws) {
   EXPECT_TRUE(draws_warnings(table_of("chain,draw,a\n0,0,1\n0,1,2\n0,2,3\n0,3,4\n")).empty());
+  EXPECT_TRUE(few_draws_warnings(0).empty());
+  EXPECT_TRUE(few_draws_warnings(4).empty());
+  EXPECT_EQ(codes(few_draws_warnings(3)), std::vector<std::string>{"few_draws"});
   const Warning few = only(draws_warnings(table_of("chain,draw,a\n0,0,1\n1,0,2\n")), "few_draws");
   EXPECT_NE(few.message.find("1 draw per chain: R-hat, ESS and MCSE need at least 4"), std::string::npos) << few.message;
   EXPECT_EQ(codes(draws_warnings(table_of("chain,draw,a\n0,0,1\n0,1,2\n0,2,3\n"))), std::vector<std::string>{"few_draws"});

@@ -71,6 +71,8 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   const RunSummary tiny = summarize_run(post, first, {0, 1}, first_stats, probe, identity, 1, 10);
   EXPECT_TRUE(std::isnan(tiny.rows[0].r_hat));
   EXPECT_TRUE(tiny.e_bfmi.empty());
+  ASSERT_FALSE(tiny.warnings.empty());
+  EXPECT_EQ(tiny.warnings[0].code, "few_draws");
 }
 
 // vi-hmc fixes most coordinates at the VI means: they are constant in every draw, have no R-hat,
