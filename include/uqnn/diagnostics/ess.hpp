@@ -49,8 +49,9 @@ double mcse_mean(const Mat& draws);
 /// Monte Carlo standard error of the standard deviation by the delta method, without assuming
 /// normal draws: with c = x - mean(x), v = mean(c^2) and E = ess_mean(c^2),
 /// mcse_sd = sqrt((mean(c^4) - v^2) / E / (4 v)). This is posterior's `mcse_sd` (since 1.4.0)
-/// and ArviZ's; rstan 2.21's older sd(x) sqrt(e (1 - 1/E)^(E-1) - 1) assumed normal draws and
-/// was 1.4-3.6x larger on heavy-tailed or correlated draws.
+/// and ArviZ's. rstan 2.21's older sd(x) sqrt(e (1 - 1/E)^(E-1) - 1), E = min(ess_mean(x),
+/// ess_mean(x^2)), assumed normal draws: on rstan's reference sets it is up to 11x this value, and
+/// 44x below it on Cauchy draws.
 /// References: posterior 1.4+ `mcse_sd` (stan-dev/posterior PR #233); Kenney and Keeping (1951),
 /// Mathematics of Statistics II, p. 141; Vehtari et al. (2021), sec. 3.
 double mcse_sd(const Mat& draws);
