@@ -34,16 +34,20 @@ inline const OptionSchema<ChainOptions>& chain_options() {
   return s;
 }
 
-/// The driver's settings: the chain options, --threads and the fit's seed.
-inline RunConfig chain_run_config(const FitConfig& cfg, const ChainOptions& chains) {
+/// The driver's settings: the chain options, the thread count and the seed.
+inline RunConfig chain_run_config(const ChainOptions& chains, int threads, std::uint64_t seed) {
   RunConfig run;
   run.num_chains = chains.chains;
-  run.num_threads = cfg.threads;
+  run.num_threads = threads;
   run.num_warmup = chains.warmup;
   run.num_draws = chains.draws;
   run.thin = chains.thin;
-  run.seed = cfg.seed;
+  run.seed = seed;
   return run;
+}
+/// ... with a fit's --threads and --seed.
+inline RunConfig chain_run_config(const FitConfig& cfg, const ChainOptions& chains) {
+  return chain_run_config(chains, cfg.threads, cfg.seed);
 }
 
 /// Ctrl-C ends the chains with the draws made so far; progress on stderr when the fit asks for it and

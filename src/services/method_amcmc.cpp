@@ -20,16 +20,16 @@ const OptionSchema<AdaptiveMetropolisConfig>& amcmc_options() {
   return s;
 }
 
-MethodResult run_amcmc(const FitContext& context) {
-  const AdaptiveMetropolisConfig config = amcmc_options().read(context.config.method_settings);
-  return detail::run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
+SamplerFactory make_amcmc(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
+  return make_sampler_factory(std::move(density), amcmc_options().read(settings));
 }
 
 const bool registered = register_method(
     {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
      {},
-     &run_amcmc});
+     nullptr,
+     &make_amcmc});
 
 }  // namespace
 

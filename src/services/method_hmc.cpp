@@ -16,14 +16,17 @@ const OptionSchema<HmcConfig>& hmc_options() {
   return s;
 }
 
-MethodResult run_hmc(const FitContext& context) { return detail::run_hamiltonian(context, hmc_options()); }
+SamplerFactory make_hmc(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
+  return detail::make_hamiltonian_sampler(std::move(density), settings, hmc_options());
+}
 
 const bool registered = register_method(
     {"hmc", "Hamiltonian Monte Carlo, L leapfrog steps, Stan's warmup", "Neal 2011; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &hmc_options().group()},
      {},
-     &run_hmc});
+     nullptr,
+     &make_hmc});
 
 }  // namespace
 

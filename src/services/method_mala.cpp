@@ -7,20 +7,21 @@ namespace uqnn {
 
 namespace {
 
-MethodResult run_mala(const FitContext& context) {
-  const detail::StepOptions step = detail::step_options().read(context.config.method_settings);
+SamplerFactory make_mala(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
+  const detail::StepOptions step = detail::step_options().read(settings);
   MalaConfig config;
   if (step.step_size) config.kernel.step_size = *step.step_size;
   else if (!step.adapt) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
   config.adapt_step_size = step.adapt;
-  return detail::run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
+  return make_sampler_factory(std::move(density), config);
 }
 
 const bool registered = register_method(
     {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574", "Roberts & Tweedie 1996; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group()},
      {},
-     &run_mala});
+     nullptr,
+     &make_mala});
 
 }  // namespace
 

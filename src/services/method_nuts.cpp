@@ -18,14 +18,17 @@ const OptionSchema<NutsConfig>& nuts_options() {
   return s;
 }
 
-MethodResult run_nuts(const FitContext& context) { return detail::run_hamiltonian(context, nuts_options()); }
+SamplerFactory make_nuts(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
+  return detail::make_hamiltonian_sampler(std::move(density), settings, nuts_options());
+}
 
 const bool registered = register_method(
     {"nuts", "No-U-Turn sampler with Stan's warmup (dual averaging, windowed metric)", "Hoffman & Gelman 2014; Betancourt 2017",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &nuts_options().group()},
      {},
-     &run_nuts});
+     nullptr,
+     &make_nuts});
 
 }  // namespace
 

@@ -17,18 +17,18 @@ const OptionSchema<SliceParams>& slice_options() {
   return s;
 }
 
-MethodResult run_slice(const FitContext& context) {
-  SliceParams params = slice_options().read(context.config.method_settings);
-  params.validate(context.posterior->dim());
-  const std::shared_ptr<const LogDensity> target = context.posterior;
-  return detail::run_sampling_method(context, [target, params]() { return std::make_unique<SliceChainSampler>(target, params); }, {});
+SamplerFactory make_slice(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
+  SliceParams params = slice_options().read(settings);
+  params.validate(density->dim());
+  return [density, params]() { return std::make_unique<SliceChainSampler>(density, params); };
 }
 
 const bool registered = register_method(
     {"slice", "coordinate-wise slice sampler (no gradients; widths adapted in warmup)", "Neal 2003",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
      {},
-     &run_slice});
+     nullptr,
+     &make_slice});
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "sampler_options.hpp"
 #include "uqnn/core/error.hpp"
 
 namespace uqnn {
@@ -29,6 +30,7 @@ bool register_method(MethodSpec spec) {
     for (const OptionSpec& option : group->options)
       if (!names.insert(option.name).second)
         throw std::logic_error(fmt::format("method '{}': option '{}' is declared by two of its groups", spec.name, option.name));
+  if (!spec.run && !spec.sampler) throw std::logic_error("method '" + spec.name + "' has neither a runner nor a sampler");
   const std::string name = spec.name;
   registry().emplace(name, std::move(spec));
   return true;
@@ -53,6 +55,10 @@ std::vector<std::string> method_names() {
   return names;
 }
 
-MethodResult run_method(const FitContext& context) { return find_method(context.config.method).run(context); }
+MethodResult run_method(const FitContext& context) {
+  const MethodSpec& spec = find_method(context.config.method);
+  if (spec.run) return spec.run(context);
+  return detail::run_sampling_method(context, spec.sampler(context.posterior, context.config.method_settings), {});
+}
 
 }  // namespace uqnn

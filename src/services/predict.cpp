@@ -5,36 +5,20 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
-#include "uqnn/nn/model.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/fit.hpp"
-#include "uqnn/services/fit_output.hpp"
+#include "uqnn/services/fitted_model.hpp"
 
 namespace uqnn {
 
 FitReport run_predict(const PredictConfig& cfg) {
-  const auto model_path = cfg.model_dir / "model.json";
-  std::ifstream in(model_path);
-  if (!in) throw InputError(model_path.string() + ": cannot open (is " + cfg.model_dir.string() + " a `uqnn fit` output directory?)");
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(model_path.string() + ": not valid JSON: " + e.what());
-  }
-  if (j.value("format", std::string()) != "uqnn-fit")
-    throw InputError(model_path.string() + ": field 'format' must be \"uqnn-fit\"");
-  const auto model = make_model(j.at("model"));
-  const auto likelihood = make_likelihood(j.at("likelihood"));
-  const Standardizer standardizer = Standardizer::from_json(j.at("standardizer"), model_path.string());
-  ParamLayout layout = model->layout();
-  layout.append(likelihood->extra_layout(), "");
-  const auto draws = read_draws_csv_as_vectors(cfg.model_dir / j.value("draws_file", std::string("draws.csv")), layout);
-  if (draws.empty()) throw InputError((cfg.model_dir / "draws.csv").string() + ": no draws");
+  const FittedModel fitted = FittedModel::load(cfg.model_dir);
+  const auto& draws = fitted.draws();
+  const Standardizer& standardizer = fitted.standardizer();
 
   // Inputs by name; targets too when the file has them.
-  const auto input_names = j.at("input_names").get<std::vector<std::string>>();
-  const auto target_names = j.at("target_names").get<std::vector<std::string>>();
+  const auto& input_names = fitted.input_names();
+  const auto& target_names = fitted.target_names();
   const CsvTable table = read_csv(cfg.data);
   Mat inputs(static_cast<Index>(input_names.size()), table.num_rows());
   for (std::size_t i = 0; i < input_names.size(); ++i) {
@@ -54,9 +38,9 @@ FitReport run_predict(const PredictConfig& cfg) {
     else targets.row(static_cast<Index>(i)) = table.values.col(c).transpose();
   }
 
-  const bool regression = likelihood->kind() != "bernoulli" && likelihood->kind() != "categorical";
+  const bool regression = fitted.regression();
   Rng rng(cfg.seed, 0x9ed);
-  const PredictiveDraws pd = predict_draws(*model, *likelihood, draws, standardizer.transform_inputs(inputs));
+  const PredictiveDraws pd = fitted.predictive_draws(inputs);
   PredictiveSummary s = summarize_predictive(pd, regression ? std::vector<double>{0.5, 0.9, 0.95} : std::vector<double>{}, rng);
   if (regression) rescale_summary(s, standardizer.target_mean(), standardizer.target_scale());
 

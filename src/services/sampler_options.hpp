@@ -64,15 +64,15 @@ void apply_step_options(const StepOptions& step, Config& config) {
 /// and returns their draws; `info` is extended with the run's summary.
 MethodResult run_sampling_method(const FitContext& context, const SamplerFactory& factory, nlohmann::json info);
 
-/// The runner of a Hamiltonian sampler (hmc, nuts): its own options, the step options, and a unit
-/// metric for warmup to adapt.
+/// The chain sampler of a Hamiltonian method (hmc, nuts): its own options, the step options, and a
+/// unit metric for warmup to adapt.
 template <typename Config>
-MethodResult run_hamiltonian(const FitContext& context, const OptionSchema<Config>& options) {
-  const auto& settings = context.config.method_settings;
+SamplerFactory make_hamiltonian_sampler(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings,
+                                        const OptionSchema<Config>& options) {
   Config config = options.read(settings);
   apply_step_options(step_options().read(settings), config);
-  config.kernel.metric = make_unit_metric(context.posterior->dim());
-  return run_sampling_method(context, make_sampler_factory(context.posterior, config), {});
+  config.kernel.metric = make_unit_metric(density->dim());
+  return make_sampler_factory(std::move(density), config);
 }
 
 }  // namespace uqnn::detail

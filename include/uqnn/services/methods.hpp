@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "uqnn/core/log_density.hpp"
+#include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/options.hpp"
 
@@ -27,7 +29,13 @@ struct MethodSpec {
   /// Defaults of fit-level options that differ for this method, name -> value (dei-nuts trains
   /// its members for seed 003's 5000 epochs).
   nlohmann::json fit_defaults = nlohmann::json::object();
+  /// The fit: from the posterior to draws. May be empty when `sampler` is set: the fit then runs
+  /// the sampler's chains from the chain-start option (each chain's own MAP fit by default).
   MethodRunner run;
+  /// Samplers that need nothing but a log density and its gradient (nuts, hmc, mala, amcmc, slice):
+  /// one chain sampler per chain from the method's settings. Such a method also samples any
+  /// LogDensity, e.g. a Python callable (services/sample.hpp).
+  std::function<SamplerFactory(std::shared_ptr<const LogDensity>, const nlohmann::json& settings)> sampler = nullptr;
 };
 
 /// Adds a method to the registry (call it from a namespace-scope initialiser of the method's own

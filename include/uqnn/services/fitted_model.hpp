@@ -1,0 +1,70 @@
+#pragma once
+/// @file A finished fit, as `uqnn predict` and the Python module use it: the network, likelihood,
+/// standardiser and weight draws that a run directory holds (model.json + draws.csv), with the
+/// predictions made from them in the data's own units.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "uqnn/core/rng.hpp"
+#include "uqnn/data/standardizer.hpp"
+#include "uqnn/nn/model.hpp"
+#include "uqnn/predictive/predictive.hpp"
+#include "uqnn/prob/likelihood.hpp"
+
+namespace uqnn {
+
+class FittedModel {
+ public:
+  /// Reads `dir`/model.json and the draws file it names. The draws file must be a plain file name
+  /// inside `dir` (a model.json from elsewhere cannot make uqnn read other files). Throws InputError
+  /// naming the file and field.
+  static FittedModel load(const std::filesystem::path& dir);
+
+  const std::filesystem::path& directory() const { return dir_; }
+  const nlohmann::json& model_json() const { return json_; }
+  const std::string& method() const { return method_; }
+  const Model& model() const { return *model_; }
+  const Likelihood& likelihood() const { return *likelihood_; }
+  const Standardizer& standardizer() const { return standardizer_; }
+  /// Network parameters followed by the likelihood's extras (e.g. log_sigma): the draws' columns.
+  const ParamLayout& layout() const { return layout_; }
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& target_names() const { return target_names_; }
+  /// Draws in the order of draws.csv, and the chain (or member) of each.
+  const std::vector<Vec>& draws() const { return draws_; }
+  const std::vector<Index>& chain_of_draw() const { return chain_of_draw_; }
+  /// Regression (gaussian, heteroscedastic) as opposed to classification (bernoulli, categorical).
+  bool regression() const;
+
+  /// Per-draw network means and noise variances at `inputs` ([input_dim, n], the data's units),
+  /// in standardised target units.
+  PredictiveDraws predictive_draws(const Mat& inputs) const;
+  /// Predictive mean, sd and central intervals at `levels`, in the data's units.
+  PredictiveSummary predict(const Mat& inputs, const std::vector<double>& levels, Rng& rng) const;
+  /// RMSE, NLL, LPPD and the coverage of the 50/90/95% intervals on data with known targets, in the
+  /// data's units (regression only; throws InputError for a classification fit).
+  RegressionMetrics metrics(const Mat& inputs, const Mat& targets, Rng& rng) const;
+  /// log p(y_i | x_i, theta_s) in the data's units: [num_draws, n]. Regression densities include
+  /// the Jacobian of the standardisation (1 / target scale per target).
+  Mat pointwise_log_likelihood(const Mat& inputs, const Mat& targets) const;
+  /// One sample y ~ p(y | x, theta_s) per entry s of `draw_index`, in the data's units: [t, n] each
+  /// (classification: 0/1 labels for bernoulli, the class index for categorical).
+  std::vector<Mat> sample_predictive(const Mat& inputs, const std::vector<Index>& draw_index, Rng& rng) const;
+
+ private:
+  std::filesystem::path dir_;
+  nlohmann::json json_;
+  std::string method_;
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Likelihood> likelihood_;
+  Standardizer standardizer_;
+  ParamLayout layout_;
+  std::vector<std::string> input_names_, target_names_;
+  std::vector<Vec> draws_;
+  std::vector<Index> chain_of_draw_;
+};
+
+}  // namespace uqnn

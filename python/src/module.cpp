@@ -1,0 +1,372 @@
+// uqnn._core: the Python module's compiled half, a thin layer over src/services (as the CLI is):
+// fits (run_fit), fitted runs (FittedModel), sampling any log density (sample), the option
+// declarations (for keyword checking and docstrings) and the ArviZ summary. The pure-Python
+// package (python/uqnn/*.py) builds the estimator API on these.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/run/observer.hpp"
+#include "uqnn/services/fit.hpp"
+#include "uqnn/services/fitted_model.hpp"
+#include "uqnn/services/methods.hpp"
+#include "uqnn/services/sample.hpp"
+
+namespace py = pybind11;
+using namespace uqnn;
+
+namespace {
+
+using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using CArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+/// A Python value (None, bool, int, float, str, sequence, dict) as JSON, for option values.
+nlohmann::json to_json(py::handle h) {
+  if (h.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(h)) return h.cast<bool>();
+  if (py::isinstance<py::int_>(h)) return h.cast<long long>();
+  if (py::isinstance<py::float_>(h)) return h.cast<double>();
+  if (py::isinstance<py::str>(h)) return h.cast<std::string>();
+  if (py::isinstance<py::dict>(h)) {
+    nlohmann::json j = nlohmann::json::object();
+    for (auto item : h.cast<py::dict>()) j[py::str(item.first).cast<std::string>()] = to_json(item.second);
+    return j;
+  }
+  if (py::hasattr(h, "item") && py::hasattr(h, "dtype") && py::len(h.attr("shape")) == 0) return to_json(h.attr("item")());
+  if (py::isinstance<py::sequence>(h)) {
+    nlohmann::json j = nlohmann::json::array();
+    for (auto item : h.cast<py::sequence>()) j.push_back(to_json(item));
+    return j;
+  }
+  throw InputError("cannot use a value of type " + py::str(py::type::of(h).attr("__name__")).cast<std::string>() + " as an option");
+}
+
+py::object to_python(const nlohmann::json& j) {
+  if (j.is_null()) return py::none();
+  if (j.is_boolean()) return py::bool_(j.get<bool>());
+  if (j.is_number_integer()) return py::int_(j.get<long long>());
+  if (j.is_number()) return py::float_(j.get<double>());
+  if (j.is_string()) return py::str(j.get<std::string>());
+  if (j.is_array()) {
+    py::list l;
+    for (const auto& v : j) l.append(to_python(v));
+    return l;
+  }
+  py::dict d;
+  for (const auto& [k, v] : j.items()) d[py::str(k)] = to_python(v);
+  return d;
+}
+
+/// [n, d] C-order NumPy rows as the library's [d, n] columns (one copy).
+Mat columns_of(const CArray& a, const char* what) {
+  if (a.ndim() != 2) throw InputError(std::string(what) + " must be a 2-D array of shape (n, columns)");
+  return Eigen::Map<const Mat>(a.data(), a.shape(1), a.shape(0));
+}
+
+py::array_t<double> rows_of(const Mat& m) {  // [d, n] -> (n, d)
+  py::array_t<double> out({m.cols(), m.rows()});
+  Eigen::Map<Mat>(out.mutable_data(), m.rows(), m.cols()) = m;
+  return out;
+}
+
+py::array_t<double> draws_array(const std::vector<Vec>& draws) {  // (S, K)
+  const Index K = draws.empty() ? 0 : draws.front().size();
+  py::array_t<double> out({static_cast<Index>(draws.size()), K});
+  auto r = out.mutable_unchecked<2>();
+  for (std::size_t s = 0; s < draws.size(); ++s)
+    for (Index k = 0; k < K; ++k) r(static_cast<Index>(s), k) = draws[s][k];
+  return out;
+}
+
+py::list option_groups_list(const std::vector<OptionGroup>& groups) {
+  static const char* type_names[] = {"flag", "integer", "real", "text", "choice", "integer list", "text list", "path"};
+  py::list out;
+  for (const auto& g : groups) {
+    py::list options;
+    for (const auto& o : g.options)
+      options.append(py::dict(py::arg("name") = o.name, py::arg("type") = type_names[static_cast<int>(o.type)],
+                              py::arg("default") = to_python(o.default_value), py::arg("valid") = o.valid_values(),
+                              py::arg("help") = o.help, py::arg("reference") = o.reference, py::arg("flag") = o.flag()));
+    out.append(py::dict(py::arg("name") = g.name, py::arg("title") = g.title, py::arg("options") = options));
+  }
+  return out;
+}
+
+/// Runs `work` without the GIL on a worker thread while this thread, holding the GIL now and then,
+/// checks for Ctrl-C (Python's signal handler only runs on the main thread): on KeyboardInterrupt
+/// the run is asked to stop, keeps what it drew, and `interrupted` is set.
+template <typename Work>
+void run_interruptible(Work work, bool& interrupted) {
+  std::exception_ptr failure;
+  std::atomic<bool> done{false};
+  {
+    py::gil_scoped_release release;
+    std::thread worker([&] {
+      try {
+        work();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      done = true;
+    });
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      py::gil_scoped_acquire acquire;
+      if (PyErr_CheckSignals() != 0) {
+        PyErr_Clear();
+        interrupted = true;
+        InterruptObserver::request_interrupt();
+      }
+    }
+    worker.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+/// A log density given as a Python callable x -> (log p, gradient); called with the GIL held.
+class PythonLogDensity : public LogDensity {
+ public:
+  PythonLogDensity(py::function f, Index dim) : f_(std::move(f)), dim_(dim) {}
+  Index dim() const override { return dim_; }
+  double log_density_and_grad(const Vec& theta, Vec& grad) const override {
+    py::gil_scoped_acquire acquire;
+    py::array_t<double> x(dim_);
+    std::copy(theta.data(), theta.data() + dim_, x.mutable_data());
+    py::object r = f_(x);
+    auto pair = r.cast<py::tuple>();
+    if (pair.size() != 2) throw InputError("the log density must return (value, gradient)");
+    const double lp = pair[0].cast<double>();
+    auto g = pair[1].cast<CArray>();
+    if (g.size() != dim_) throw InputError("the log density's gradient has " + std::to_string(g.size()) + " entries, expected " + std::to_string(dim_));
+    grad = Eigen::Map<const Vec>(g.data(), dim_);
+    return lp;
+  }
+
+ private:
+  py::function f_;
+  Index dim_;
+};
+
+/// The C callback nutpie and walnutpie take: int(size_t n, const double* x, double* grad, double* lp,
+/// void* data), returning 0 on success. Called without the GIL, from several chains at once.
+class CallbackLogDensity : public LogDensity {
+ public:
+  using Fn = int (*)(std::size_t, const double*, double*, double*, void*);
+  CallbackLogDensity(Fn fn, void* data, Index dim) : fn_(fn), data_(data), dim_(dim) {}
+  Index dim() const override { return dim_; }
+  double log_density_and_grad(const Vec& theta, Vec& grad) const override {
+    grad.resize(dim_);
+    double lp = 0;
+    const int status = fn_(static_cast<std::size_t>(dim_), theta.data(), grad.data(), &lp, data_);
+    // A non-zero status is a point outside the support: a rejected proposal, not a crash.
+    return status == 0 ? lp : -std::numeric_limits<double>::infinity();
+  }
+
+ private:
+  Fn fn_;
+  void* data_;
+  Index dim_;
+};
+
+py::dict sample_result(const SampleResult& r) {
+  const int C = r.run.num_chains();
+  const Index D = r.run.min_draws(), K = r.run.dim();
+  py::array_t<double> draws({static_cast<Index>(C), D, K});
+  auto d = draws.mutable_unchecked<3>();
+  py::dict stats;
+  const std::vector<std::pair<const char*, std::function<double(const DrawStats&)>>> fields = {
+      {"lp", [](const DrawStats& s) { return s.lp; }},
+      {"acceptance_rate", [](const DrawStats& s) { return s.accept_prob; }},
+      {"step_size", [](const DrawStats& s) { return s.step_size; }},
+      {"tree_depth", [](const DrawStats& s) { return static_cast<double>(s.tree_depth); }},
+      {"n_steps", [](const DrawStats& s) { return static_cast<double>(s.n_leapfrog); }},
+      {"diverging", [](const DrawStats& s) { return s.is_divergent ? 1.0 : 0.0; }},
+      {"energy", [](const DrawStats& s) { return s.energy; }}};
+  for (int c = 0; c < C; ++c)
+    for (Index i = 0; i < D; ++i)
+      for (Index k = 0; k < K; ++k) d(c, i, k) = r.run.draws[static_cast<std::size_t>(c)](i, k);
+  for (const auto& [name, field] : fields) {
+    py::array_t<double> a({static_cast<Index>(C), D});
+    auto v = a.mutable_unchecked<2>();
+    for (int c = 0; c < C; ++c)
+      for (Index i = 0; i < D; ++i) v(c, i) = field(r.run.stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(i)]);
+    stats[name] = a;
+  }
+  return py::dict(py::arg("draws") = draws, py::arg("sample_stats") = stats, py::arg("settings") = to_python(r.settings),
+                  py::arg("seconds") = r.run.seconds);
+}
+
+std::vector<GivenOption> given_options(const py::dict& options) {
+  std::vector<GivenOption> given;
+  for (auto item : options) {
+    const std::string name = py::str(item.first);
+    given.push_back({name, to_json(item.second), name});
+  }
+  return given;
+}
+
+/// uqnn.sample's run: one start for every chain (a vector) or one per chain (chains, dim).
+py::tuple run_sample(std::shared_ptr<const LogDensity> density, const CArray& init, const std::string& method, const py::dict& options) {
+  if (init.ndim() != 1 && init.ndim() != 2) throw InputError("init must be a vector or a (chains, dim) array");
+  const Index dim = density->dim();
+  InitialPoints initial;
+  if (init.ndim() == 1) {
+    initial = Vec(Eigen::Map<const Vec>(init.data(), dim));
+  } else {
+    std::vector<Vec> points;
+    for (Index c = 0; c < init.shape(0); ++c) points.emplace_back(Eigen::Map<const Vec>(init.data() + c * dim, dim));
+    initial = points;
+  }
+  SampleResult r;
+  bool interrupted = false;
+  InterruptObserver stop;
+  const auto given = given_options(options);
+  run_interruptible([&] { r = sample(density, initial, method, given, {&stop}); }, interrupted);
+  return py::make_tuple(sample_result(r), interrupted || r.run.interrupted);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "uqnn's compiled core (use the `uqnn` package, not this module)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  m.def("method_names", &method_names, "every --method of `uqnn fit`");
+  m.def("sample_method_names", &sample_method_names, "the methods uqnn.sample runs on a log density");
+  m.def("fit_option_groups", [](const std::string& method) { return option_groups_list(fit_option_groups(method)); });
+  m.def("sample_option_groups", [](const std::string& method) { return option_groups_list(sample_option_groups(method)); });
+
+  m.def("check_fit_options", [](const py::dict& options) {
+    FitRequest request;
+    request.given = given_options(options);
+    (void)make_fit_config(request);
+  });
+  m.def(
+      "fit",
+      [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
+         std::vector<std::string> target_names) {
+        FitRequest request;
+        request.given = given_options(options);
+        request.invocation = {{"python", to_json(options)}};
+        FitConfig cfg = make_fit_config(request);
+        Dataset data;
+        data.inputs = columns_of(X, "X");
+        data.targets = columns_of(y, "y");
+        if (data.targets.cols() != data.inputs.cols())
+          throw InputError("X has " + std::to_string(data.inputs.cols()) + " rows but y has " + std::to_string(data.targets.cols()));
+        data.input_names = std::move(input_names);
+        data.target_names = std::move(target_names);
+        data.source = "Python arrays";
+        cfg.data.dataset = std::move(data);
+        FitReport report;
+        bool interrupted = false;
+        run_interruptible([&] { report = run_fit(cfg); }, interrupted);
+        return py::make_tuple(to_python(report.metrics), interrupted);
+      },
+      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"));
+
+  m.def(
+      "sample_python",
+      [](py::function logp_and_grad, const CArray& init, const std::string& method, const py::dict& options) {
+        const Index dim = init.shape(init.ndim() - 1);
+        auto density = std::make_shared<PythonLogDensity>(logp_and_grad, dim);
+        return run_sample(density, init, method, options);
+      });
+  m.def(
+      "sample_callback",
+      [](std::uintptr_t fn, std::uintptr_t data, const CArray& init, const std::string& method, const py::dict& options) {
+        const Index dim = init.shape(init.ndim() - 1);
+        auto density = std::make_shared<CallbackLogDensity>(reinterpret_cast<CallbackLogDensity::Fn>(fn), reinterpret_cast<void*>(data), dim);
+        return run_sample(density, init, method, options);
+      });
+
+  m.def(
+      "summarize",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& draws, const std::vector<std::string>& names,
+         double hdi_prob) {
+        // draws: (chains, draws, K) -> one az.summary row per column.
+        if (draws.ndim() != 3) throw InputError("draws must be (chains, draws, parameters)");
+        const Index C = draws.shape(0), D = draws.shape(1), K = draws.shape(2);
+        auto r = draws.unchecked<3>();
+        py::list rows;
+        for (Index k = 0; k < K; ++k) {
+          Mat q(D, C);
+          for (Index c = 0; c < C; ++c)
+            for (Index i = 0; i < D; ++i) q(i, c) = r(c, i, k);
+          const auto s = diagnostics::summarize(k < static_cast<Index>(names.size()) ? names[static_cast<std::size_t>(k)] : std::to_string(k), q, hdi_prob);
+          rows.append(py::make_tuple(s.name, s.mean, s.sd, s.hdi_lower, s.hdi_upper, s.mcse_mean, s.mcse_sd, s.ess_bulk, s.ess_tail, s.r_hat));
+        }
+        return rows;
+      },
+      py::arg("draws"), py::arg("names"), py::arg("hdi_prob") = 0.94);
+
+  py::class_<FittedModel>(m, "FittedModel")
+      .def_static("load", &FittedModel::load)
+      .def_property_readonly("method", &FittedModel::method)
+      .def_property_readonly("input_names", &FittedModel::input_names)
+      .def_property_readonly("target_names", &FittedModel::target_names)
+      .def_property_readonly("param_names", [](const FittedModel& f) { return f.layout().names(); })
+      .def_property_readonly("num_network_params", [](const FittedModel& f) { return f.model().num_params(); })
+      .def_property_readonly("regression", &FittedModel::regression)
+      .def_property_readonly("likelihood", [](const FittedModel& f) { return f.likelihood().kind(); })
+      .def_property_readonly("draws", [](const FittedModel& f) { return draws_array(f.draws()); })
+      .def_property_readonly("chain_of_draw", &FittedModel::chain_of_draw)
+      .def_property_readonly("model_json", [](const FittedModel& f) { return to_python(f.model_json()); })
+      .def("predict",
+           [](const FittedModel& f, const CArray& X, std::vector<double> levels, std::uint64_t seed) {
+             const Mat x = columns_of(X, "X");
+             Rng rng(seed, 0x9ed);
+             PredictiveSummary s;
+             {
+               py::gil_scoped_release release;
+               s = f.predict(x, levels, rng);
+             }
+             py::dict intervals;
+             for (const auto& [level, bounds] : s.intervals) intervals[py::float_(level)] = py::make_tuple(rows_of(bounds.first), rows_of(bounds.second));
+             return py::dict(py::arg("mean") = rows_of(s.mean), py::arg("sd") = rows_of(s.sd),
+                             py::arg("epistemic_sd") = rows_of(s.epistemic_sd), py::arg("intervals") = intervals);
+           })
+      .def("pointwise_log_likelihood",
+           [](const FittedModel& f, const CArray& X, const CArray& y) {
+             Mat ll;
+             const Mat x = columns_of(X, "X"), t = columns_of(y, "y");
+             {
+               py::gil_scoped_release release;
+               ll = f.pointwise_log_likelihood(x, t);
+             }
+             py::array_t<double> out({ll.rows(), ll.cols()});
+             Eigen::Map<RowMajor>(out.mutable_data(), ll.rows(), ll.cols()) = ll;
+             return out;
+           })
+      .def("sample_predictive", [](const FittedModel& f, const CArray& X, const std::vector<Index>& draw_index, std::uint64_t seed) {
+        const Mat x = columns_of(X, "X");
+        Rng rng(seed, 0x5a3);
+        std::vector<Mat> samples;
+        {
+          py::gil_scoped_release release;
+          samples = f.sample_predictive(x, draw_index, rng);
+        }
+        // (samples, n, t)
+        const Index S = static_cast<Index>(samples.size()), n = x.cols(), t = samples.empty() ? 0 : samples.front().rows();
+        py::array_t<double> out({S, n, t});
+        auto o = out.mutable_unchecked<3>();
+        for (Index s = 0; s < S; ++s)
+          for (Index i = 0; i < n; ++i)
+            for (Index k = 0; k < t; ++k) o(s, i, k) = samples[static_cast<std::size_t>(s)](k, i);
+        return out;
+      });
+}

@@ -1,0 +1,11 @@
+"""uqnn: uncertainty quantification of neural networks (MCMC, VI, Laplace, ensembles, ...).
+
+The estimator ``uqnn.BNN`` fits a Bayesian neural network to NumPy or pandas data with any method of
+``uqnn fit``; ``uqnn.load`` reads a run directory written by the CLI or by ``BNN.save``;
+``uqnn.sample`` runs uqnn's samplers on any log density given as a Python callable or a C callback.
+"""
+from ._estimator import BNN, load, method_names
+from ._sample import Interrupted, SampleResult, sample
+
+__all__ = ["BNN", "load", "method_names", "sample", "SampleResult", "Interrupted"]
+__version__ = "0.1.0"

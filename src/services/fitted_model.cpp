@@ -1,0 +1,156 @@
+#include "uqnn/services/fitted_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "uqnn/core/error.hpp"
+#include "uqnn/io/csv.hpp"
+#include "uqnn/services/fit_output.hpp"
+
+namespace uqnn {
+
+namespace {
+
+nlohmann::json read_model_json(const std::filesystem::path& path, const std::filesystem::path& dir) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string() + ": cannot open (is " + dir.string() + " a `uqnn fit` output directory?)");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path.string() + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.value("format", std::string()) != "uqnn-fit")
+    throw InputError(path.string() + ": field 'format' must be \"uqnn-fit\"");
+  return j;
+}
+
+/// The draws file model.json names: a plain file name in the run directory, never a path that
+/// leaves it (a model.json the user did not write must not make uqnn read other files).
+std::filesystem::path draws_path(const nlohmann::json& j, const std::filesystem::path& dir, const std::filesystem::path& model_path) {
+  const auto it = j.find("draws_file");
+  if (it == j.end()) return dir / "draws.csv";
+  if (!it->is_string()) throw InputError(model_path.string() + ": field 'draws_file' must be a file name");
+  const std::filesystem::path name = it->get<std::string>();
+  if (name.empty() || name.has_parent_path() || name.is_absolute() || name == "." || name == "..")
+    throw InputError(model_path.string() +
+                     ": field 'draws_file' must be a plain file name inside the run directory (no directories, no '..')");
+  return dir / name;
+}
+
+}  // namespace
+
+FittedModel FittedModel::load(const std::filesystem::path& dir) {
+  FittedModel f;
+  f.dir_ = dir;
+  const auto model_path = dir / "model.json";
+  f.json_ = read_model_json(model_path, dir);
+  try {
+    f.method_ = f.json_.value("method", std::string());
+    f.model_ = make_model(f.json_.at("model"));
+    f.likelihood_ = make_likelihood(f.json_.at("likelihood"));
+    f.input_names_ = f.json_.at("input_names").get<std::vector<std::string>>();
+    f.target_names_ = f.json_.at("target_names").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(model_path.string() + ": " + e.what());
+  }
+  f.standardizer_ = Standardizer::from_json(f.json_.at("standardizer"), model_path.string());
+  f.layout_ = f.model_->layout();
+  f.layout_.append(f.likelihood_->extra_layout(), "");
+
+  const auto path = draws_path(f.json_, dir, model_path);
+  f.draws_ = read_draws_csv_as_vectors(path, f.layout_);
+  if (f.draws_.empty()) throw InputError(path.string() + ": no draws");
+  const CsvTable chains = read_csv(path);  // the chain column; the reader above checked the layout
+  for (Index r = 0; r < chains.num_rows(); ++r) f.chain_of_draw_.push_back(static_cast<Index>(chains.values(r, 0)));
+  return f;
+}
+
+bool FittedModel::regression() const { return likelihood_->kind() != "bernoulli" && likelihood_->kind() != "categorical"; }
+
+PredictiveDraws FittedModel::predictive_draws(const Mat& inputs) const {
+  if (inputs.rows() != static_cast<Index>(input_names_.size()))
+    throw InputError(fmt::format("the model takes {} input column(s), got {}", input_names_.size(), inputs.rows()));
+  return predict_draws(*model_, *likelihood_, draws_, standardizer_.transform_inputs(inputs));
+}
+
+PredictiveSummary FittedModel::predict(const Mat& inputs, const std::vector<double>& levels, Rng& rng) const {
+  PredictiveSummary s = summarize_predictive(predictive_draws(inputs), regression() ? levels : std::vector<double>{}, rng);
+  if (regression()) rescale_summary(s, standardizer_.target_mean(), standardizer_.target_scale());
+  return s;
+}
+
+RegressionMetrics FittedModel::metrics(const Mat& inputs, const Mat& targets, Rng& rng) const {
+  if (!regression()) throw InputError("metrics: RMSE, NLL and interval coverage are for regression fits (" + likelihood_->kind() + " is a classification likelihood)");
+  if (targets.cols() != inputs.cols() || targets.rows() != static_cast<Index>(target_names_.size()))
+    throw InputError(fmt::format("metrics: targets must be {} column(s) x {} rows, got {} x {}", target_names_.size(), inputs.cols(), targets.rows(), targets.cols()));
+  const PredictiveDraws pd = predictive_draws(inputs);
+  PredictiveSummary s = summarize_predictive(pd, {0.5, 0.9, 0.95}, rng);
+  rescale_summary(s, standardizer_.target_mean(), standardizer_.target_scale());
+  const double log_scale = standardizer_.target_scale().array().log().sum();
+  return regression_metrics(pd, s, standardizer_.transform_targets(targets), targets, log_scale);
+}
+
+Mat FittedModel::pointwise_log_likelihood(const Mat& inputs, const Mat& targets) const {
+  if (targets.cols() != inputs.cols())
+    throw InputError(fmt::format("{} target rows for {} input rows", targets.cols(), inputs.cols()));
+  if (targets.rows() != static_cast<Index>(target_names_.size()))
+    throw InputError(fmt::format("the model has {} target column(s), got {}", target_names_.size(), targets.rows()));
+  const Mat x = standardizer_.transform_inputs(inputs);
+  const Mat y = regression() ? standardizer_.transform_targets(targets) : targets;
+  likelihood_->validate_targets(y);
+  // p_original(y) = p_standardised(y_std) / prod_t scale_t (regression only: labels are not scaled).
+  const double log_scale = regression() ? standardizer_.target_scale().array().log().sum() : 0.0;
+  const Index P = model_->num_params();
+  Mat out(static_cast<Index>(draws_.size()), inputs.cols());
+  for (std::size_t s = 0; s < draws_.size(); ++s) {
+    const Vec& theta = draws_[s];
+    const Vec extra = theta.tail(theta.size() - P);
+    out.row(static_cast<Index>(s)) =
+        (likelihood_->pointwise_log_likelihood(model_->forward(theta.head(P), x), y, extra).array() - log_scale).matrix().transpose();
+  }
+  return out;
+}
+
+std::vector<Mat> FittedModel::sample_predictive(const Mat& inputs, const std::vector<Index>& draw_index, Rng& rng) const {
+  const Mat x = standardizer_.transform_inputs(inputs);
+  const Index P = model_->num_params();
+  const std::string kind = likelihood_->kind();
+  std::vector<Mat> out;
+  out.reserve(draw_index.size());
+  for (Index s : draw_index) {
+    if (s < 0 || s >= static_cast<Index>(draws_.size())) throw InputError(fmt::format("draw index {} is out of range", s));
+    const Vec& theta = draws_[static_cast<std::size_t>(s)];
+    const Mat Y = model_->forward(theta.head(P), x);
+    const Mat mean = likelihood_->mean(Y);
+    if (kind == "bernoulli") {
+      Mat y(mean.rows(), mean.cols());
+      for (Index i = 0; i < y.size(); ++i) y(i) = rng.uniform() < mean(i) ? 1.0 : 0.0;
+      out.push_back(std::move(y));
+    } else if (kind == "categorical") {
+      // mean is [classes, n]: one label per column.
+      Mat y(1, mean.cols());
+      for (Index i = 0; i < mean.cols(); ++i) {
+        double u = rng.uniform(), cumulative = 0.0;
+        Index label = mean.rows() - 1;
+        for (Index c = 0; c < mean.rows(); ++c)
+          if ((cumulative += mean(c, i)) > u) {
+            label = c;
+            break;
+          }
+        y(0, i) = static_cast<double>(label);
+      }
+      out.push_back(std::move(y));
+    } else {
+      const Mat sd = likelihood_->noise_variance(Y, theta.tail(theta.size() - P)).cwiseSqrt();
+      Mat y(mean.rows(), mean.cols());
+      for (Index i = 0; i < y.size(); ++i) y(i) = mean(i) + sd(i) * rng.normal();
+      out.push_back(standardizer_.inverse_transform_targets(y));
+    }
+  }
+  return out;
+}
+
+}  // namespace uqnn
