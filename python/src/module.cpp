@@ -14,6 +14,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/summary.hpp"
+#include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/run/observer.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -313,6 +314,28 @@ PYBIND11_MODULE(_core, m) {
         return rows;
       },
       py::arg("draws"), py::arg("names"), py::arg("hdi_prob") = 0.94);
+
+  m.def("read_sample_stats", [](const std::filesystem::path& path) {
+    // The sample_stats group of a run's posterior.nc (uqnn's own reader: no netCDF Python package needed).
+    const InferenceData idata = read_inference_data(path);
+    py::dict out;
+    if (!idata.sample_stats) return out;
+    for (const NetcdfVariable& v : idata.sample_stats->variables) {
+      std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
+      std::visit(
+          [&](const auto& values) {
+            using T = typename std::decay_t<decltype(values)>::value_type;
+            if constexpr (std::is_same_v<T, std::string>) return;
+            else {
+              py::array_t<std::conditional_t<std::is_same_v<T, bool>, bool, T>> a(shape);
+              std::copy(values.begin(), values.end(), a.mutable_data());
+              out[py::str(v.name)] = a;
+            }
+          },
+          v.values);
+    }
+    return out;
+  });
 
   py::class_<FittedModel>(m, "FittedModel")
       .def_static("load", &FittedModel::load)

@@ -1,0 +1,169 @@
+"""uqnn.BNN: fit, predictions, draws, diagnostics, options, files."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import uqnn
+from uqnn import _core
+
+SHORT = dict(chains=2, warmup=100, draws=100)
+
+
+@pytest.fixture(scope="module")
+def nuts_fit(sine):
+    X, y = sine
+    return uqnn.BNN(hidden=(8,), activation="tanh", method="nuts", progress=False, **SHORT).fit(X, y)
+
+
+def test_nuts_fit_predicts_the_sine(nuts_fit, sine):
+    X, y = sine
+    mean, sd = nuts_fit.predict(X, return_std=True)
+    assert mean.shape == (60,) and sd.shape == (60,)
+    assert np.sqrt(np.mean((mean - np.sin(X[:, 0])) ** 2)) < 0.1
+    # the noise (0.1) is learned: the predictive sd is about it, not far off
+    assert 0.05 < np.median(sd) < 0.3
+    lo, hi = nuts_fit.predict_interval(X, level=0.95)
+    assert np.all(lo < mean) and np.all(mean < hi)
+    assert 0.85 <= np.mean((y >= lo) & (y <= hi)) <= 1.0
+
+
+def test_draws_shape_and_names(nuts_fit):
+    d = nuts_fit.draws
+    assert d.shape == (2, 100, len(nuts_fit.param_names))
+    # 1-8-1 MLP: 8 + 8 + 8 + 1 weights, then the learned noise
+    assert len(nuts_fit.param_names) == 26
+    assert nuts_fit.param_names[0] == "layer1.weight[0,0]" and nuts_fit.param_names[-1] == "likelihood.log_sigma[0]"
+
+
+def test_diagnostics_has_arviz_columns(nuts_fit):
+    df = nuts_fit.diagnostics()
+    assert list(df.columns) == ["mean", "sd", "hdi_3%", "hdi_97%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat"]
+    assert list(df.index) == nuts_fit.param_names
+    draws = nuts_fit.draws.reshape(-1, nuts_fit.draws.shape[2])
+    np.testing.assert_allclose(df["mean"].to_numpy(), draws.mean(axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(df["sd"].to_numpy(), draws.std(axis=0, ddof=1), rtol=1e-10)
+
+
+def test_sample_predictive_matches_the_predictive_moments(nuts_fit, sine):
+    X, _ = sine
+    s = nuts_fit.sample_predictive(X[:5], n=20000, seed=1)
+    assert s.shape == (20000, 5)
+    mean, sd = nuts_fit.predict(X[:5], return_std=True)
+    np.testing.assert_allclose(s.mean(axis=0), mean, atol=5 * sd.max() / np.sqrt(20000) + 1e-3)
+    np.testing.assert_allclose(s.std(axis=0), sd, rtol=0.05)
+
+
+def test_metrics_agree_with_the_cli_metrics(nuts_fit, sine):
+    X, y = sine
+    m = nuts_fit.metrics(X, y)
+    train = nuts_fit.metrics_["splits"]["train"]
+    for key in ("rmse", "lppd"):
+        assert m[key] == pytest.approx(train[key], rel=1e-9)
+    assert m["nll"] == pytest.approx(train["nll"], rel=1e-9)
+
+
+def test_same_seed_same_draws_whatever_the_threads(sine):
+    X, y = sine
+    a = uqnn.BNN(hidden=(4,), method="nuts", threads=1, progress=False, **SHORT).fit(X, y).draws
+    b = uqnn.BNN(hidden=(4,), method="nuts", threads=2, progress=False, **SHORT).fit(X, y).draws
+    np.testing.assert_array_equal(a, b)
+
+
+def test_inputs_numpy_pandas_float32_fortran_agree(sine):
+    pd = pytest.importorskip("pandas")
+    X, y = sine
+
+    def fit_predict(Xi, yi):
+        return uqnn.BNN(hidden=(4,), method="map", epochs=50, progress=False).fit(Xi, yi).predict(X)
+
+    ref = fit_predict(X, y)
+    np.testing.assert_array_equal(fit_predict(np.asfortranarray(X), y), ref)
+    np.testing.assert_array_equal(fit_predict(pd.DataFrame({"x": X[:, 0]}), pd.Series(y, name="y")), ref)
+    # float32 data are the float32 values, exactly
+    X32, y32 = X.astype(np.float32), y.astype(np.float32)
+    np.testing.assert_array_equal(fit_predict(X32, y32), fit_predict(X32.astype(np.float64), y32.astype(np.float64)))
+
+
+@pytest.mark.parametrize("method", _core.method_names())
+def test_every_method_fits(method, sine):
+    X, y = sine
+    quick = {"map": dict(epochs=30), "ens": dict(epochs=30, ens_members=2), "rms": dict(epochs=30, ens_members=2),
+             "swag": dict(epochs=30), "vi": dict(epochs=30), "laplace": dict(epochs=30, laplace_curvature="ggn", noise=0.1), "dropout": dict(epochs=30),
+             "vi-hmc": dict(epochs=30, chains=1, warmup=20, draws=20), "dei-nuts": dict(epochs=30, members=2, warmup=20, draws=20)}
+    opts = dict(quick.get(method, dict(chains=1, warmup=20, draws=20)))
+    noise = opts.pop("noise", None)
+    if method in ("fsgld", "fsghmc", "sgld", "sghmc", "psgld"):
+        opts = dict(chains=1, warmup=20, draws=20, step_size=1e-4)
+    est = uqnn.BNN(hidden=(4,), activation="tanh", method=method, noise=noise, progress=False, **opts).fit(X, y)
+    mean = est.predict(X)
+    assert mean.shape == (60,) and np.all(np.isfinite(mean))
+    assert est.draws.ndim == 3 and est.draws.shape[2] == len(est.param_names)
+
+
+def test_unknown_and_invalid_options_raise_value_error():
+    with pytest.raises(ValueError, match="chainz: there is no such option"):
+        uqnn.BNN(chainz=3)
+    with pytest.raises(ValueError, match=r"chains: 0 is invalid: it must be an integer >= 1"):
+        uqnn.BNN(chains=0)
+    with pytest.raises(ValueError, match="ens_members: does not apply to --method nuts"):
+        uqnn.BNN(method="nuts", ens_members=3)
+    with pytest.raises(ValueError, match="method 'nutz' is not known"):
+        uqnn.BNN(method="nutz")
+    with pytest.raises(ValueError, match="activation"):
+        uqnn.BNN(activation="swish")
+
+
+def test_options_are_documented_from_the_declarations():
+    text = uqnn.BNN.options("ens")
+    assert "ens_members" in text and "max_depth" not in text
+    assert "max_depth" in uqnn.BNN.__doc__
+
+
+def test_save_load_and_the_cli_read_the_same_files(nuts_fit, sine, tmp_path):
+    X, y = sine
+    nuts_fit.save(tmp_path / "run")
+    loaded = uqnn.load(tmp_path / "run")
+    np.testing.assert_array_equal(loaded.draws, nuts_fit.draws)
+    np.testing.assert_array_equal(loaded.predict(X), nuts_fit.predict(X))
+    # the CLI predicts from the directory Python wrote ...
+    cli = os.environ.get("UQNN_CLI")
+    if not cli:
+        pytest.skip("UQNN_CLI not set (ctest sets it)")
+    data = tmp_path / "x.csv"
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", header="x0,y", comments="")
+    subprocess.run([cli, "predict", "--model", str(tmp_path / "run"), "--data", str(data), "--out", str(tmp_path / "p.csv")],
+                   check=True, capture_output=True)
+    p = np.genfromtxt(tmp_path / "p.csv", delimiter=",", names=True)
+    np.testing.assert_allclose(p["y_mean"], nuts_fit.predict(X), rtol=1e-12)
+    # ... and Python loads a directory the CLI wrote
+    subprocess.run([cli, "fit", "--data", str(data), "--method", "map", "--epochs", "20", "--arch", "3", "--out",
+                    str(tmp_path / "cli"), "--quiet", "--figure", "none"], check=True, capture_output=True)
+    from_cli = uqnn.load(tmp_path / "cli")
+    assert from_cli.method == "map" and from_cli.draws.shape == (1, 1, 11)
+    written = np.genfromtxt(tmp_path / "cli" / "predictions.csv", delimiter=",", names=True)
+    np.testing.assert_allclose(from_cli.predict(X), written["y_mean"], rtol=1e-12)
+
+
+def test_load_refuses_a_draws_file_outside_the_run(nuts_fit, tmp_path):
+    nuts_fit.save(tmp_path / "run")
+    model = json.loads((tmp_path / "run" / "model.json").read_text())
+    model["draws_file"] = "../../etc/passwd"
+    (tmp_path / "run" / "model.json").write_text(json.dumps(model))
+    with pytest.raises(ValueError, match="plain file name inside the run directory"):
+        uqnn.load(tmp_path / "run")
+
+
+def test_inference_data_groups(nuts_fit, sine):
+    az = pytest.importorskip("arviz", reason="arviz is installed by scripts/python-test-env")
+    idata = nuts_fit.to_inference_data()
+    for g in ("posterior", "sample_stats", "observed_data", "log_likelihood", "posterior_predictive"):
+        assert g in idata.groups(), g
+    assert idata.posterior["theta"].shape == (2, 100, 26)
+    assert {"lp", "acceptance_rate", "diverging", "tree_depth"} <= set(idata.sample_stats.data_vars)
+    loo = az.loo(idata)
+    # elpd_loo is a sum over points; it is close to n * LPPD for a well-specified fit
+    X, y = sine
+    assert abs(loo.elpd_loo - 60 * nuts_fit.metrics(X, y)["lppd"]) < 10
