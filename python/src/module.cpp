@@ -259,11 +259,12 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fit",
       [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
-         std::vector<std::string> target_names) {
+         std::vector<std::string> target_names, std::optional<CArray> start) {
         FitRequest request;
         request.given = given_options(options);
         request.invocation = {{"python", to_json(options)}};
         FitConfig cfg = make_fit_config(request);
+        if (start) cfg.start = Vec(Eigen::Map<const Vec>(start->data(), start->size()));
         Dataset data;
         data.inputs = columns_of(X, "X");
         data.targets = columns_of(y, "y");
@@ -278,7 +279,7 @@ PYBIND11_MODULE(_core, m) {
         run_interruptible([&] { report = run_fit(cfg); }, interrupted);
         return py::make_tuple(to_python(report.metrics), interrupted);
       },
-      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"));
+      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start") = py::none());
 
   m.def(
       "sample_python",
@@ -336,6 +337,41 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   });
+
+  py::class_<FitProblem>(m, "FitProblem")
+      .def(py::init([](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
+                       std::vector<std::string> target_names) {
+        FitRequest request;
+        request.given = given_options(options);
+        FitConfig cfg = make_fit_config(request);
+        Dataset data;
+        data.inputs = columns_of(X, "X");
+        data.targets = columns_of(y, "y");
+        data.input_names = std::move(input_names);
+        data.target_names = std::move(target_names);
+        data.source = "Python arrays";
+        cfg.data.dataset = std::move(data);
+        return make_fit_problem(cfg);
+      }))
+      .def_property_readonly("dim", [](const FitProblem& p) { return p.posterior->dim(); })
+      .def_property_readonly("param_names", [](const FitProblem& p) { return p.posterior->layout().names(); })
+      .def("logp_and_grad",
+           [](const FitProblem& p, const CArray& theta) {
+             if (theta.ndim() != 1 || theta.shape(0) != p.posterior->dim())
+               throw InputError("theta must be a vector of " + std::to_string(p.posterior->dim()) + " parameters");
+             Vec grad(p.posterior->dim());
+             const double lp = p.posterior->log_density_and_grad(Eigen::Map<const Vec>(theta.data(), theta.shape(0)), grad);
+             py::array_t<double> g(grad.size());
+             std::copy(grad.data(), grad.data() + grad.size(), g.mutable_data());
+             return py::make_tuple(lp, g);
+           })
+      .def("initial_point", [](const FitProblem& p, std::uint64_t seed) {
+        Rng rng(seed, 0);
+        const Vec x = p.posterior->initial_point(rng);
+        py::array_t<double> out(x.size());
+        std::copy(x.data(), x.data() + x.size(), out.mutable_data());
+        return out;
+      });
 
   py::class_<FittedModel>(m, "FittedModel")
       .def_static("load", &FittedModel::load)

@@ -75,6 +75,7 @@ class BNN:
         self.method_options = dict(method_options)
         self._fitted = None
         self._tmp = None
+        self._start = None
         self.metrics_: dict | None = None
         _core.check_fit_options(self._options())  # ValueError now rather than at fit()
 
@@ -104,7 +105,12 @@ class BNN:
             out = os.fspath(self.out)
         options["out"] = out
         self._X_train, self._y_train = x, t
-        metrics, interrupted = _core.fit(options, x, t, input_names, target_names)
+        start = None
+        if self._start is not None:
+            # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
+            ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
+            start = np.concatenate([self._start, ld.initial_point(0)[len(self._start):]])
+        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start)
         self.metrics_ = metrics
         self._fitted = _core.FittedModel.load(out)
         self._dir = out
@@ -121,8 +127,16 @@ class BNN:
 
         spec = sequential_spec(module)
         est = cls(hidden=spec["hidden"], activation=spec["activation"], method=method, **kwargs)
-        est._torch_start = spec["theta"]
+        est._start = spec["theta"]
         return est
+
+    def to_torch_state_dicts(self) -> list:
+        """The draws as PyTorch ``nn.Sequential`` state dicts (Linear layers at 0, 2, 4, ...)."""
+        from ._torch import state_dicts
+
+        f = self._require_fit()
+        flat = f.draws[:, : f.num_network_params]
+        return state_dicts(flat, self.hidden, len(f.input_names), len(f.target_names))
 
     def _require_fit(self):
         if self._fitted is None:

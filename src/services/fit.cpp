@@ -116,43 +116,52 @@ Standardizer inputs_only(const Standardizer& s) {
 
 }  // namespace
 
+FitProblem make_fit_problem(const FitConfig& cfg) {
+  FitProblem p;
+  // Data, split, standardisation (fitted on the training rows only).
+  p.data = cfg.data.dataset ? *cfg.data.dataset : load_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
+  p.split = choose_split(cfg.data, p.data.size());
+  const Dataset train = p.data.subset(p.split.train);
+  p.standardizer = cfg.data.standardize ? Standardizer::fit(train) : Standardizer::identity(train);
+  if (is_classification(cfg.probability.likelihood) && cfg.data.standardize) p.standardizer = inputs_only(p.standardizer);
+  const Dataset train_std = p.standardizer.transform(train);
+
+  // Model and posterior, in standardised units.
+  const auto& standardizer = p.standardizer;
+  const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
+  const auto likelihood = build_likelihood(cfg.probability, target_scale);
+  const auto model = build_model(cfg.model, p.data.input_dim(), likelihood->model_outputs(p.data.target_dim()));
+  const auto prior = build_prior(cfg.probability, model->layout());
+  p.posterior = std::make_shared<Posterior>(model, likelihood, prior, train_std.inputs, train_std.targets);
+
+  p.validation_std = p.split.validation.empty() ? train_std : standardizer.transform(p.data.subset(p.split.validation));
+  if (!cfg.data.validation_path.empty()) {
+    // A held-out file (--valid): same columns, standardised with the training rows' statistics.
+    const Dataset held_out = load_dataset(cfg.data.validation_path, p.data.target_names, p.data.input_names);
+    p.validation_std = standardizer.transform(held_out);
+  }
+  return p;
+}
+
 FitReport run_fit(const FitConfig& cfg) {
   cfg.training.validate();
   const auto started = std::chrono::steady_clock::now();
   const auto log = [&](const std::string& message) {
     if (!cfg.quiet) std::cerr << message << '\n';
   };
-
-  // Data, split, standardisation (fitted on the training rows only).
-  Dataset data = cfg.data.dataset ? *cfg.data.dataset : load_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
-  const Split split = choose_split(cfg.data, data.size());
-  const Dataset train = data.subset(split.train);
-  Standardizer standardizer = cfg.data.standardize ? Standardizer::fit(train) : Standardizer::identity(train);
-  if (is_classification(cfg.probability.likelihood) && cfg.data.standardize) standardizer = inputs_only(standardizer);
-  const Dataset train_std = standardizer.transform(train);
-
-  // Model and posterior, in standardised units.
-  const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
-  const auto likelihood = build_likelihood(cfg.probability, target_scale);
-  const auto model = build_model(cfg.model, data.input_dim(), likelihood->model_outputs(data.target_dim()));
-  const auto prior = build_prior(cfg.probability, model->layout());
-  const auto posterior = std::make_shared<Posterior>(model, likelihood, prior, train_std.inputs, train_std.targets);
+  const FitProblem problem = make_fit_problem(cfg);
+  const auto& data = problem.data;
+  const auto& split = problem.split;
+  const auto& posterior = problem.posterior;
   log(fmt::format("uqnn fit: {} rows ({} train, {} validation, {} test), {} inputs, {} model with {} parameters, method {}",
                   data.size(), split.train.size(), split.validation.size(), split.test.size(), data.input_dim(),
-                  model->kind(), model->num_params(), cfg.method));
+                  posterior->model().kind(), posterior->model().num_params(), cfg.method));
 
-  Dataset validation_std =
-      split.validation.empty() ? train_std : standardizer.transform(data.subset(split.validation));
-  if (!cfg.data.validation_path.empty()) {
-    // A held-out file (--valid): same columns, standardised with the training rows' statistics.
-    const Dataset held_out = load_dataset(cfg.data.validation_path, data.target_names, data.input_names);
-    validation_std = standardizer.transform(held_out);
-  }
-  const FitContext context{cfg, posterior, validation_std.inputs, validation_std.targets, log};
+  const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, log};
   MethodResult result = run_method(context);
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
 
-  FitOutput output{cfg, data, split, standardizer, posterior, result};
+  FitOutput output{cfg, data, split, problem.standardizer, posterior, result};
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return write_fit_output(output);
 }

@@ -30,7 +30,7 @@ MethodResult run_dropout(const FitContext& c) {
   const auto validation = [&post, Xv, Yv](const Vec& theta) {  // the mean network's NLL per point
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
-  const TrainResult trained = train(objective, post->initial_point(rng), c.config.training, rng, validation,
+  const TrainResult trained = train(objective, c.initial_point(rng), c.config.training, rng, validation,
                                     epoch_progress(!c.config.quiet && progress_wanted(), c.config.training.epochs, "dropout"));
   DropoutPosterior q(model, trained.best_theta);
   Rng sampler(c.config.seed, 1);

@@ -66,7 +66,7 @@ MethodResult run_laplace(const FitContext& c) {
       curvature_matrix(*c.posterior, Vec::Zero(c.posterior->dim()), p.backend, p.max_memory_bytes);
   }
   Rng rng(c.config.seed, 0);
-  const TrainResult trained = train_map(c, c.posterior->initial_point(rng), rng);
+  const TrainResult trained = train_map(c, c.initial_point(rng), rng);
   Vec theta = trained.best_theta;
   if (o.laplace_newton_steps > 0 && laplace_full_memory_bytes(c.posterior->dim()) <= p.max_memory_bytes)
     theta = refine_map_newton(*c.posterior, theta, o.laplace_newton_steps);

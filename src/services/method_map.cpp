@@ -37,7 +37,7 @@ TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng) {
 
 MethodResult run_map(const FitContext& context) {
   Rng rng(context.config.seed, 0);
-  const TrainResult trained = train_map(context, context.posterior->initial_point(rng), rng);
+  const TrainResult trained = train_map(context, context.initial_point(rng), rng);
   MethodResult result;
   result.draws = {trained.best_theta};
   result.info = {{"best_epoch", trained.best_epoch},

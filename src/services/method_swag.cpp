@@ -66,7 +66,7 @@ MethodResult run_swag(const FitContext& c) {
   const auto fit_member = [&](Index j) {
     Rng rng(c.config.seed, static_cast<std::uint64_t>(2 * j));
     SwagMember m;
-    m.pretraining = train_map(c, c.posterior->initial_point(rng), rng);
+    m.pretraining = train_map(c, c.initial_point(rng), rng);
     SwagParams member_params = p;
     if (o.swag_lr == 0)
       member_params.learning_rate = swag_default_learning_rate(*c.posterior, m.pretraining.best_theta, c.posterior->num_data());

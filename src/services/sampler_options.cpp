@@ -35,9 +35,9 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
   InitialPoints initial;
   if (init == "map") {
     // Each chain from its own MAP fit from its own initialisation (chain c uses Rng(seed, c)).
-    initial = InitialPointFn([&context, post](int, Rng& rng) { return train_map(context, post->initial_point(rng), rng).best_theta; });
+    initial = InitialPointFn([&context](int, Rng& rng) { return train_map(context, context.initial_point(rng), rng).best_theta; });
   } else if (init == "random") {
-    initial = InitialPointFn([post](int, Rng& rng) { return post->initial_point(rng); });
+    initial = InitialPointFn([&context](int, Rng& rng) { return context.initial_point(rng); });
   } else {
     initial = InitialPointFn([post](int, Rng& rng) { return post->sample_prior(rng); });
   }

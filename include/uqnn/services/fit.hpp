@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "uqnn/core/error.hpp"
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/data/split.hpp"
 #include "uqnn/data/standardizer.hpp"
@@ -75,6 +76,9 @@ struct FitConfig {
   /// How the fit was asked for (command line, config file, Python call) and every setting used:
   /// model.json records it so a run can be repeated from its directory.
   nlohmann::json record = nlohmann::json::object();
+  /// Where training and chains start instead of the network initialisation (the Python module's
+  /// BNN.from_torch: the user's trained network), network parameters then likelihood extras.
+  std::optional<Vec> start;
 };
 
 /// What a door (CLI, TOML, Python, C++) asks for: the values the user gave, and the door's own
@@ -108,6 +112,15 @@ struct FitContext {
   std::shared_ptr<const Posterior> posterior;
   Mat validation_inputs, validation_targets;  ///< standardised; equal to training data when no split
   std::function<void(const std::string&)> log;  ///< one-line messages to stderr
+  /// The point training and chains start from: config.start when given, else the network
+  /// initialisation drawn from `rng`.
+  Vec initial_point(Rng& rng) const {
+    if (!config.start) return posterior->initial_point(rng);
+    if (config.start->size() != posterior->dim())
+      throw InputError("the start point has " + std::to_string(config.start->size()) + " parameters; the model has " +
+                       std::to_string(posterior->dim()));
+    return *config.start;
+  }
 };
 
 /// What a method returns: weight draws (network parameters followed by likelihood extras).
@@ -136,6 +149,18 @@ struct FitReport {
 };
 
 FitReport run_fit(const FitConfig& config);
+
+/// What a fit works on, before any method runs: the data, its split, the standardiser fitted on the
+/// training rows, the posterior (standardised units) and the standardised validation data. run_fit
+/// builds it; the Python module's uqnn.LogDensity exposes its posterior to other samplers.
+struct FitProblem {
+  Dataset data;  ///< original units, all rows
+  Split split;
+  Standardizer standardizer;
+  std::shared_ptr<const Posterior> posterior;
+  Dataset validation_std;  ///< the training rows when there is no validation split
+};
+FitProblem make_fit_problem(const FitConfig& config);
 
 /// Predictions of a saved fit on new data: writes a CSV and returns its metrics (when targets exist).
 struct PredictConfig {
