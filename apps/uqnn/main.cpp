@@ -7,9 +7,28 @@
 
 #include "commands.hpp"
 #include "fit_flags.hpp"
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/mpi_session.hpp"
+
+namespace {
+
+/// A failed command's message and exit code. Under mpirun (more than one rank) a failure that every
+/// rank saw (exchange_items) is printed by rank 0 alone; one that only this rank saw ends the whole
+/// run (MPI_Abort) after printing, so that no other rank waits for it.
+int fail(const std::string& message, int code) {
+  const auto world = uqnn::world_communicator();
+  if (world->size() > 1 && !uqnn::failure_is_shared())
+    world->abort(fmt::format("error (rank {} of {}): {}", world->rank(), world->size(), message), code);
+  if (world->is_root()) std::cerr << "error: " << message << '\n';
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  // MPI starts here, in the program, never in the library (one process without mpirun).
+  uqnn::MpiSession mpi(argc, argv);
   CLI::App app{"uqnn: uncertainty quantification for neural networks (MAP, MCMC, VI, ensembles, ...)", "uqnn"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "uqnn 0.1.0");
@@ -39,14 +58,11 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const uqnn::InputError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
+    return fail(e.what(), 2);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
+    return fail(e.what(), 2);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 1;
+    return fail(e.what(), 1);
   }
   return 0;
 }
