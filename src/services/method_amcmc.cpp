@@ -29,7 +29,7 @@ const bool registered = register_method(
     {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
      {},
-     &run_amcmc});
+     &run_amcmc, true});
 
 }  // namespace
 

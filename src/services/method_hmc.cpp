@@ -23,7 +23,7 @@ const bool registered = register_method(
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &hmc_options().group()},
      {},
-     &run_hmc});
+     &run_hmc, true});
 
 }  // namespace
 

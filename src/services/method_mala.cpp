@@ -20,7 +20,7 @@ const bool registered = register_method(
     {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574", "Roberts & Tweedie 1996; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group()},
      {},
-     &run_mala});
+     &run_mala, true});
 
 }  // namespace
 

@@ -25,7 +25,7 @@ const bool registered = register_method(
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &nuts_options().group()},
      {},
-     &run_nuts});
+     &run_nuts, true});
 
 }  // namespace
 

@@ -28,7 +28,7 @@ const bool registered = register_method(
     {"slice", "coordinate-wise slice sampler (no gradients; widths adapted in warmup)", "Neal 2003",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
      {},
-     &run_slice});
+     &run_slice, true});
 
 }  // namespace
 

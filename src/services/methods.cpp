@@ -55,4 +55,13 @@ std::vector<std::string> method_names() {
 
 MethodResult run_method(const FitContext& context) { return find_method(context.config.method).run(context); }
 
+std::vector<std::string> methods_with_parts() {
+  std::vector<std::string> out;
+  for (const MethodSpec* m : registered_methods())
+    if (m->runs_in_parts) out.push_back(m->name);
+  return out;
+}
+
+bool method_runs_in_parts(const std::string& name) { return find_method(name).runs_in_parts; }
+
 }  // namespace uqnn

@@ -70,6 +70,9 @@ struct FitConfig {
   std::filesystem::path out_dir = "uqnn-out";
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
+  /// Part k of n of the run's chains / members (Part::parse; "1/1" = all); `uqnn merge` joins parts.
+  std::string part = "1/1";
+  int shards = 1;                     ///< MPI ranks per chain that share its data rows (--shards)
   /// Every option of the method's own groups (name -> checked value, defaults filled in).
   nlohmann::json method_settings = nlohmann::json::object();
   /// How the fit was asked for (command line, config file, Python call) and every setting used:

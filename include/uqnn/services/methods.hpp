@@ -28,6 +28,9 @@ struct MethodSpec {
   /// its members for seed 003's 5000 epochs).
   nlohmann::json fit_defaults = nlohmann::json::object();
   MethodRunner run;
+  /// Whether `--part k/n` can run part of its chains or members (each an independent stream
+  /// Rng(seed, c)) for `uqnn merge` to join: the samplers of the multi-chain driver, ens and rms.
+  bool runs_in_parts = false;
 };
 
 /// Adds a method to the registry (call it from a namespace-scope initialiser of the method's own
@@ -38,6 +41,9 @@ bool register_method(MethodSpec spec);
 const MethodSpec& find_method(const std::string& name);
 /// Every registered method, in name order.
 std::vector<const MethodSpec*> registered_methods();
+/// The methods with runs_in_parts, and whether `name` is one of them.
+std::vector<std::string> methods_with_parts();
+bool method_runs_in_parts(const std::string& name);
 /// Runs the method of `context.config.method`.
 MethodResult run_method(const FitContext& context);
 
