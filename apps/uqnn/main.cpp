@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_diagnose);
   add(&uqnn::cli::add_compare);
   add(&uqnn::cli::add_sensitivity);
+  add(&uqnn::cli::add_merge);
   uqnn::cli::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);

@@ -130,7 +130,7 @@ struct WorkLayoutScope {
 
 }  // namespace
 
-FitReport run_fit(const FitConfig& given) {
+FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   given.training.validate();
   const auto started = std::chrono::steady_clock::now();
   const WorkLayoutScope scope(given.shards, Part::parse(given.part, "--part"));
@@ -177,7 +177,7 @@ FitReport run_fit(const FitConfig& given) {
     log(fmt::format("uqnn fit: {} MPI ranks share out the chains / members", layout.world->size()));
   }
   const FitContext context{cfg, posterior, validation_std.inputs, validation_std.targets, log};
-  MethodResult result = run_method(context);
+  MethodResult result = method ? method(context) : run_method(context);
   posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
   // Every rank holds every draw; rank 0 alone writes the files of a single-process run.

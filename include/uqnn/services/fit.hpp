@@ -138,7 +138,9 @@ struct FitReport {
   std::vector<std::filesystem::path> files;
 };
 
-FitReport run_fit(const FitConfig& config);
+/// Runs the fit; `method`, when given, replaces the registered method's runner (uqnn merge reads the
+/// parts' draws through it, so the rest of the pipeline is the fit's own).
+FitReport run_fit(const FitConfig& config, const MethodRunner& method = {});
 
 /// Predictions of a saved fit on new data: writes a CSV and returns its metrics (when targets exist).
 struct PredictConfig {
