@@ -11,21 +11,6 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/mpi_session.hpp"
 
-namespace {
-
-/// A failed command's message and exit code. Under mpirun (more than one rank) a failure that every
-/// rank saw (exchange_items) is printed by rank 0 alone; one that only this rank saw ends the whole
-/// run (MPI_Abort) after printing, so that no other rank waits for it.
-int fail(const std::string& message, int code) {
-  const auto world = uqnn::world_communicator();
-  if (world->size() > 1 && !uqnn::failure_is_shared())
-    world->abort(fmt::format("error (rank {} of {}): {}", world->rank(), world->size(), message), code);
-  if (world->is_root()) std::cerr << "error: " << message << '\n';
-  return code;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   // MPI starts here, in the program, never in the library (one process without mpirun).
   uqnn::MpiSession mpi(argc, argv);
@@ -55,15 +40,17 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << '\n';
     return 2;
   }
+  // Under mpirun, report_failure prints a failure every rank saw once (rank 0), and ends the whole
+  // run (MPI_Abort) after a failure of this rank alone, so that no rank waits for it.
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const uqnn::InputError& e) {
-    return fail(e.what(), 2);
+    return uqnn::report_failure(e.what(), 2);
   } catch (const std::invalid_argument& e) {
-    return fail(e.what(), 2);
+    return uqnn::report_failure(e.what(), 2);
   } catch (const std::exception& e) {
-    return fail(e.what(), 1);
+    return uqnn::report_failure(e.what(), 1);
   }
   return 0;
 }

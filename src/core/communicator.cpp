@@ -114,6 +114,14 @@ std::atomic<bool> shared_failure{false};
 
 bool failure_is_shared() { return shared_failure.load(); }
 
+int report_failure(const std::string& message, int code) {
+  const auto world = world_communicator();
+  if (world->size() > 1 && !failure_is_shared())
+    world->abort(fmt::format("error (MPI rank {} of {}): {}", world->rank(), world->size(), message), code);
+  if (world->is_root()) std::cerr << "error: " << message << '\n';
+  return code;
+}
+
 std::vector<std::string> exchange_items(std::int64_t count, const std::vector<std::string>& local, std::exception_ptr error) {
   const WorkLayout& layout = work_layout();
   // 0 = no failure, 1 = InputError, 2 = std::invalid_argument, 3 = anything else.

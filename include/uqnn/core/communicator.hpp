@@ -154,5 +154,10 @@ std::vector<std::string> exchange_items(std::int64_t count, const std::vector<st
 /// can exit normally); otherwise it happened on this rank alone, and a program with more than one
 /// rank must end the run with Communicator::abort so that no rank waits for it.
 bool failure_is_shared();
+/// What a program's main does with a failed command: under mpirun, a failure every rank saw
+/// (failure_is_shared) is printed by rank 0 alone and `code` returned; one this rank saw alone is
+/// printed with the rank and ends every process (Communicator::abort), so none waits for it.
+/// In one process: prints "error: message" and returns `code`.
+int report_failure(const std::string& message, int code);
 
 }  // namespace uqnn
