@@ -17,6 +17,7 @@ Command add_demo(CLI::App& app);
 Command add_diagnose(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_sensitivity(CLI::App& app);
+Command add_merge(CLI::App& app);
 
 /// Prints the metrics of a fit to stdout.
 void print_fit_report(const FitConfig& config, const FitReport& report);

@@ -12,6 +12,7 @@ namespace uqnn::cli {
 
 void print_fit_report(const FitConfig& cfg, const FitReport& report) {
   const auto& m = report.metrics;
+  if (m.is_null()) return;  // an MPI rank other than 0: rank 0 writes and reports
   std::cout << fmt::format("uqnn {}: {} parameters, {} draw(s), {:.2f} s\n", cfg.method, m.at("num_params").get<Index>(),
                            m.at("num_draws").get<Index>(), m.at("seconds").get<double>());
   if (m.contains("splits"))

@@ -7,9 +7,13 @@
 
 #include "commands.hpp"
 #include "fit_flags.hpp"
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/mpi_session.hpp"
 
 int main(int argc, char** argv) {
+  // MPI starts here, in the program, never in the library (one process without mpirun).
+  uqnn::MpiSession mpi(argc, argv);
   CLI::App app{"uqnn: uncertainty quantification for neural networks (MAP, MCMC, VI, ensembles, ...)", "uqnn"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "uqnn 0.1.0");
@@ -25,6 +29,7 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_diagnose);
   add(&uqnn::cli::add_compare);
   add(&uqnn::cli::add_sensitivity);
+  add(&uqnn::cli::add_merge);
   uqnn::cli::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
@@ -35,18 +40,17 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << '\n';
     return 2;
   }
+  // Under mpirun, report_failure prints a failure every rank saw once (rank 0), and ends the whole
+  // run (MPI_Abort) after a failure of this rank alone, so that no rank waits for it.
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const uqnn::InputError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
+    return uqnn::report_failure(e.what(), 2);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
+    return uqnn::report_failure(e.what(), 2);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 1;
+    return uqnn::report_failure(e.what(), 1);
   }
   return 0;
 }

@@ -44,6 +44,6 @@ for ax, (name, bnn) in zip(axes, [("Laplace (GGN, GLM predictive)", laplace), ("
 axes[0].legend(loc="lower left", fontsize=8)
 fig.suptitle("uqnn posteriors of a user's PyTorch network (1-20-1 tanh)")
 fig.savefig("torch_laplace_vs_nuts.png", dpi=110, bbox_inches="tight")
-print("test-free check, RMSE to sin(3x) on the data range:",
+print("RMSE of the predictive mean to sin(3x) on [-1, 1]:",
       {n: float(np.sqrt(np.mean((b.predict(grid[np.abs(grid) <= 1]) - np.sin(3 * grid[np.abs(grid) <= 1])) ** 2)))
        for n, b in [("laplace", laplace), ("nuts", nuts)]})

@@ -32,6 +32,36 @@ IndexVec member_subset(Index num_data, double data_fraction, Rng& rng) {
   return perm;
 }
 
+namespace {
+std::vector<double> to_doubles(const Vec& v) { return {v.data(), v.data() + v.size()}; }
+Vec to_vec(const std::vector<double>& v) { return Eigen::Map<const Vec>(v.data(), static_cast<Index>(v.size())); }
+}  // namespace
+
+std::string member_fit_bytes(const MemberFit& fit) {
+  ByteWriter w;
+  w.put(to_doubles(fit.theta));
+  w.put(std::vector<double>(fit.rows.begin(), fit.rows.end()));  // row indices are exact in a double
+  w.put(std::vector<double>(fit.history.epoch.begin(), fit.history.epoch.end()));
+  w.put(fit.history.train_loss);
+  w.put(fit.history.validation_loss);
+  w.put(fit.history.learning_rate);
+  w.put(to_doubles(fit.anchor));
+  return w.take();
+}
+
+MemberFit member_fit_from_bytes(const std::string& bytes) {
+  ByteReader r(bytes);
+  MemberFit fit;
+  fit.theta = to_vec(r.get_doubles());
+  for (const double i : r.get_doubles()) fit.rows.push_back(static_cast<Index>(i));
+  for (const double e : r.get_doubles()) fit.history.epoch.push_back(static_cast<Index>(e));
+  fit.history.train_loss = r.get_doubles();
+  fit.history.validation_loss = r.get_doubles();
+  fit.history.learning_rate = r.get_doubles();
+  fit.anchor = to_vec(r.get_doubles());
+  return fit;
+}
+
 std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const EnsembleParams& params, std::uint64_t seed,
                                          const Mat& Xv, const Mat& Yv) {
   params.validate();
@@ -79,7 +109,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     fit.history = trained.history;
     return fit;
   };
-  return run_members(params.members, params.threads, member);
+  return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes);
 }
 
 std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const RandomizedMapParams& params,
@@ -120,7 +150,8 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
     fit.history = trained.history;
     return fit;
   };
-  return run_members(params.ensemble.members, params.ensemble.threads, member);
+  return run_members<MemberFit>(params.ensemble.members, params.ensemble.threads, member, member_fit_bytes,
+                                member_fit_from_bytes);
 }
 
 }  // namespace uqnn

@@ -246,6 +246,37 @@ InferenceGroup make_sample_stats_group(const std::vector<std::vector<DrawStats>>
   return g;
 }
 
+std::vector<std::vector<DrawStats>> read_sample_stats_group(const InferenceGroup& g, const std::string& source) {
+  const NetcdfVariable* lp = g.find("lp");
+  if (!lp || lp->shape.size() != 2)
+    throw InputError(fmt::format("{}: sample_stats has no (chain, draw) variable lp", source));
+  const Index C = lp->shape[0], D = lp->shape[1];
+  std::vector<std::vector<DrawStats>> out(static_cast<std::size_t>(C), std::vector<DrawStats>(static_cast<std::size_t>(D)));
+  const auto each = [&](const std::string& name, const auto& assign) {
+    const NetcdfVariable* v = g.find(name);
+    if (!v) return;
+    if (v->shape != lp->shape) throw InputError(fmt::format("{}: sample_stats {} is not (chain, draw) like lp", source, name));
+    std::visit(
+        [&](const auto& values) {
+          using T = typename std::decay_t<decltype(values)>::value_type;
+          if constexpr (!std::is_same_v<T, std::string>)
+            for (Index c = 0; c < C; ++c)
+              for (Index d = 0; d < D; ++d)
+                assign(out[static_cast<std::size_t>(c)][static_cast<std::size_t>(d)],
+                       static_cast<double>(values[static_cast<std::size_t>(c * D + d)]));
+        },
+        v->values);
+  };
+  each("lp", [](DrawStats& s, double x) { s.lp = x; });
+  each("acceptance_rate", [](DrawStats& s, double x) { s.accept_prob = x; });
+  each("step_size", [](DrawStats& s, double x) { s.step_size = x; });
+  each("tree_depth", [](DrawStats& s, double x) { s.tree_depth = static_cast<int>(x); });
+  each("n_steps", [](DrawStats& s, double x) { s.n_leapfrog = static_cast<int>(x); });
+  each("diverging", [](DrawStats& s, double x) { s.is_divergent = x != 0; });
+  each("energy", [](DrawStats& s, double x) { s.energy = x; });
+  return out;
+}
+
 InferenceGroup make_array_group(const std::string& name, const std::vector<Mat>& chain_draws, bool no_chain_draw) {
   if (chain_draws.empty()) throw std::invalid_argument("make_array_group: no chains");
   const Index C = static_cast<Index>(chain_draws.size()), D = chain_draws[0].rows(), n = chain_draws[0].cols();

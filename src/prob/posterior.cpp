@@ -65,9 +65,10 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
     return value;
   };
   // The whole data set of a float32 network: its float copy, made once.
-  const bool float_inputs = &inputs == &inputs_ && inputs_float_.cols() == inputs_.cols() && inputs_float_.size() > 0;
+  const MatT<float>* float_copy = &inputs == &inputs_ ? &inputs_float_ : &inputs == &shard_inputs_ ? &shard_inputs_float_ : nullptr;
+  const bool float_inputs = float_copy && float_copy->cols() == inputs.cols() && float_copy->size() > 0;
   double value = scale * (model_gradient ? model_gradient->value_and_gradient(*theta_net, loss, *grad_net)
-                          : float_inputs ? model_->value_and_gradient(*theta_net, inputs, inputs_float_, loss, *grad_net)
+                          : float_inputs ? model_->value_and_gradient(*theta_net, inputs, *float_copy, loss, *grad_net)
                                          : model_->value_and_gradient(*theta_net, inputs, loss, *grad_net));
   if (include_prior) value += prior_->log_density(*theta_net, grad_net);  // adds its gradient
   if (E > 0) {
@@ -83,7 +84,33 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
 }
 
 double Posterior::log_density_and_grad(const Vec& theta, Vec& grad) const {
-  return evaluate(theta, inputs_, targets_, 1.0, grad, true);
+  if (!shards_) return evaluate(theta, inputs_, targets_, 1.0, grad, true);
+  // This rank's rows' log likelihood and gradient, summed over the shards in rank order, then the
+  // prior once (the same on every rank): sum_i log p(y_i | theta) + log p(theta).
+  thread_local Vec buffer;
+  const double local = evaluate(theta, shard_inputs_, shard_targets_, 1.0, grad, false);
+  buffer.resize(grad.size() + 1);
+  buffer.head(grad.size()) = grad;
+  buffer[grad.size()] = local;
+  shards_->all_reduce_sum(std::span<double>(buffer.data(), static_cast<std::size_t>(buffer.size())));
+  grad = buffer.head(grad.size());
+  return buffer[grad.size()] + log_prior(theta, &grad);
+}
+
+void Posterior::distribute_rows(std::shared_ptr<const Communicator> shards) {
+  if (!shards || shards->size() == 1) {
+    shards_.reset();
+    shard_inputs_ = Mat(), shard_targets_ = Mat(), shard_inputs_float_ = MatT<float>();
+    return;
+  }
+  const Index n = inputs_.cols(), S = shards->size(), r = shards->rank();
+  if (n < S)
+    throw InputError(fmt::format("--shards {} is invalid: the training data have only {} rows (at most one shard per row)", S, n));
+  const Index begin = r * n / S, end = (r + 1) * n / S;
+  shard_inputs_ = inputs_.middleCols(begin, end - begin);
+  shard_targets_ = targets_.middleCols(begin, end - begin);
+  if (model_->precision() == Precision::Float32) shard_inputs_float_ = shard_inputs_.cast<float>();
+  shards_ = std::move(shards);
 }
 
 double Posterior::subspace_log_density_and_grad(const SubspaceGradient& model_gradient, const Vec& theta, Vec& grad) const {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <thread>
 
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 
 namespace uqnn {
@@ -20,32 +21,48 @@ void RunConfig::validate() const {
 }
 
 Index RunResult::min_draws() const {
-  if (draws.empty()) return 0;
-  Index n = draws.front().rows();
-  for (const auto& d : draws) n = std::min(n, d.rows());
-  return n;
+  Index n = -1;
+  for (int c = 0; c < num_chains(); ++c)
+    if (in_part(c)) n = n < 0 ? draws[static_cast<std::size_t>(c)].rows() : std::min(n, draws[static_cast<std::size_t>(c)].rows());
+  return std::max<Index>(n, 0);
 }
+
+namespace {
+/// The chains of this part (all of them without --part).
+std::vector<int> part_chains(const RunResult& r) {
+  std::vector<int> out;
+  for (int c = 0; c < r.num_chains(); ++c)
+    if (r.in_part(c)) out.push_back(c);
+  return out;
+}
+}  // namespace
 
 Mat RunResult::coordinate(Index index) const {
   require(index >= 0 && index < dim(), "index", fmt::format("in [0, {})", dim()));
   const Index n = min_draws();
-  Mat out(n, num_chains());
-  for (int c = 0; c < num_chains(); ++c) out.col(c) = draws[static_cast<std::size_t>(c)].col(index).head(n);
+  const auto chains = part_chains(*this);
+  Mat out(n, static_cast<Index>(chains.size()));
+  for (std::size_t j = 0; j < chains.size(); ++j)
+    out.col(static_cast<Index>(j)) = draws[static_cast<std::size_t>(chains[j])].col(index).head(n);
   return out;
 }
 
 Mat RunResult::statistic(const std::function<double(const DrawStats&)>& field) const {
   const Index n = min_draws();
-  Mat out(n, num_chains());
-  for (int c = 0; c < num_chains(); ++c)
-    for (Index i = 0; i < n; ++i) out(i, c) = field(stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(i)]);
+  const auto chains = part_chains(*this);
+  Mat out(n, static_cast<Index>(chains.size()));
+  for (std::size_t j = 0; j < chains.size(); ++j)
+    for (Index i = 0; i < n; ++i)
+      out(i, static_cast<Index>(j)) = field(stats[static_cast<std::size_t>(chains[j])][static_cast<std::size_t>(i)]);
   return out;
 }
 
 Mat RunResult::pooled() const {
   const Index n = min_draws();
-  Mat out(n * num_chains(), dim());
-  for (int c = 0; c < num_chains(); ++c) out.middleRows(c * n, n) = draws[static_cast<std::size_t>(c)].topRows(n);
+  const auto chains = part_chains(*this);
+  Mat out(n * static_cast<Index>(chains.size()), dim());
+  for (std::size_t j = 0; j < chains.size(); ++j)
+    out.middleRows(static_cast<Index>(j) * n, n) = draws[static_cast<std::size_t>(chains[j])].topRows(n);
   return out;
 }
 
@@ -64,6 +81,51 @@ long RunResult::num_divergent_warmup() const {
 }
 
 namespace {
+
+void put_stats(ByteWriter& w, const std::vector<DrawStats>& stats) {
+  w.put(static_cast<std::int64_t>(stats.size()));
+  for (const DrawStats& s : stats) {
+    w.put(s.lp), w.put(s.accept_prob), w.put(s.step_size), w.put(static_cast<std::int64_t>(s.tree_depth));
+    w.put(static_cast<std::int64_t>(s.n_leapfrog)), w.put(static_cast<std::int64_t>(s.is_divergent)), w.put(s.energy);
+  }
+}
+
+std::vector<DrawStats> get_stats(ByteReader& r) {
+  std::vector<DrawStats> stats(static_cast<std::size_t>(r.get_int()));
+  for (DrawStats& s : stats) {
+    s.lp = r.get_double(), s.accept_prob = r.get_double(), s.step_size = r.get_double();
+    s.tree_depth = static_cast<int>(r.get_int()), s.n_leapfrog = static_cast<int>(r.get_int());
+    s.is_divergent = r.get_int() != 0, s.energy = r.get_double();
+  }
+  return stats;
+}
+
+/// Chain c's part of a RunResult as bytes, for the exchange between MPI ranks.
+std::string chain_bytes(const RunResult& r, std::size_t c) {
+  ByteWriter w;
+  const Mat& d = r.draws[c];
+  w.put(static_cast<std::int64_t>(d.rows())), w.put(static_cast<std::int64_t>(d.cols()));
+  w.put(std::vector<double>(d.data(), d.data() + d.size()));
+  put_stats(w, r.stats[c]);
+  put_stats(w, r.warmup_stats[c]);
+  w.put(r.sampler_descriptions[c]);
+  w.put(std::vector<double>(r.initial_points[c].data(), r.initial_points[c].data() + r.initial_points[c].size()));
+  w.put(static_cast<std::int64_t>(r.chain_stopped[c]));
+  return w.take();
+}
+
+void read_chain(const std::string& bytes, RunResult& r, std::size_t c) {
+  ByteReader in(bytes);
+  const Index rows = in.get_int(), cols = in.get_int();
+  const std::vector<double> d = in.get_doubles();
+  r.draws[c] = Eigen::Map<const Mat>(d.data(), rows, cols);
+  r.stats[c] = get_stats(in);
+  r.warmup_stats[c] = get_stats(in);
+  r.sampler_descriptions[c] = in.get_string();
+  const std::vector<double> x0 = in.get_doubles();
+  r.initial_points[c] = Eigen::Map<const Vec>(x0.data(), static_cast<Index>(x0.size()));
+  r.chain_stopped[c] = in.get_int() != 0;
+}
 
 Vec initial_point_of(const InitialPoints& points, int chain, int num_chains, Rng& rng) {
   if (const auto* one = std::get_if<Vec>(&points)) return *one;
@@ -98,6 +160,14 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   result.sampler_descriptions.resize(chains);
   result.initial_points.resize(chains);
   result.chain_stopped.assign(chains, false);
+  const WorkLayout& layout = work_layout();
+  const bool distributed = layout.chains->size() > 1 || !layout.part.whole();
+  result.chain_in_part.resize(chains);
+  for (int c = 0; c < num_chains; ++c) result.chain_in_part[static_cast<std::size_t>(c)] = layout.part.owns(c);
+  // The chains this process runs (all of them in one process without --part).
+  std::vector<int> here;
+  for (int c = 0; c < num_chains; ++c)
+    if (!distributed || layout.runs_here(c)) here.push_back(c);
 
   // Samplers are made on the calling thread (factories need not be thread safe).
   std::vector<std::unique_ptr<ChainSampler>> samplers(chains);
@@ -107,7 +177,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   }
 
   std::atomic<bool> stop{false};
-  std::atomic<int> next_chain{0};
+  std::atomic<std::size_t> next_chain{0};
   std::vector<std::exception_ptr> errors(chains);
   bool began = false;
 
@@ -175,9 +245,9 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   began = true;
   int num_threads = config.num_threads;
   if (num_threads == 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  num_threads = std::min(num_threads, num_chains);
+  num_threads = std::min(num_threads, static_cast<int>(here.size()));
   auto worker = [&] {
-    for (int c = next_chain++; c < num_chains; c = next_chain++) run_one(c);
+    for (std::size_t i = next_chain++; i < here.size(); i = next_chain++) run_one(here[i]);
   };
   if (num_threads <= 1) {
     worker();
@@ -187,14 +257,49 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
     for (int t = 0; t < num_threads; ++t) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
   }
+  std::exception_ptr first_error;
   for (const auto& e : errors)
-    if (e) {
+    if (e && !first_error) first_error = e;
+  if (distributed) {
+    // Every rank gets every chain of the part (or every rank rethrows the lowest failing rank's error).
+    std::vector<std::string> local(chains);
+    if (!first_error)
+      for (const int c : here) local[static_cast<std::size_t>(c)] = chain_bytes(result, static_cast<std::size_t>(c));
+    std::vector<std::string> all;
+    try {
+      all = exchange_items(num_chains, local, first_error);
+    } catch (...) {
       if (began)
         for (Observer* o : observers) o->on_end(result);
-      std::rethrow_exception(e);
+      throw;
     }
+    for (int c = 0; c < num_chains; ++c) {
+      const auto ci = static_cast<std::size_t>(c);
+      if (!result.chain_in_part[ci] || std::find(here.begin(), here.end(), c) != here.end()) continue;
+      read_chain(all[ci], result, ci);
+      // Observers that are functions of the kept draws see the other ranks' chains as if run here.
+      for (Observer* o : observers)
+        if (o->replays_gathered_chains())
+          for (Index d = 0; d < result.draws[ci].rows(); ++d) {
+            const Vec position = result.draws[ci].row(d).transpose();
+            IterationEvent event;
+            event.chain = c;
+            event.iteration = config.num_warmup + d * config.thin;
+            event.kept = true;
+            event.draw_index = d;
+            event.position = &position;
+            event.stats = &result.stats[ci][static_cast<std::size_t>(d)];
+            o->on_iteration(event);
+          }
+    }
+  } else if (first_error) {
+    if (began)
+      for (Observer* o : observers) o->on_end(result);
+    std::rethrow_exception(first_error);
+  }
   for (std::size_t c = 0; c < chains; ++c)
-    if (result.draws[c].rows() < kept_per_chain && !result.chain_stopped[c]) result.interrupted = true;
+    if (result.in_part(static_cast<int>(c)) && result.draws[c].rows() < kept_per_chain && !result.chain_stopped[c])
+      result.interrupted = true;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (Observer* o : observers) o->on_end(result);
   return result;

@@ -52,15 +52,17 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
 /// training curves as history.
 inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const std::string& loss_name) {
   MethodResult r;
+  std::size_t present = 0, rows = 0;
   for (std::size_t j = 0; j < fits.size(); ++j) {
+    if (fits[j].theta.size() == 0) continue;  // a member of another part (--part k/n)
     r.draws.push_back(fits[j].theta);
     r.chain_of_draw.push_back(static_cast<Index>(j));
+    if (present++ < 8) r.history.emplace_back(fmt::format("member {} {}", j, loss_name), fits[j].history.train_loss);
+    rows = fits[j].rows.size();
   }
-  for (std::size_t j = 0; j < std::min<std::size_t>(fits.size(), 8); ++j)
-    r.history.emplace_back(fmt::format("member {} {}", j, loss_name), fits[j].history.train_loss);
   r.history_label = loss_name;
-  r.info["members"] = fits.size();
-  r.info["member_rows"] = fits.empty() ? 0 : fits.front().rows.size();
+  r.info["members"] = present;
+  r.info["member_rows"] = rows;
   return r;
 }
 

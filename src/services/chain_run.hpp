@@ -67,14 +67,14 @@ class ChainRunObservers {
   std::vector<Observer*> observers_;
 };
 
-/// Appends the first min_draws() draws of every chain (chain by chain) to `result` with their chain
+/// Appends the first min_draws() draws of every chain of this part (chain by chain) to `result` with their chain
 /// index and statistics; `to_theta` maps a chain's position to the full parameter vector (e.g. a
 /// subspace view's expand).
 inline void append_kept_draws(const RunResult& run, MethodResult& result,
                               const std::function<Vec(const Vec&)>& to_theta = [](const Vec& x) { return x; }) {
   const Index kept = run.min_draws();
   for (int c = 0; c < run.num_chains(); ++c)
-    for (Index d = 0; d < kept; ++d) {
+    for (Index d = 0; d < kept && run.in_part(c); ++d) {
       result.draws.push_back(to_theta(run.draws[static_cast<std::size_t>(c)].row(d).transpose()));
       result.chain_of_draw.push_back(c);
       result.stats.push_back(run.stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(d)]);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
@@ -143,11 +144,31 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   return p;
 }
 
-FitReport run_fit(const FitConfig& cfg) {
-  cfg.training.validate();
+namespace {
+
+/// The work layout of one fit (--shards, --part; MPI ranks from the program's main), reset when the
+/// fit ends however it ends.
+struct WorkLayoutScope {
+  WorkLayoutScope(int shards, Part part) { set_work_layout(shards, part); }
+  ~WorkLayoutScope() { reset_work_layout(); }
+  WorkLayoutScope(const WorkLayoutScope&) = delete;
+  WorkLayoutScope& operator=(const WorkLayoutScope&) = delete;
+};
+
+}  // namespace
+
+FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
+  given.training.validate();
   const auto started = std::chrono::steady_clock::now();
+  const WorkLayoutScope scope(given.shards, Part::parse(given.part, "--part"));
+  const WorkLayout& layout = work_layout();
+  FitConfig cfg = given;
+  // The ranks of a shard group must make the same posterior evaluations in the same order: one
+  // chain at a time per rank (MPI is called from one thread).
+  if (cfg.shards > 1) cfg.threads = 1;
+  const bool root = layout.world->is_root();
   const auto log = [&](const std::string& message) {
-    if (!cfg.quiet) std::cerr << message << '\n';
+    if (!cfg.quiet && root) std::cerr << message << '\n';
   };
   const FitProblem problem = make_fit_problem(cfg);
   const auto& data = problem.data;
@@ -157,9 +178,19 @@ FitReport run_fit(const FitConfig& cfg) {
                   data.size(), split.train.size(), split.validation.size(), split.test.size(), data.input_dim(),
                   posterior->model().kind(), posterior->model().num_params(), cfg.method));
 
+  if (cfg.shards > 1) {
+    posterior->distribute_rows(layout.shards);
+    log(fmt::format("uqnn fit: {} MPI ranks: {} chain group(s) x {} shards of about {} training rows", layout.world->size(),
+                    layout.chains->size(), cfg.shards, split.train.size() / static_cast<std::size_t>(cfg.shards)));
+  } else if (layout.world->size() > 1) {
+    log(fmt::format("uqnn fit: {} MPI ranks share out the chains / members", layout.world->size()));
+  }
   const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, log};
-  MethodResult result = run_method(context);
+  MethodResult result = method ? method(context) : run_method(context);
+  posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
+  // Every rank holds every draw; rank 0 alone writes the files of a single-process run.
+  if (!root) return {};
 
   FitOutput output{cfg, data, split, problem.standardizer, posterior, result};
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

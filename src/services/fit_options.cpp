@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
@@ -26,7 +27,14 @@ const OptionSchema<FitConfig>& output_schema() {
           .add("out", &FitConfig::out_dir, "output directory")
           .add("figure", &FitConfig::figure_format, "figure format")
           .one_of({"png", "svg", "none"})
-          .add("quiet", &FitConfig::quiet, "no progress messages on stderr");
+          .add("quiet", &FitConfig::quiet, "no progress messages on stderr")
+          .add("part", &FitConfig::part,
+               "k/n: run only part k of n of the chains (c = k-1, k-1+n, ...) or ensemble members into --out; "
+               "`uqnn merge` joins the parts' directories into one run")
+          .add("shards", &FitConfig::shards,
+               "MPI ranks per chain, each evaluating the log likelihood on its block of training rows (mpirun -np "
+               "chains_groups*shards); the draws match the unsharded run to rounding, not bitwise")
+          .at_least(1);
   return s;
 }
 
@@ -218,6 +226,15 @@ FitConfig make_fit_config(const FitRequest& request) {
 
   FitConfig cfg = output_schema().read(settings);
   cfg.method = method;
+  {
+    std::string where = "part";
+    for (const GivenOption& g : request.given)
+      if (g.name == "part") where = g.where;
+    const Part part = Part::parse(cfg.part, where);
+    if (!part.whole() && !method_runs_in_parts(method))
+      throw InputError(fmt::format("{}: --method {} cannot run in parts; methods that can: {}", where, method,
+                                   join_names(methods_with_parts())));
+  }
   cfg.data = data_schema().read(settings);
   cfg.model = model_schema().read(settings);
   cfg.probability = probability_schema().read(settings);

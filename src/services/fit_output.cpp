@@ -129,7 +129,8 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
   });
 }
 
-std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout) {
+std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout,
+                                           std::vector<Index>* chain_of_draw) {
   const CsvTable table = read_csv(path);
   const auto names = layout.names();
   if (table.num_columns() != static_cast<Index>(names.size()) + 2)
@@ -141,6 +142,8 @@ std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, co
                                    table.column_names[k + 2], names[k]));
   std::vector<Vec> draws;
   for (Index r = 0; r < table.num_rows(); ++r) draws.push_back(table.values.row(r).tail(static_cast<Index>(names.size())).transpose());
+  if (chain_of_draw)
+    for (Index r = 0; r < table.num_rows(); ++r) chain_of_draw->push_back(static_cast<Index>(table.values(r, 0)));
   return draws;
 }
 

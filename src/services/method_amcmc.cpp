@@ -29,6 +29,7 @@ const bool registered = register_method(
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
      {},
      nullptr,
+     true,
      &make_amcmc});
 
 }  // namespace

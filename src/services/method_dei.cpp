@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/layerwise.hpp"
 #include "uqnn/plot/dei_figures.hpp"
@@ -173,6 +174,7 @@ MethodResult run_dei_nuts(const FitContext& context) {
     context.log(fmt::format("dei-nuts: {} of {} chains have a held-out RMSE worse than the linear model ({:.4g}){}",
                             r.num_dying, r.run.num_chains(), r.linear_model_rmse,
                             p.drop_dying ? "; dropped" : " (kept; --drop-dying drops them)"));
+  if (!world_communicator()->is_root()) return result;  // rank 0 alone writes files (MPI)
   std::filesystem::create_directories(cfg.out_dir);
   nlohmann::json monitor = {{"linear_model_rmse", r.linear_model_rmse},
                             {"lppd_window", p.monitor.window},

@@ -26,6 +26,7 @@ const bool registered = register_method(
       &hmc_options().group()},
      {},
      nullptr,
+     true,
      &make_hmc});
 
 }  // namespace

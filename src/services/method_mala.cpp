@@ -21,6 +21,7 @@ const bool registered = register_method(
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group()},
      {},
      nullptr,
+     true,
      &make_mala});
 
 }  // namespace

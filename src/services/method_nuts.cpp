@@ -28,6 +28,7 @@ const bool registered = register_method(
       &nuts_options().group()},
      {},
      nullptr,
+     true,
      &make_nuts});
 
 }  // namespace

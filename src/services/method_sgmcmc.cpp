@@ -132,17 +132,17 @@ const OptionGroup& chains() { return detail::chain_options().group(); }
 const OptionGroup& starts() { return detail::chain_start_options().group(); }
 
 const bool registered =
-    register_method({"sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011", {&chains(), &starts(), &sg_options().group()}, {}, &run_sgld}) &&
+    register_method({"sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011", {&chains(), &starts(), &sg_options().group()}, {}, &run_sgld, true}) &&
     register_method({"sghmc", "stochastic-gradient HMC with friction", "Chen et al. 2014",
-                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group()}, {}, &run_sghmc}) &&
+                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group()}, {}, &run_sghmc, true}) &&
     register_method({"psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
-                     {&chains(), &starts(), &sg_options().group(), &psgld_options().group()}, {}, &run_psgld}) &&
+                     {&chains(), &starts(), &sg_options().group(), &psgld_options().group()}, {}, &run_psgld, true}) &&
     register_method({"fsgld", "functional SGLD: GP prior over the network's outputs", "Wu et al., Algorithm 1",
-                     {&chains(), &starts(), &sg_options().group(), &functional_options().group()}, {}, &run_fsgld}) &&
+                     {&chains(), &starts(), &sg_options().group(), &functional_options().group()}, {}, &run_fsgld, true}) &&
     register_method({"fsghmc", "functional SGHMC: GP prior over the network's outputs", "Wu et al., Algorithm 2",
                      {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &functional_options().group()},
                      {},
-                     &run_fsghmc});
+                     &run_fsghmc, true});
 
 }  // namespace
 

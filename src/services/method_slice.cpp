@@ -28,6 +28,7 @@ const bool registered = register_method(
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
      {},
      nullptr,
+     true,
      &make_slice});
 
 }  // namespace

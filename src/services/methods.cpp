@@ -61,4 +61,13 @@ MethodResult run_method(const FitContext& context) {
   return detail::run_sampling_method(context, spec.sampler(context.posterior, context.config.method_settings), {});
 }
 
+std::vector<std::string> methods_with_parts() {
+  std::vector<std::string> out;
+  for (const MethodSpec* m : registered_methods())
+    if (m->runs_in_parts) out.push_back(m->name);
+  return out;
+}
+
+bool method_runs_in_parts(const std::string& name) { return find_method(name).runs_in_parts; }
+
 }  // namespace uqnn

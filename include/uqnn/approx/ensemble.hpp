@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "uqnn/approx/approximate_posterior.hpp"
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -49,15 +50,28 @@ struct MemberFit {
 
 /// Runs fn(j) for j = 0..count-1 on up to `threads` std::threads (0 = hardware concurrency); the
 /// result vector is in j order whatever the scheduling. The first exception (by j) is rethrown.
+///
+/// With `encode` / `decode` (a member's result as bytes and back) the members are spread over the
+/// MPI ranks and parts of work_layout() as run_chains spreads chains (core/communicator.hpp): member
+/// j runs on one rank, every rank returns every member of the part, and members of other parts
+/// (--part k/n) stay default-constructed. Without them every process runs every member.
 template <typename T>
-std::vector<T> run_members(Index count, Index threads, const std::function<T(Index)>& fn) {
+std::vector<T> run_members(Index count, Index threads, const std::function<T(Index)>& fn,
+                           const std::function<std::string(const T&)>& encode = {},
+                           const std::function<T(const std::string&)>& decode = {}) {
+  const WorkLayout& layout = work_layout();
+  const bool distributed = encode && decode && (layout.chains->size() > 1 || !layout.part.whole());
+  std::vector<Index> here;
+  for (Index j = 0; j < count; ++j)
+    if (!distributed || layout.runs_here(j)) here.push_back(j);
   std::vector<T> results(static_cast<std::size_t>(count));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
   Index workers = threads > 0 ? threads : static_cast<Index>(std::max(1u, std::thread::hardware_concurrency()));
-  workers = std::max<Index>(1, std::min(workers, count));
-  std::atomic<Index> next{0};
+  workers = std::max<Index>(1, std::min(workers, static_cast<Index>(here.size())));
+  std::atomic<std::size_t> next{0};
   const auto work = [&]() {
-    for (Index j = next++; j < count; j = next++) {
+    for (std::size_t i = next++; i < here.size(); i = next++) {
+      const Index j = here[i];
       try {
         results[static_cast<std::size_t>(j)] = fn(j);
       } catch (...) {
@@ -72,10 +86,25 @@ std::vector<T> run_members(Index count, Index threads, const std::function<T(Ind
     for (Index w = 0; w < workers; ++w) pool.emplace_back(work);
     for (auto& t : pool) t.join();
   }
+  std::exception_ptr first;
   for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+    if (e && !first) first = e;
+  if (!distributed) {
+    if (first) std::rethrow_exception(first);
+    return results;
+  }
+  std::vector<std::string> local(static_cast<std::size_t>(count));
+  if (!first)
+    for (const Index j : here) local[static_cast<std::size_t>(j)] = encode(results[static_cast<std::size_t>(j)]);
+  const std::vector<std::string> all = exchange_items(count, local, first);
+  for (Index j = 0; j < count; ++j)
+    if (layout.part.owns(j) && !layout.runs_here(j)) results[static_cast<std::size_t>(j)] = decode(all[static_cast<std::size_t>(j)]);
   return results;
 }
+
+/// A trained member as bytes (theta, rows, history, anchor) for run_members' exchange, and back.
+std::string member_fit_bytes(const MemberFit& fit);
+MemberFit member_fit_from_bytes(const std::string& bytes);
 
 /// floor(delta N) distinct rows drawn from `rng` (all rows, in order, when delta = 1).
 IndexVec member_subset(Index num_data, double data_fraction, Rng& rng);

@@ -31,6 +31,7 @@ class LppdMonitor : public Observer {
 
   void on_begin(const RunConfig& config) override;
   ObserverAction on_iteration(const IterationEvent& event) override;
+  bool replays_gathered_chains() const override { return true; }
 
   int num_chains() const { return static_cast<int>(chains_.size()); }
   /// Chain c's LPPD_l for l = 1..(its kept draws) (seed 003 eq. 8).

@@ -80,6 +80,11 @@ InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const P
 /// acceptance_rate, step_size, tree_depth (int64), n_steps (int64), diverging (bool), energy.
 InferenceGroup make_sample_stats_group(const std::vector<std::vector<DrawStats>>& chain_stats);
 
+/// The inverse of make_sample_stats_group: per-chain DrawStats from a sample_stats group (a
+/// variable that is absent keeps DrawStats' default). Throws InputError naming `source` when lp is
+/// missing or a variable is not (chain, draw).
+std::vector<std::vector<DrawStats>> read_sample_stats_group(const InferenceGroup& group, const std::string& source);
+
 /// A group of one variable with dims (chain, draw, <name>_dim_0) from [draws, n] per chain
 /// (posterior_predictive) -- or, with chain_draws of size 1 and `no_chain_draw`, a (<name>_dim_0)
 /// variable (observed_data).

@@ -41,6 +41,11 @@ class Observer {
   virtual void on_begin(const RunConfig& config) { (void)config; }
   virtual ObserverAction on_iteration(const IterationEvent& event) { (void)event; return ObserverAction::Continue; }
   virtual void on_end(const RunResult& result) { (void)result; }
+  /// Observers whose state is a function of the kept draws alone (e.g. the LPPD monitor) return
+  /// true: after a run spread over MPI ranks, the kept draws of the chains other ranks ran are
+  /// replayed to them (in order, one chain at a time, actions ignored), so that they end up as
+  /// in a single process. Others (progress, interrupt) see only the chains of their own rank.
+  virtual bool replays_gathered_chains() const { return false; }
 };
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the environment variable CI

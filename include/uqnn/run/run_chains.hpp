@@ -4,6 +4,11 @@
 ///
 /// Reproducibility: chain c draws only from Rng(seed, c) (its initial-point callback too) and
 /// chains share nothing, so the draws are identical for any num_threads.
+///
+/// Scale-out (core/communicator.hpp, issue 16): under mpirun the chains are spread over the MPI
+/// ranks (chain c on chain rank c mod R, threads within each rank) and every rank returns every
+/// chain, bitwise as one process would. With --part k/n (work_layout().part) only the chains
+/// c = k-1, k-1+n, ... run; the others stay empty with chain_in_part[c] false.
 /// References: NumPyro `MCMC`; Stan `run_adaptive_sampler` / `generate_transitions`.
 #include <functional>
 #include <variant>
@@ -37,13 +42,23 @@ struct RunResult {
   std::vector<Vec> initial_points;              ///< per chain
   bool interrupted = false;                     ///< an observer stopped the run early (Stop)
   std::vector<bool> chain_stopped;              ///< per chain: an observer ended it alone (StopChain)
+  std::vector<bool> chain_in_part;              ///< per chain: run by this part (all true without --part)
   double seconds = 0.0;                         ///< wall time
 
   int num_chains() const { return static_cast<int>(draws.size()); }
-  Index dim() const { return draws.empty() ? 0 : draws.front().cols(); }
-  /// Smallest number of kept draws over the chains (chains can differ after an interrupt).
+  /// Parameter dimension (of the first chain this part ran).
+  Index dim() const {
+    for (int c = 0; c < num_chains(); ++c)
+      if (in_part(c)) return draws[static_cast<std::size_t>(c)].cols();
+    return 0;
+  }
+  /// Whether chain c was run by this part (--part k/n); always true for a whole run.
+  bool in_part(int chain) const {
+    return chain_in_part.empty() || chain_in_part[static_cast<std::size_t>(chain)];
+  }
+  /// Smallest number of kept draws over the chains of this part (chains can differ after an interrupt).
   Index min_draws() const;
-  /// Coordinate `index` as [draws, chains] (the diagnostics' shape), truncated to min_draws().
+  /// Coordinate `index` as [draws, chains of this part] (the diagnostics' shape), truncated to min_draws().
   Mat coordinate(Index index) const;
   /// A statistic (e.g. [](const DrawStats& s) { return s.lp; }) as [draws, chains].
   Mat statistic(const std::function<double(const DrawStats&)>& field) const;

@@ -71,6 +71,9 @@ struct FitConfig {
   std::filesystem::path out_dir = "uqnn-out";
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
+  /// Part k of n of the run's chains / members (Part::parse; "1/1" = all); `uqnn merge` joins parts.
+  std::string part = "1/1";
+  int shards = 1;                     ///< MPI ranks per chain that share its data rows (--shards)
   /// Every option of the method's own groups (name -> checked value, defaults filled in).
   nlohmann::json method_settings = nlohmann::json::object();
   /// How the fit was asked for (command line, config file, Python call) and every setting used:
@@ -148,7 +151,9 @@ struct FitReport {
   std::vector<std::filesystem::path> files;
 };
 
-FitReport run_fit(const FitConfig& config);
+/// Runs the fit; `method`, when given, replaces the registered method's runner (uqnn merge reads the
+/// parts' draws through it, so the rest of the pipeline is the fit's own).
+FitReport run_fit(const FitConfig& config, const MethodRunner& method = {});
 
 /// What a fit works on, before any method runs: the data, its split, the standardiser fitted on the
 /// training rows, the posterior (standardised units) and the standardised validation data. run_fit
@@ -157,7 +162,7 @@ struct FitProblem {
   Dataset data;  ///< original units, all rows
   Split split;
   Standardizer standardizer;
-  std::shared_ptr<const Posterior> posterior;
+  std::shared_ptr<Posterior> posterior;  ///< not const: --shards distributes its rows
   Dataset validation_std;  ///< the training rows when there is no validation split
 };
 FitProblem make_fit_problem(const FitConfig& config);

@@ -21,6 +21,8 @@ FitReport write_fit_output(const FitOutput& output);
 void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const std::vector<Vec>& draws,
                      const std::vector<Index>& chain_of_draw);
 /// Reads draws.csv back into theta vectors (checks the column names against `layout`).
-std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout);
+/// `chain_of_draw`, when given, receives the chain column.
+std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout,
+                                           std::vector<Index>* chain_of_draw = nullptr);
 
 }  // namespace uqnn

@@ -32,6 +32,9 @@ struct MethodSpec {
   /// The fit: from the posterior to draws. May be empty when `sampler` is set: the fit then runs
   /// the sampler's chains from the chain-start option (each chain's own MAP fit by default).
   MethodRunner run;
+  /// Whether `--part k/n` can run part of its chains or members (each an independent stream
+  /// Rng(seed, c)) for `uqnn merge` to join: the samplers of the multi-chain driver, ens and rms.
+  bool runs_in_parts = false;
   /// Samplers that need nothing but a log density and its gradient (nuts, hmc, mala, amcmc, slice):
   /// one chain sampler per chain from the method's settings. Such a method also samples any
   /// LogDensity, e.g. a Python callable (services/sample.hpp).
@@ -46,6 +49,9 @@ bool register_method(MethodSpec spec);
 const MethodSpec& find_method(const std::string& name);
 /// Every registered method, in name order.
 std::vector<const MethodSpec*> registered_methods();
+/// The methods with runs_in_parts, and whether `name` is one of them.
+std::vector<std::string> methods_with_parts();
+bool method_runs_in_parts(const std::string& name);
 /// Runs the method of `context.config.method`.
 MethodResult run_method(const FitContext& context);
 
