@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/summary.hpp"
@@ -101,11 +103,52 @@ py::list option_groups_list(const std::vector<OptionGroup>& groups) {
   return out;
 }
 
+/// A fit's messages and progress, collected from the worker threads and handed to Python on the
+/// main thread by run_interruptible (Python code runs there, with the GIL: tqdm and logging
+/// handlers need not be thread safe). `sink` is a uqnn._common.Reporter.
+class PythonReporter : public Reporter {
+ public:
+  explicit PythonReporter(py::object sink) : sink_(std::move(sink)) {}
+  void message(MessageLevel level, const std::string& text) override {
+    std::lock_guard lock(mutex_);
+    messages_.emplace_back(level, text);
+  }
+  void progress(const Progress& p) override {
+    std::lock_guard lock(mutex_);
+    // Only the latest update of a task matters, but a finished task is never overwritten by the next.
+    if (!pending_.empty() && !pending_.back().finished && pending_.back().task == p.task) pending_.back() = p;
+    else pending_.push_back(p);
+  }
+  /// With the GIL held.
+  void deliver() {
+    std::vector<std::pair<MessageLevel, std::string>> messages;
+    std::vector<Progress> updates;
+    {
+      std::lock_guard lock(mutex_);
+      messages.swap(messages_);
+      updates.swap(pending_);
+    }
+    for (const auto& [level, text] : messages) sink_.attr("message")(level == MessageLevel::Warning ? "warning" : "info", text);
+    for (const Progress& p : updates)
+      sink_.attr("progress")(py::dict(py::arg("task") = p.task, py::arg("done") = p.done, py::arg("total") = p.total,
+                                      py::arg("divergences") = p.divergences, py::arg("elapsed") = p.elapsed_seconds,
+                                      py::arg("detail") = p.detail, py::arg("finished") = p.finished,
+                                      py::arg("interrupted") = p.interrupted));
+  }
+
+ private:
+  py::object sink_;
+  std::mutex mutex_;
+  std::vector<std::pair<MessageLevel, std::string>> messages_;
+  std::vector<Progress> pending_;
+};
+
 /// Runs `work` without the GIL on a worker thread while this thread, holding the GIL now and then,
 /// checks for Ctrl-C (Python's signal handler only runs on the main thread): on KeyboardInterrupt
-/// the run is asked to stop, keeps what it drew, and `interrupted` is set.
+/// the run is asked to stop, keeps what it drew, and `interrupted` is set. It also passes the
+/// reporter's messages and progress to Python.
 template <typename Work>
-void run_interruptible(Work work, bool& interrupted) {
+void run_interruptible(Work work, bool& interrupted, PythonReporter* reporter) {
   std::exception_ptr failure;
   std::atomic<bool> done{false};
   {
@@ -126,9 +169,11 @@ void run_interruptible(Work work, bool& interrupted) {
         interrupted = true;
         InterruptObserver::request_interrupt();
       }
+      if (reporter) reporter->deliver();
     }
     worker.join();
   }
+  if (reporter) reporter->deliver();
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -215,7 +260,8 @@ std::vector<GivenOption> given_options(const py::dict& options) {
 }
 
 /// uqnn.sample's run: one start for every chain (a vector) or one per chain (chains, dim).
-py::tuple run_sample(std::shared_ptr<const LogDensity> density, const CArray& init, const std::string& method, const py::dict& options) {
+py::tuple run_sample(std::shared_ptr<const LogDensity> density, const CArray& init, const std::string& method, const py::dict& options,
+                     py::object sink) {
   if (init.ndim() != 1 && init.ndim() != 2) throw InputError("init must be a vector or a (chains, dim) array");
   const Index dim = density->dim();
   InitialPoints initial;
@@ -229,8 +275,10 @@ py::tuple run_sample(std::shared_ptr<const LogDensity> density, const CArray& in
   SampleResult r;
   bool interrupted = false;
   InterruptObserver stop;
+  const auto reporter = std::make_shared<PythonReporter>(sink);
+  ProgressObserver progress(reporter, method);
   const auto given = given_options(options);
-  run_interruptible([&] { r = sample(density, initial, method, given, {&stop}); }, interrupted);
+  run_interruptible([&] { r = sample(density, initial, method, given, {&stop, &progress}); }, interrupted, reporter.get());
   return py::make_tuple(sample_result(r), interrupted || r.run.interrupted);
 }
 
@@ -259,7 +307,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fit",
       [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
-         std::vector<std::string> target_names, std::optional<CArray> start) {
+         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink) {
         FitRequest request;
         request.given = given_options(options);
         request.invocation = {{"python", to_json(options)}};
@@ -276,24 +324,27 @@ PYBIND11_MODULE(_core, m) {
         cfg.data.dataset = std::move(data);
         FitReport report;
         bool interrupted = false;
-        run_interruptible([&] { report = run_fit(cfg); }, interrupted);
+        const auto reporter = std::make_shared<PythonReporter>(sink);
+        cfg.reporter = reporter;
+        run_interruptible([&] { report = run_fit(cfg); }, interrupted, reporter.get());
         return py::make_tuple(to_python(report.metrics), interrupted);
       },
-      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start") = py::none());
+      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start"), py::arg("reporter"));
 
   m.def(
       "sample_python",
-      [](py::function logp_and_grad, const CArray& init, const std::string& method, const py::dict& options) {
+      [](py::function logp_and_grad, const CArray& init, const std::string& method, const py::dict& options, py::object sink) {
         const Index dim = init.shape(init.ndim() - 1);
         auto density = std::make_shared<PythonLogDensity>(logp_and_grad, dim);
-        return run_sample(density, init, method, options);
+        return run_sample(density, init, method, options, sink);
       });
   m.def(
       "sample_callback",
-      [](std::uintptr_t fn, std::uintptr_t data, const CArray& init, const std::string& method, const py::dict& options) {
+      [](std::uintptr_t fn, std::uintptr_t data, const CArray& init, const std::string& method, const py::dict& options,
+         py::object sink) {
         const Index dim = init.shape(init.ndim() - 1);
         auto density = std::make_shared<CallbackLogDensity>(reinterpret_cast<CallbackLogDensity::Fn>(fn), reinterpret_cast<void*>(data), dim);
-        return run_sample(density, init, method, options);
+        return run_sample(density, init, method, options, sink);
       });
 
   m.def(

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _core
-from ._common import Interrupted, log, option_doc, summary_frame
+from ._common import Interrupted, Reporter, log, option_doc, summary_frame
 
 
 def method_names() -> list[str]:
@@ -54,7 +54,8 @@ class BNN:
         sgld, sghmc, psgld, fsgld, fsghmc, map, ens, rms, swag, vi, laplace, dropout, vi-hmc, dei-nuts.
     seed : the same seed gives the same draws, whatever ``threads``.
     threads : threads for chains and members; 0 = automatic.
-    progress : log progress messages (through the ``logging`` module, logger "uqnn").
+    progress : a progress bar (tqdm when installed; log lines through ``logging`` otherwise). Messages
+        and warnings always go to the ``logging`` logger "uqnn".
     out : directory for the run's files (model.json, draws.csv, ...); default: a temporary one.
     **method_options : any option of ``uqnn fit`` with underscores for dashes (chains, warmup, draws,
         ens_members, laplace_curvature, epochs, lr, ...): see ``BNN.options(method)``. An unknown
@@ -110,11 +111,14 @@ class BNN:
             # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
             ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
             start = np.concatenate([self._start, ld.initial_point(0)[len(self._start):]])
-        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start)
+        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress))
         self.metrics_ = metrics
         self._fitted = _core.FittedModel.load(out)
         self._dir = out
         log.info("uqnn %s: %d parameters, %d draws, %.2f s", self.method, metrics["num_params"], metrics["num_draws"], metrics["seconds"])
+        # Reasons not to trust the result (R-hat, ESS, divergences, ...), as the CLI prints them.
+        for w in metrics.get("warnings", []):
+            log.warning(w["message"])
         if interrupted or metrics.get("info", {}).get("interrupted"):
             raise Interrupted(self)
         return self

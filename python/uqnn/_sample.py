@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _core
-from ._common import Interrupted, log, summary_frame
+from ._common import Interrupted, Reporter, log, summary_frame
 
 STAT_NAMES = ["lp", "acceptance_rate", "step_size", "tree_depth", "n_steps", "diverging", "energy"]
 
@@ -48,7 +48,8 @@ def _callback_address(f) -> int | None:
     return address if isinstance(address, int) else None
 
 
-def sample(logp_and_grad: Callable | Any, init, method: str = "nuts", *, data: int | None = None, **options) -> SampleResult:
+def sample(logp_and_grad: Callable | Any, init, method: str = "nuts", *, data: int | None = None, progress: bool = True,
+           **options) -> SampleResult:
     """Runs uqnn's sampler ``method`` on a log density.
 
     logp_and_grad: a Python callable x -> (log p(x), gradient), or a C function
@@ -62,17 +63,19 @@ def sample(logp_and_grad: Callable | Any, init, method: str = "nuts", *, data: i
         warmup=1000, draws=1000, thin=1, seed=0, threads=0, and the method's own (max_depth,
         target_accept, metric, step_size, ...). An unknown or invalid option raises ValueError.
 
+    progress: a tqdm bar when tqdm is installed (log lines through ``logging`` otherwise).
+
     Ctrl-C stops every chain after its current iteration and raises ``uqnn.Interrupted`` (a
     KeyboardInterrupt) whose ``result`` holds the draws made so far.
     """
     x0 = np.ascontiguousarray(init, dtype=np.float64)
     address = _callback_address(logp_and_grad)
     if address is not None:
-        out, interrupted = _core.sample_callback(address, int(data or 0), x0, method, options)
+        out, interrupted = _core.sample_callback(address, int(data or 0), x0, method, options, Reporter(progress))
     elif callable(logp_and_grad):
         if data is not None:
             raise ValueError("data: only a C callback takes a data pointer")
-        out, interrupted = _core.sample_python(logp_and_grad, x0, method, options)
+        out, interrupted = _core.sample_python(logp_and_grad, x0, method, options, Reporter(progress))
     else:
         raise ValueError("logp_and_grad must be a callable returning (value, gradient), a ctypes function pointer or a numba cfunc")
     dim = out["draws"].shape[2]

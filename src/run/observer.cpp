@@ -1,5 +1,6 @@
 #include "uqnn/run/observer.hpp"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -10,44 +11,20 @@
 
 namespace uqnn {
 
-// ---------------------------------------------------------------- progress bar
-ProgressObserver::ProgressObserver(bool force)
-    : enabled_(force || (::isatty(STDERR_FILENO) == 1 && std::getenv("CI") == nullptr)) {}
-
+// ---------------------------------------------------------------- progress
 void ProgressObserver::on_begin(const RunConfig& config) {
-  total_ = static_cast<long>(config.num_chains) * (config.num_warmup + config.num_draws);
-  done_ = 0;
-  last_draw_ = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  tracker_ = std::make_unique<ProgressTracker>(reporter_, task_,
+                                               static_cast<long>(config.num_chains) * (config.num_warmup + config.num_draws));
 }
 
-ObserverAction ProgressObserver::on_iteration(const IterationEvent&) {
-  if (!enabled_) return ObserverAction::Continue;
-  ++done_;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(200)) return ObserverAction::Continue;
-  std::unique_lock lock(mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return ObserverAction::Continue;
-  last_draw_ = now;
-  draw(false);
+ObserverAction ProgressObserver::on_iteration(const IterationEvent& event) {
+  // Divergences as Stan counts them: after warmup.
+  if (tracker_) tracker_->advance(1, !event.warmup && event.stats != nullptr && event.stats->is_divergent ? 1 : 0);
   return ObserverAction::Continue;
 }
 
 void ProgressObserver::on_end(const RunResult& result) {
-  if (!enabled_) return;
-  std::lock_guard lock(mutex_);
-  draw(true);
-  std::fputs(result.interrupted ? "  (interrupted)\n" : "\n", stderr);
-}
-
-void ProgressObserver::draw(bool final) {
-  const long done = final ? std::max(done_.load(), 0L) : done_.load();
-  const double fraction = total_ > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 1.0;
-  constexpr int kWidth = 40;
-  const int filled = static_cast<int>(fraction * kWidth);
-  std::string bar(static_cast<std::size_t>(filled), '#');
-  bar.resize(kWidth, '-');
-  std::fputs(fmt::format("\r[{}] {:3.0f}% ({}/{} iterations)", bar, 100.0 * fraction, done, total_).c_str(), stderr);
-  std::fflush(stderr);
+  if (tracker_) tracker_->finish(result.interrupted);
 }
 
 // ---------------------------------------------------------------- interrupt

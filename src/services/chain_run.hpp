@@ -50,13 +50,11 @@ inline RunConfig chain_run_config(const FitConfig& cfg, const ChainOptions& chai
   return chain_run_config(chains, cfg.threads, cfg.seed);
 }
 
-/// Ctrl-C ends the chains with the draws made so far; progress on stderr when the fit asks for it and
-/// stderr is a terminal outside CI.
+/// Ctrl-C ends the chains with the draws made so far; progress goes to the fit's reporter.
 class ChainRunObservers {
  public:
-  explicit ChainRunObservers(const FitConfig& cfg) : observers_{&interrupt_} {
-    if (!cfg.quiet && progress_wanted()) observers_.push_back(&progress_);
-  }
+  explicit ChainRunObservers(const FitContext& context)
+      : progress_(context.reporter, context.config.method), observers_{&interrupt_, &progress_} {}
   ChainRunObservers(const ChainRunObservers&) = delete;
   ChainRunObservers& operator=(const ChainRunObservers&) = delete;
   const std::vector<Observer*>& list() const { return observers_; }

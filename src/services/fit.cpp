@@ -167,9 +167,10 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   // chain at a time per rank (MPI is called from one thread).
   if (cfg.shards > 1) cfg.threads = 1;
   const bool root = layout.world->is_root();
-  const auto log = [&](const std::string& message) {
-    if (!cfg.quiet && root) std::cerr << message << '\n';
-  };
+  // Rank 0 reports; the other ranks' chains and members run silently.
+  const std::shared_ptr<Reporter> reporter =
+      !root ? make_silent_reporter() : cfg.reporter ? cfg.reporter : make_stderr_reporter(cfg.quiet);
+  const auto log = [&](const std::string& message) { reporter->message(MessageLevel::Info, message); };
   const FitProblem problem = make_fit_problem(cfg);
   const auto& data = problem.data;
   const auto& split = problem.split;
@@ -185,7 +186,7 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   } else if (layout.world->size() > 1) {
     log(fmt::format("uqnn fit: {} MPI ranks share out the chains / members", layout.world->size()));
   }
-  const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, log};
+  const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, reporter};
   MethodResult result = method ? method(context) : run_method(context);
   posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");

@@ -77,7 +77,7 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
     (*info)["measurement_fixed"] = target->measurement().is_fixed();
     (*info)["jitter_used"] = target->reference().jitter;
   }
-  if (context.log) context.log("functional prior: " + process.describe());
+  context.log("functional prior: " + process.describe());
   return target;
 }
 

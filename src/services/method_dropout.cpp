@@ -31,7 +31,7 @@ MethodResult run_dropout(const FitContext& c) {
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
   const TrainResult trained = train(objective, c.initial_point(rng), c.config.training, rng, validation,
-                                    epoch_progress(!c.config.quiet && progress_wanted(), c.config.training.epochs, "dropout"));
+                                    epoch_progress(c, c.config.training.epochs, "dropout"));
   DropoutPosterior q(model, trained.best_theta);
   Rng sampler(c.config.seed, 1);
   MethodResult r;

@@ -1,28 +1,29 @@
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <iostream>
+#include <cmath>
+#include <memory>
 
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
 
-bool progress_wanted() { return isatty(STDERR_FILENO) && std::getenv("CI") == nullptr; }
-
-std::function<bool(Index, double, double)> epoch_progress(bool enabled, Index total, const std::string& label) {
-  if (!enabled) return {};
-  return [total, label](Index epoch, double train_loss, double validation_loss) {
-    if ((epoch + 1) % std::max<Index>(1, total / 100) == 0 || epoch + 1 == total) {
-      std::cerr << fmt::format("\r{} {:>6}/{} loss {:.5g} validation {:.5g}   ", label, epoch + 1, total, train_loss,
-                               validation_loss);
-      if (epoch + 1 == total) std::cerr << '\n';
+std::function<bool(Index, double, double)> epoch_progress(const FitContext& context, Index total, const std::string& task) {
+  // Shared by the callback's copies; the last copy to go finishes the task (also after early stopping).
+  const auto tracker = std::make_shared<ProgressTracker>(context.reporter, task, static_cast<long>(total));
+  const Index every = std::max<Index>(1, total / 100);
+  return [tracker, every](Index epoch, double train_loss, double validation_loss) {
+    // The losses are formatted for 1 epoch in `every` only: an epoch of a small network takes microseconds.
+    std::string detail;
+    if (epoch % every == 0) {
+      detail = fmt::format("loss {:.5g}", train_loss);
+      if (std::isfinite(validation_loss)) detail += fmt::format(" validation {:.5g}", validation_loss);  // (vi has none)
     }
+    tracker->advance(1, 0, detail);
     return true;
   };
 }
 
-TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng) {
+TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress) {
   const auto& post = context.posterior;
   NegativeLogPosteriorObjective objective(post);
   // Model selection on the validation data's mean negative log-likelihood (the training data when
@@ -32,7 +33,7 @@ TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng) {
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
   return train(objective, start, context.config.training, rng, validation,
-               epoch_progress(!context.config.quiet && progress_wanted(), context.config.training.epochs, "map"));
+               report_progress ? epoch_progress(context, context.config.training.epochs, "map") : nullptr);
 }
 
 MethodResult run_map(const FitContext& context) {

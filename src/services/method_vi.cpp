@@ -27,7 +27,7 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
   p.rho_init_upper = o.vi_rho_init_upper;
   p.analytic_kl = o.vi_kl == "analytic";
   Rng rng(c.config.seed, 0);
-  const auto progress = epoch_progress(!c.config.quiet && progress_wanted(), p.epochs, "vi");
+  const auto progress = epoch_progress(c, p.epochs, "vi");
   return fit_bayes_by_backprop(post, *prior, p, rng, [&progress](Index e, double elbo) {
     return progress ? progress(e, -elbo, std::nan("")) : true;
   });

@@ -120,7 +120,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
   }
 
   const detail::ChainOptions m = detail::chain_options().read(c.config.method_settings);
-  const detail::ChainRunObservers observers(c.config);
+  const detail::ChainRunObservers observers(c);
   const ViHmcResult result =
       run_vi_hmc(post, vi.mu, vi_sd, std::move(report), params, detail::chain_run_config(c.config, m), observers.list());
   const RunResult& rr = result.run;

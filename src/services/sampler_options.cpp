@@ -35,13 +35,13 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
   InitialPoints initial;
   if (init == "map") {
     // Each chain from its own MAP fit from its own initialisation (chain c uses Rng(seed, c)).
-    initial = InitialPointFn([&context](int, Rng& rng) { return train_map(context, context.initial_point(rng), rng).best_theta; });
+    initial = InitialPointFn([&context](int, Rng& rng) { return train_map(context, context.initial_point(rng), rng, false).best_theta; });
   } else if (init == "random") {
     initial = InitialPointFn([&context](int, Rng& rng) { return context.initial_point(rng); });
   } else {
     initial = InitialPointFn([post](int, Rng& rng) { return post->sample_prior(rng); });
   }
-  const ChainRunObservers observers(cfg);
+  const ChainRunObservers observers(context);
   context.log(fmt::format("{}: {} chains x ({} warmup + {} draws), init {}", cfg.method, chains.chains, chains.warmup, chains.draws, init));
   const RunResult r = run_chains(run, factory, initial, observers.list());
 

@@ -1,18 +1,19 @@
 #pragma once
 /// @file Observers of a multi-chain run, in ensmallen's vocabulary: on_begin, on_iteration
-/// (returning Continue or Stop), on_end. Built-ins: a progress bar on stderr, an interrupt
+/// (returning Continue or Stop), on_end. Built-ins: progress (to a Reporter), an interrupt
 /// (SIGINT) observer, and a draw writer hook.
 ///
 /// Threading: on_iteration is called from the worker threads, concurrently for different chains
 /// (in order within a chain); observers must be thread safe. on_begin / on_end run on the caller.
 /// Stop from any observer stops every chain cleanly after its current iteration.
 /// References: ensmallen callbacks (Bhardwaj et al. 2021, "ensmallen: a flexible C++ library").
-#include <atomic>
-#include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "uqnn/core/reporter.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 
 namespace uqnn {
@@ -48,24 +49,20 @@ class Observer {
   virtual bool replays_gathered_chains() const { return false; }
 };
 
-/// A progress bar on stderr, drawn only when stderr is a terminal and the environment variable CI
-/// is unset (redrawn at most every 200 ms).
+/// Reports a run's progress (iterations of every chain, divergences after warmup) to a Reporter:
+/// the CLI's stderr bar or lines, the Python module's tqdm bar.
 class ProgressObserver : public Observer {
  public:
-  /// `force` draws even when stderr is not a terminal (for tests).
-  explicit ProgressObserver(bool force = false);
-  bool enabled() const { return enabled_; }
+  ProgressObserver(std::shared_ptr<Reporter> reporter, std::string task)
+      : reporter_(std::move(reporter)), task_(std::move(task)) {}
   void on_begin(const RunConfig& config) override;
   ObserverAction on_iteration(const IterationEvent& event) override;
   void on_end(const RunResult& result) override;
 
  private:
-  void draw(bool final);
-  bool enabled_;
-  long total_ = 0;
-  std::atomic<long> done_{0};
-  std::mutex mutex_;
-  std::chrono::steady_clock::time_point last_draw_;
+  std::shared_ptr<Reporter> reporter_;
+  std::string task_;
+  std::unique_ptr<ProgressTracker> tracker_;
 };
 
 /// Installs a SIGINT handler in on_begin (restored in on_end) that sets an atomic flag; once set,

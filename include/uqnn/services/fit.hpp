@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/reporter.hpp"
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/data/split.hpp"
 #include "uqnn/data/standardizer.hpp"
@@ -71,6 +72,8 @@ struct FitConfig {
   std::filesystem::path out_dir = "uqnn-out";
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
+  /// Where messages and progress go instead of stderr (the Python module's logging and tqdm).
+  std::shared_ptr<Reporter> reporter;
   /// Part k of n of the run's chains / members (Part::parse; "1/1" = all); `uqnn merge` joins parts.
   std::string part = "1/1";
   int shards = 1;                     ///< MPI ranks per chain that share its data rows (--shards)
@@ -114,7 +117,8 @@ struct FitContext {
   const FitConfig& config;
   std::shared_ptr<const Posterior> posterior;
   Mat validation_inputs, validation_targets;  ///< standardised; equal to training data when no split
-  std::function<void(const std::string&)> log;  ///< one-line messages to stderr
+  std::shared_ptr<Reporter> reporter;  ///< messages and progress (never null)
+  void log(const std::string& message) const { reporter->message(MessageLevel::Info, message); }
   /// The point training and chains start from: config.start when given, else the network
   /// initialisation drawn from `rng`.
   Vec initial_point(Rng& rng) const {

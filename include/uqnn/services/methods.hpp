@@ -55,13 +55,13 @@ bool method_runs_in_parts(const std::string& name);
 /// Runs the method of `context.config.method`.
 MethodResult run_method(const FitContext& context);
 
-/// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training).
-TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng);
+/// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training);
+/// `report_progress` false for trainings that run concurrently (each chain's start).
+TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress = true);
 
-/// A progress reporter for epochs/iterations on stderr, active only when `enabled`.
-std::function<bool(Index, double, double)> epoch_progress(bool enabled, Index total, const std::string& label);
-
-/// True when progress should be shown: stderr is a terminal and CI is not set.
-bool progress_wanted();
+/// An epoch callback for train() that reports progress (epochs, losses) to the fit's reporter. The
+/// last epoch may come before `total` (early stopping): the tracker is finished by the callback's
+/// owner going out of scope.
+std::function<bool(Index, double, double)> epoch_progress(const FitContext& context, Index total, const std::string& task);
 
 }  // namespace uqnn
