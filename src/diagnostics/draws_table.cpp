@@ -1,5 +1,6 @@
 #include "uqnn/diagnostics/draws_table.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -73,56 +74,150 @@ const Mat& DrawsTable::at(const std::string& name) const {
   throw std::out_of_range("no quantity named '" + name + "' in the draws table");
 }
 
-DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
-  std::string text;
-  std::size_t line_number = 0;
+namespace {
 
-  // Header: the first non-blank line.
-  std::vector<std::string> header;
-  while (header.empty() && std::getline(in, text)) {
-    ++line_number;
-    if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
-    if (trim(text).empty()) continue;
-    LineFields names;
-    names.split(text, where(source, line_number) + "header: ");
-    header.assign(names.fields.begin(), names.fields.end());
+/// A CSV file's header and `# key = value` comment lines (CmdStan writes its settings so); each
+/// data line goes to `on_row(at, fields)`. Blank lines are skipped; CRLF is accepted.
+class CsvScanner {
+ public:
+  CsvScanner(std::istream& in, std::string source) : in_(in), source_(std::move(source)) {}
+
+  /// The first line that is neither blank nor a comment, split into names; InputError when there is none.
+  std::vector<std::string> header(const std::string& expected) {
+    std::string text;
+    while (next_line(text)) {
+      LineFields names;
+      names.split(text, where(source_, line_) + "header: ");
+      header_line_ = line_;
+      return {names.fields.begin(), names.fields.end()};
+    }
+    throw InputError(source_ + ": empty file, expected a header " + expected);
   }
-  if (header.empty()) throw InputError(source + ": empty file, expected a header 'chain, draw, ...'");
-  if (header.size() < 2 || header[0] != "chain" || header[1] != "draw") {
-    throw InputError(where(source, line_number) + "header must start with 'chain,draw' (found '" +
-                     header[0] + (header.size() > 1 ? "," + header[1] : std::string()) + "')");
+
+  template <typename OnRow>
+  void rows(std::size_t num_fields, OnRow on_row) {
+    std::string text;
+    LineFields line;
+    while (next_line(text)) {
+      const std::string at = where(source_, line_);
+      line.split(text, at);
+      if (line.fields.size() != num_fields) {
+        throw InputError(at + "expected " + std::to_string(num_fields) + " fields as in the header, found " +
+                         std::to_string(line.fields.size()));
+      }
+      on_row(at, line.fields);
+    }
   }
-  if (header.size() < 3) {
-    throw InputError(where(source, line_number) + "header has no quantity column after 'chain,draw'");
+
+  /// "<source>:<header line>: "
+  std::string header_at() const { return where(source_, header_line_); }
+  std::size_t line() const { return line_; }
+  /// The value of a `# key = value` comment seen so far ("" when absent); CmdStan appends
+  /// " (Default)" to defaults, which is dropped.
+  std::string comment(const std::string& key) const {
+    const auto it = comments_.find(key);
+    return it == comments_.end() ? std::string() : it->second;
   }
-  for (std::size_t k = 2; k < header.size(); ++k) {
-    if (header[k].empty()) throw InputError(where(source, line_number) + column("", k) + " has no name");
-    for (std::size_t previous = 2; previous < k; ++previous) {
+
+ private:
+  bool next_line(std::string& text) {
+    while (std::getline(in_, text)) {
+      ++line_;
+      if (!text.empty() && text.back() == '\r') text.pop_back();
+      const std::string_view t = trim(text);
+      if (t.empty()) continue;
+      if (t.front() == '#') {
+        remember_comment(t.substr(1));
+        continue;
+      }
+      return true;
+    }
+    return false;
+  }
+  void remember_comment(std::string_view c) {
+    const auto eq = c.find('=');
+    if (eq == std::string_view::npos) return;
+    std::string_view value = trim(c.substr(eq + 1));
+    if (const auto d = value.find(" (Default)"); d != std::string_view::npos) value = value.substr(0, d);
+    comments_.emplace(std::string(trim(c.substr(0, eq))), std::string(value));  // the first occurrence wins
+  }
+
+  std::istream& in_;
+  std::string source_;
+  std::size_t line_ = 0, header_line_ = 0;
+  std::map<std::string, std::string> comments_;
+};
+
+/// InputError for an empty or repeated quantity name among header[first..].
+void check_names(const std::vector<std::string>& header, std::size_t first, const std::string& at) {
+  for (std::size_t k = first; k < header.size(); ++k) {
+    if (header[k].empty()) throw InputError(at + column("", k) + " has no name");
+    for (std::size_t previous = first; previous < k; ++previous) {
       if (header[previous] == header[k]) {
-        throw InputError(where(source, line_number) + column(header[k], k) + " repeats field " +
-                         std::to_string(previous + 1));
+        throw InputError(at + column(header[k], k) + " repeats field " + std::to_string(previous + 1));
       }
     }
   }
+}
+
+bool is_long_header(const std::vector<std::string>& header) {
+  return header.size() >= 2 && header[0] == "chain" && header[1] == "draw";
+}
+
+bool is_cmdstan_header(const std::vector<std::string>& header) {
+  return std::find(header.begin(), header.end(), "lp__") != header.end();
+}
+
+DrawsTable parse_long(CsvScanner& scan, const std::vector<std::string>& header, const std::string& source);
+DrawsTable parse_cmdstan(CsvScanner& scan, const std::vector<std::string>& header, const std::string& source);
+
+}  // namespace
+
+bool is_sampler_column(const std::string& name) {
+  return name != "lp__" && name.size() > 2 && name.compare(name.size() - 2, 2, "__") == 0;
+}
+
+DrawsTable without_sampler_columns(const DrawsTable& table) {
+  DrawsTable out;
+  out.max_depth = table.max_depth;
+  for (std::size_t q = 0; q < table.names.size(); ++q)
+    if (!is_sampler_column(table.names[q])) {
+      out.names.push_back(table.names[q]);
+      out.draws.push_back(table.draws[q]);
+    }
+  return out;
+}
+
+DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
+  CsvScanner scan(in, source);
+  const auto header = scan.header("'chain, draw, ...'");
+  return parse_long(scan, header, source);
+}
+
+DrawsTable parse_cmdstan_csv(std::istream& in, const std::string& source) {
+  CsvScanner scan(in, source);
+  const auto header = scan.header("with lp__ (CmdStan's output CSV)");
+  return parse_cmdstan(scan, header, source);
+}
+
+namespace {
+
+DrawsTable parse_long(CsvScanner& scan, const std::vector<std::string>& header, const std::string& source) {
+  const std::string at_header = scan.header_at();
+  if (!is_long_header(header)) {
+    throw InputError(at_header + "header must start with 'chain,draw' (found '" + header[0] +
+                     (header.size() > 1 ? "," + header[1] : std::string()) + "'), or be CmdStan's with lp__");
+  }
+  if (header.size() < 3) throw InputError(at_header + "header has no quantity column after 'chain,draw'");
+  check_names(header, 2, at_header);
   const std::size_t num_quantities = header.size() - 2;
 
   // Rows, keyed by chain then draw.
   std::map<Index, std::map<Index, Row>> chains;
-  LineFields line;
-  while (std::getline(in, text)) {
-    ++line_number;
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (trim(text).empty()) continue;
-    const std::string at = where(source, line_number);
-    line.split(text, at);
-    const auto& fields = line.fields;
-    if (fields.size() != header.size()) {
-      throw InputError(at + "expected " + std::to_string(header.size()) + " fields as in the header, found " +
-                       std::to_string(fields.size()));
-    }
+  scan.rows(header.size(), [&](const std::string& at, const std::vector<std::string_view>& fields) {
     const Index chain = parse_id(fields[0], at + column("chain", 0));
     const Index draw = parse_id(fields[1], at + column("draw", 1));
-    Row row{line_number, std::vector<double>(num_quantities)};
+    Row row{scan.line(), std::vector<double>(num_quantities)};
     for (std::size_t q = 0; q < num_quantities; ++q) {
       row.values[q] = parse_number(fields[q + 2], at + column(header[q + 2], q + 2));
     }
@@ -131,7 +226,7 @@ DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
       throw InputError(at + "chain " + std::to_string(chain) + ", draw " + std::to_string(draw) +
                        " already given on line " + std::to_string(existing->second.line));
     }
-  }
+  });
   if (chains.empty()) throw InputError(source + ": no draws after the header");
 
   // Chains must be 0..M-1 with draws 0..S-1 each, S equal for all chains.
@@ -167,10 +262,70 @@ DrawsTable parse_draws_csv(std::istream& in, const std::string& source) {
   return table;
 }
 
+DrawsTable parse_cmdstan(CsvScanner& scan, const std::vector<std::string>& header, const std::string& source) {
+  const std::string at_header = scan.header_at();
+  if (!is_cmdstan_header(header)) throw InputError(at_header + "header has no lp__: not CmdStan's output CSV");
+  check_names(header, 0, at_header);
+  std::vector<std::vector<double>> rows;
+  scan.rows(header.size(), [&](const std::string& at, const std::vector<std::string_view>& fields) {
+    std::vector<double>& row = rows.emplace_back(header.size());
+    for (std::size_t q = 0; q < header.size(); ++q) row[q] = parse_number(fields[q], at + column(header[q], q));
+  });
+  // Settings from the comments (CmdStan writes them before the header).
+  const auto integer = [&](const std::string& key, long fallback) {
+    const std::string v = scan.comment(key);
+    long value = fallback;
+    if (!v.empty() && std::from_chars(v.data(), v.data() + v.size(), value).ec != std::errc()) value = fallback;
+    return value;
+  };
+  std::size_t skip = 0;
+  if (integer("save_warmup", 0) == 1) {
+    skip = static_cast<std::size_t>(std::max(0L, integer("num_warmup", 0)) / std::max(1L, integer("thin", 1)));
+    skip = std::min(skip, rows.size());
+  }
+  if (rows.size() == skip) throw InputError(source + ": no draws after the header" + (skip ? " and the warmup" : ""));
+  DrawsTable table;
+  table.names = header;
+  table.max_depth = static_cast<int>(integer("max_depth", 0));
+  const Index num_draws = static_cast<Index>(rows.size() - skip);
+  table.draws.assign(header.size(), Mat(num_draws, 1));
+  for (Index d = 0; d < num_draws; ++d)
+    for (std::size_t q = 0; q < header.size(); ++q) table.draws[q](d, 0) = rows[skip + static_cast<std::size_t>(d)][q];
+  return table;
+}
+
+}  // namespace
+
 DrawsTable read_draws_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open the draws file");
-  return parse_draws_csv(in, path);
+  CsvScanner scan(in, path);
+  const auto header = scan.header("'chain, draw, ...' or CmdStan's with lp__");
+  return !is_long_header(header) && is_cmdstan_header(header) ? parse_cmdstan(scan, header, path)
+                                                              : parse_long(scan, header, path);
+}
+
+DrawsTable read_draws_csv(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("no draws file given");
+  DrawsTable table = read_draws_csv(paths.front());
+  if (paths.size() == 1) return table;
+  if (table.num_chains() != 1 || !is_cmdstan_header(table.names))
+    throw InputError(paths.front() + ": several files must each be one chain of CmdStan's output CSV (a file with "
+                     "columns chain,draw holds every chain already)");
+  for (std::size_t f = 1; f < paths.size(); ++f) {
+    const DrawsTable chain = read_draws_csv(paths[f]);
+    if (chain.names != table.names || chain.num_chains() != 1)
+      throw InputError(paths[f] + ": its columns differ from those of " + paths.front());
+    if (chain.num_draws() != table.num_draws())
+      throw InputError(paths[f] + ": " + std::to_string(chain.num_draws()) + " draws, but " + paths.front() + " has " +
+                       std::to_string(table.num_draws()) + ": chains must be equally long");
+    for (std::size_t q = 0; q < table.names.size(); ++q) {
+      Mat joined(table.num_draws(), table.draws[q].cols() + 1);
+      joined << table.draws[q], chain.draws[q];
+      table.draws[q] = std::move(joined);
+    }
+  }
+  return table;
 }
 
 }  // namespace uqnn::diagnostics

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/diagnostics/energy.hpp"
 #include "uqnn/diagnostics/statistics.hpp"
 
 namespace uqnn::diagnostics {
@@ -127,6 +128,30 @@ std::vector<Warning> draws_warnings(const DrawsTable& table) {
   }
   for (Warning& w : few_draws_warnings(table.num_draws())) out.push_back(std::move(w));
   return out;
+}
+
+SamplerStatsSummary sampler_stats_summary(const DrawsTable& table, int max_depth) {
+  const auto column = [&table](const std::string& name) -> const Mat* {
+    const auto it = std::find(table.names.begin(), table.names.end(), name);
+    return it == table.names.end() ? nullptr : &table.draws[static_cast<std::size_t>(it - table.names.begin())];
+  };
+  SamplerStatsSummary s;
+  const Mat* divergent = column("divergent__");
+  const Mat* depth = column("treedepth__");
+  const Mat* energy = column("energy__");
+  if (!divergent && !depth && !energy) return s;
+  s.num_draws = table.num_draws() * table.num_chains();
+  if (divergent) s.divergences = (divergent->array() != 0.0).count();
+  if (depth && max_depth > 0) {
+    s.max_depth = max_depth;
+    s.draws_at_max_depth = (depth->array() >= static_cast<double>(max_depth)).count();
+  }
+  // E-BFMI needs two finite energies per chain (samplers without a Hamiltonian write NaN).
+  if (energy && energy->rows() >= 2 && energy->allFinite()) {
+    const Vec b = e_bfmi(*energy);
+    s.e_bfmi.assign(b.data(), b.data() + b.size());
+  }
+  return s;
 }
 
 std::vector<Warning> few_draws_warnings(Index draws_per_chain) {

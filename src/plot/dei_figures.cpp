@@ -200,7 +200,12 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
   // Per-layer view from draws.csv: consecutive columns "block[...]" form one block.
   const auto draws_path = dir / "draws.csv";
   if (std::filesystem::exists(draws_path)) {
-    const diagnostics::DrawsTable table = diagnostics::read_draws_csv(draws_path.string());
+    // The weights only: lp__ and the sampler's columns are no layer.
+    diagnostics::DrawsTable table = diagnostics::without_sampler_columns(diagnostics::read_draws_csv(draws_path.string()));
+    if (!table.names.empty() && table.names.front() == "lp__") {
+      table.names.erase(table.names.begin());
+      table.draws.erase(table.draws.begin());
+    }
     ParamLayout layout;
     std::vector<std::string> order;
     std::map<std::string, Index> count;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <limits>
@@ -114,15 +115,38 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
 }  // namespace
 
 void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const std::vector<Vec>& draws,
-                     const std::vector<Index>& chain_of_draw) {
+                     const std::vector<Index>& chain_of_draw, const std::vector<DrawStats>& stats) {
+  if (!stats.empty() && stats.size() != draws.size())
+    throw std::logic_error("write_draws_csv: " + std::to_string(stats.size()) + " statistics for " + std::to_string(draws.size()) + " draws");
+  // The statistics as CmdStan writes them, each column only where the sampler has it (as CmdStan's
+  // samplers do): a column with a non-finite value (MALA's energy, adaptive Metropolis' step size)
+  // is left out, so the file stays readable by strict CSV readers.
+  const std::vector<std::string> stat_names = draw_stat_names();
+  const auto stat_value = [](const DrawStats& st, std::size_t k) -> double {
+    switch (k) {
+      case 0: return st.lp;
+      case 1: return st.accept_prob;
+      case 2: return st.step_size;
+      case 3: return st.tree_depth;
+      case 4: return st.n_leapfrog;
+      case 5: return st.is_divergent ? 1.0 : 0.0;
+      default: return st.energy;
+    }
+  };
+  std::vector<std::size_t> stat_columns;
+  for (std::size_t k = 0; k < stat_names.size() && !stats.empty(); ++k)
+    if (std::all_of(stats.begin(), stats.end(), [&](const DrawStats& st) { return std::isfinite(stat_value(st, k)); }))
+      stat_columns.push_back(k);
   atomic_write(path, [&](std::ostream& out) {
     out << "chain,draw";
+    for (std::size_t k : stat_columns) out << ',' << stat_names[k];
     for (const auto& name : layout.names()) out << ',' << quote_csv_field(name);
     out << '\n';
     std::map<Index, Index> next_draw;
     for (std::size_t s = 0; s < draws.size(); ++s) {
       const Index chain = chain_of_draw.empty() ? 0 : chain_of_draw[s];
       out << chain << ',' << next_draw[chain]++;
+      for (std::size_t k : stat_columns) out << ',' << format_double(stat_value(stats[s], k));
       for (Index k = 0; k < draws[s].size(); ++k) out << ',' << format_double(draws[s][k]);
       out << '\n';
     }
@@ -133,13 +157,18 @@ std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, co
                                            std::vector<Index>* chain_of_draw) {
   const CsvTable table = read_csv(path);
   const auto names = layout.names();
-  if (table.num_columns() != static_cast<Index>(names.size()) + 2)
-    throw InputError(fmt::format("{}: expected {} columns (chain, draw and {} parameters), found {}", path.string(),
-                                 names.size() + 2, names.size(), table.num_columns()));
+  // chain, draw, the sampler's statistics (lp__, accept_stat__, ...; MCMC runs), then the parameters.
+  std::size_t first = 2;
+  while (first < table.column_names.size() && table.column_names[first].size() > 2 &&
+         table.column_names[first].compare(table.column_names[first].size() - 2, 2, "__") == 0)
+    ++first;
+  if (table.num_columns() != static_cast<Index>(names.size() + first))
+    throw InputError(fmt::format("{}: expected {} columns (chain, draw, {} sampler statistics and {} parameters), found {}",
+                                 path.string(), names.size() + first, first - 2, names.size(), table.num_columns()));
   for (std::size_t k = 0; k < names.size(); ++k)
-    if (table.column_names[k + 2] != names[k])
-      throw InputError(fmt::format("{}: column {} is '{}', the model's parameter is '{}'", path.string(), k + 3,
-                                   table.column_names[k + 2], names[k]));
+    if (table.column_names[k + first] != names[k])
+      throw InputError(fmt::format("{}: column {} is '{}', the model's parameter is '{}'", path.string(), k + first + 1,
+                                   table.column_names[k + first], names[k]));
   std::vector<Vec> draws;
   for (Index r = 0; r < table.num_rows(); ++r) draws.push_back(table.values.row(r).tail(static_cast<Index>(names.size())).transpose());
   if (chain_of_draw)
@@ -206,7 +235,7 @@ FitReport write_fit_output(const FitOutput& o) {
 
   // model.json + draws.csv: everything `uqnn predict` needs.
   const std::filesystem::path draws_path = dir / "draws.csv";
-  write_draws_csv(draws_path, post.layout(), o.result.draws, o.result.chain_of_draw);
+  write_draws_csv(draws_path, post.layout(), o.result.draws, o.result.chain_of_draw, o.result.stats);
   nlohmann::json model_json{{"format", "uqnn-fit"},
                             {"version", 1},
                             {"method", cfg.method},

@@ -66,6 +66,11 @@ std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Inde
 /// NaN, as in ArviZ).
 std::vector<Warning> draws_warnings(const DrawsTable& table);
 
+/// The sampler statistics of a draws table with Stan's columns (divergent__, treedepth__,
+/// energy__; CmdStan's CSV, uqnn's draws.csv): all zero / empty when it has none. `max_depth` is the
+/// sampler's maximum tree depth (the table's own when it knows it; 0: no tree-depth count).
+SamplerStatsSummary sampler_stats_summary(const DrawsTable& table, int max_depth);
+
 /// The "few_draws" warning when `draws_per_chain` is below kMinDrawsPerChain (R-hat, ESS and MCSE
 /// are then NaN, as in ArviZ); empty otherwise.
 std::vector<Warning> few_draws_warnings(Index draws_per_chain);

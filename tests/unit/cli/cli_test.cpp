@@ -39,6 +39,12 @@ TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   ASSERT_EQ(diag.exit_code, 0) << diag.output;
   EXPECT_NE(diag.output.find("f(-"), std::string::npos) << diag.output;
   EXPECT_NE(diag.output.find("layer3.bias[0]"), std::string::npos) << diag.output;
+  // draws.csv carries CmdStan's sampler columns before the parameters.
+  std::ifstream draws(dir_ / "demo" / "draws.csv");
+  std::string header;
+  std::getline(draws, header);
+  EXPECT_EQ(header.rfind("chain,draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,\"layer1.", 0), 0u)
+      << header.substr(0, 120);
   std::ifstream png(dir_ / "demo" / "fit.png", std::ios::binary);
   std::string magic(8, '\0');
   png.read(magic.data(), 8);

@@ -1,6 +1,10 @@
 // `uqnn diagnose` on draws it cannot fully judge (issue 17): fewer than 4 draws per chain give NaN
 // R-hat and ESS with a warning and exit 0, as ArviZ; NaN, infinite or overflowing draws give a
 // warning and exit code 3, never NaN statistics next to finite HDIs as a quiet success.
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "unit/cli/cli_fixture.hpp"
 
 namespace uqnn {
@@ -85,6 +89,44 @@ TEST_F(Cli, AnUntrustworthyFitSaysSo) {
   const auto map = testing::run_cli("demo --quiet --method map --epochs 50 --out " + map_out.string());
   ASSERT_EQ(map.exit_code, 0) << map.output;
   EXPECT_EQ(json(map_out / "metrics.json")["warnings"], nlohmann::json::array());
+}
+
+
+// CmdStan's output CSV (one file per chain, comments, lp__ and the `__` columns): the same summary
+// as the same draws in the long layout; divergent__ and treedepth__ give Stan's warnings.
+TEST_F(Cli, DiagnoseReadsCmdStanCsvFilesAsChains) {
+  std::string long_csv = "chain,draw,lp__,theta\n";
+  std::vector<std::string> files;
+  for (int c = 0; c < 4; ++c) {
+    std::string csv = "# model = m\n#             max_depth = 10 (Default)\n"
+                      "lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,theta\n# Adaptation terminated\n";
+    double x = 0.3 * c;
+    for (int d = 0; d < 100; ++d) {
+      x = 0.5 * x + std::sin(1.7 * d + c);  // a deterministic, autocorrelated sequence
+      const double lp = -0.5 * x * x;
+      const int depth = d % 5 == 0 ? 10 : 3;  // 20% of the draws at the maximum depth
+      const int divergent = c == 2 && d == 40 ? 1 : 0;
+      csv += fmt::format("{},0.9,0.5,{},{},{},{},{}\n", lp, depth, (1 << depth) - 1, divergent, 1.0 - lp + 0.1 * std::cos(d * 1.3), x);
+      long_csv += fmt::format("{},{},{},{}\n", c, d, lp, x);
+    }
+    write("output_" + std::to_string(c + 1) + ".csv", csv + "#  Elapsed Time: 0.1 seconds (Total)\n");
+    files.push_back((dir_ / ("output_" + std::to_string(c + 1) + ".csv")).string());
+  }
+  write("long.csv", long_csv);
+  const auto r = testing::run_cli("diagnose " + files[0] + " " + files[1] + " " + files[2] + " " + files[3] + " --json " +
+                                  (dir_ / "cmdstan.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 chains x 100 draws, 2 quantities"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("divergences: 1; at max tree depth 10: 80 draws"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning: 1 of 400 draws (0.2%) ended in a divergent transition"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reached the maximum tree depth 10"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("accept_stat__"), std::string::npos) << r.output;  // sampler columns are not summarised
+  const auto l = testing::run_cli("diagnose " + (dir_ / "long.csv").string() + " --json " + (dir_ / "long.json").string());
+  ASSERT_EQ(l.exit_code, 0) << l.output;
+  EXPECT_EQ(json(dir_ / "cmdstan.json"), json(dir_ / "long.json"));
+  // A deeper maximum: no tree-depth warning.
+  const auto deeper = testing::run_cli("diagnose " + files[0] + " " + files[1] + " --max-depth 12");
+  EXPECT_EQ(deeper.output.find("maximum tree depth"), std::string::npos) << deeper.output;
 }
 
 }  // namespace

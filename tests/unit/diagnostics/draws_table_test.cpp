@@ -1,6 +1,10 @@
-// The long CSV reader `chain, draw, <quantities>`: layout and InputError messages.
+// The long CSV reader `chain, draw, <quantities>` and CmdStan's CSV: layout and InputError messages.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -47,7 +51,7 @@ TEST(DiagnosticsDrawsCsv, ReadsChainsAsColumnsInDrawOrder) {
 }
 
 TEST(DiagnosticsDrawsCsv, MissingChainDrawHeader) {
-  EXPECT_EQ(error_of("x,y,p0\n0,0,1\n"), "draws.csv:1: header must start with 'chain,draw' (found 'x,y')");
+  EXPECT_EQ(error_of("x,y,p0\n0,0,1\n"), "draws.csv:1: header must start with 'chain,draw' (found 'x,y'), or be CmdStan's with lp__");
   EXPECT_EQ(error_of("chain,draw\n0,0\n"), "draws.csv:1: header has no quantity column after 'chain,draw'");
   EXPECT_EQ(error_of(""), "draws.csv: empty file, expected a header 'chain, draw, ...'");
   EXPECT_EQ(error_of("chain,draw,a,a\n"), "draws.csv:1: column 'a' (field 4) repeats field 3");
@@ -104,5 +108,83 @@ TEST(DrawsTable, SharesTheDataReadersTokenizer) {
   EXPECT_EQ(error_of("chain,draw,x\n0,0,\"1.5\n"), "draws.csv:2: unterminated quote in the 3rd field");
   EXPECT_EQ(error_of("chain,draw,\"x\" y\n0,0,1\n"), "draws.csv:1: header: unexpected text after the closing quote of the 3rd field");
 }
+
+namespace {
+
+/// One chain of CmdStan's output CSV as CmdStan 2.3x writes it: settings as comments, the header,
+/// the adaptation comments, the draws and the timing comments.
+std::string cmdstan_csv(const std::vector<std::vector<double>>& rows, bool save_warmup = false) {
+  std::string csv =
+      "# stan_version_major = 2\n# model = blr_model\n# method = sample (Default)\n#   sample\n"
+      "#     num_samples = 3\n#     num_warmup = 2\n#     save_warmup = " + std::string(save_warmup ? "1" : "0 (Default)") +
+      "\n#     thin = 1 (Default)\n#     algorithm = hmc (Default)\n#       hmc\n#         engine = nuts (Default)\n"
+      "#           nuts\n#             max_depth = 8\n#         metric = diag_e (Default)\n"
+      "lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,beta.1,beta.2\n"
+      "# Adaptation terminated\n# Step size = 0.89\n# Diagonal elements of inverse mass matrix:\n# 0.48, 0.51\n";
+  for (const auto& r : rows) {
+    for (std::size_t k = 0; k < r.size(); ++k) csv += (k ? "," : "") + std::to_string(r[k]);
+    csv += "\n";
+  }
+  return csv + "# \n#  Elapsed Time: 0.005 seconds (Warm-up)\n#                0.01 seconds (Sampling)\n";
+}
+
+const std::vector<std::vector<double>> kCmdStanRows = {{-7.1, 0.9, 0.89, 2, 3, 0, 7.5, 0.25, 1.5},
+                                                       {-6.9, 0.8, 0.89, 3, 7, 1, 7.2, 0.31, 1.4},
+                                                       {-7.4, 0.95, 0.89, 8, 255, 0, 8.0, 0.12, 1.7}};
+
+TEST(DiagnosticsCmdStanCsv, ReadsOneChainWithItsSamplerColumnsAndMaxDepth) {
+  std::istringstream in(cmdstan_csv(kCmdStanRows));
+  const DrawsTable t = parse_cmdstan_csv(in, "output_1.csv");
+  ASSERT_EQ(t.names.size(), 9u);
+  EXPECT_EQ(t.num_chains(), 1);
+  EXPECT_EQ(t.num_draws(), 3);
+  EXPECT_EQ(t.max_depth, 8);
+  EXPECT_EQ(t.at("beta.2")(1, 0), 1.4);
+  EXPECT_EQ(t.at("lp__")(2, 0), -7.4);
+  EXPECT_TRUE(is_sampler_column("divergent__"));
+  EXPECT_FALSE(is_sampler_column("lp__"));
+  EXPECT_FALSE(is_sampler_column("beta.1"));
+  const DrawsTable q = without_sampler_columns(t);
+  EXPECT_EQ(q.names, (std::vector<std::string>{"lp__", "beta.1", "beta.2"}));
+}
+
+TEST(DiagnosticsCmdStanCsv, DropsSavedWarmupAndJoinsFilesAsChains) {
+  // save_warmup = 1 with num_warmup = 2: the first two rows are warmup.
+  std::vector<std::vector<double>> with_warmup = {{-50, 0.1, 2, 1, 1, 0, 60, 9, 9}, {-20, 0.5, 1, 2, 3, 0, 25, 5, 5}};
+  with_warmup.insert(with_warmup.end(), kCmdStanRows.begin(), kCmdStanRows.end());
+  std::istringstream in(cmdstan_csv(with_warmup, true));
+  const DrawsTable t = parse_cmdstan_csv(in, "output_1.csv");
+  ASSERT_EQ(t.num_draws(), 3);
+  EXPECT_EQ(t.at("lp__")(0, 0), -7.1);
+
+  const auto dir = std::filesystem::temp_directory_path() / ("uqnn_cmdstan_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const auto a = write("output_1.csv", cmdstan_csv(kCmdStanRows));
+  auto shifted = kCmdStanRows;
+  for (auto& r : shifted) r.back() += 10;
+  const auto b = write("output_2.csv", cmdstan_csv(shifted));
+  const DrawsTable two = read_draws_csv(std::vector<std::string>{a, b});
+  ASSERT_EQ(two.num_chains(), 2);
+  EXPECT_EQ(two.at("beta.2")(2, 1), 11.7);
+  EXPECT_EQ(two.at("beta.2")(2, 0), 1.7);
+  EXPECT_EQ(read_draws_csv(a).num_chains(), 1);  // recognised by its header alone
+  // Chains of different lengths, and a long-layout file among CmdStan ones, are errors.
+  const auto c = write("output_3.csv", cmdstan_csv({kCmdStanRows[0]}));
+  try {
+    read_draws_csv(std::vector<std::string>{a, c});
+    ADD_FAILURE() << "unequal chains accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("output_3.csv: 1 draws, but"), std::string::npos) << e.what();
+  }
+  const auto long_file = write("long.csv", "chain,draw,x\n0,0,1\n");
+  EXPECT_THROW(read_draws_csv(std::vector<std::string>{long_file, a}), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
 
 }  // namespace uqnn::diagnostics
