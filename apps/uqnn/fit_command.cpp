@@ -26,6 +26,7 @@ void print_fit_report(const FitConfig& cfg, const FitReport& report) {
   std::cout << "  wrote:";
   for (const auto& f : report.files) std::cout << ' ' << f.string();
   std::cout << '\n';
+  for (const auto& note : report.notes) std::cout << "  note: " << note << '\n';
   // Last, so they are what a user sees: reasons not to trust the result (metrics.json "warnings").
   if (m.contains("warnings"))
     for (const auto& w : m.at("warnings")) std::cerr << "warning: " << w.at("message").get<std::string>() << '\n';

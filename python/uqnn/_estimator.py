@@ -155,14 +155,14 @@ class BNN:
 
     @property
     def draws(self) -> np.ndarray:
-        """Weight draws as (chains, draws, K); methods without chains (ens, laplace, ...) give one
-        row per member or a single chain."""
+        """Weight draws as (chains, draws, K): MCMC chains; methods without chains (ens, laplace,
+        vi, ...) give a single chain of their members or samples (as posterior.nc holds them)."""
         f = self._require_fit()
         flat = f.draws
         chains = np.asarray(f.chain_of_draw)
         ids = np.unique(chains)
         counts = [int(np.sum(chains == c)) for c in ids]
-        if len(set(counts)) == 1:
+        if len(set(counts)) == 1 and counts[0] > 1:
             return np.stack([flat[chains == c] for c in ids])
         return flat[None, :, :]
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <iterator>
 #include <ctime>
 #include <netcdf>
 #include <limits>
@@ -20,7 +21,8 @@ namespace {
 // The library version (project(uqnn VERSION ...) in CMakeLists.txt).
 constexpr const char* kUqnnVersion = "0.1.0";
 
-constexpr const char* kGroupNames[] = {"posterior", "sample_stats", "posterior_predictive", "observed_data"};
+constexpr const char* kGroupNames[] = {"posterior", "sample_stats", "posterior_predictive", "observed_data", "log_likelihood"};
+constexpr std::size_t kNumGroups = std::size(kGroupNames);
 
 std::string utc_now_iso8601() {
   const auto now = std::chrono::system_clock::now();
@@ -300,8 +302,8 @@ InferenceGroup make_array_group(const std::string& name, const std::vector<Mat>&
 
 void write_inference_data(const std::filesystem::path& path, const InferenceData& data) {
   const std::optional<InferenceGroup>* groups[] = {&data.posterior, &data.sample_stats, &data.posterior_predictive,
-                                                   &data.observed_data};
-  for (std::size_t i = 0; i < 4; ++i)
+                                                   &data.observed_data, &data.log_likelihood};
+  for (std::size_t i = 0; i < kNumGroups; ++i)
     if (groups[i]->has_value()) (*groups[i])->validate(kGroupNames[i]);
   std::map<std::string, std::string> attributes = data.attributes;
   attributes["created_at"] = data.created_at.empty() ? utc_now_iso8601() : data.created_at;
@@ -313,7 +315,7 @@ void write_inference_data(const std::filesystem::path& path, const InferenceData
   try {
     {
       netCDF::NcFile file(temp.string(), netCDF::NcFile::replace, netCDF::NcFile::nc4);
-      for (std::size_t i = 0; i < 4; ++i)
+      for (std::size_t i = 0; i < kNumGroups; ++i)
         if (groups[i]->has_value()) write_group(file.addGroup(kGroupNames[i]), **groups[i], attributes);
       for (const auto& [key, value] : attributes) file.putAtt(key, value);
     }  // closes the file
@@ -341,9 +343,9 @@ InferenceData read_inference_data(const std::filesystem::path& path) {
   try {
     netCDF::NcFile file(path.string(), netCDF::NcFile::read);
     std::optional<InferenceGroup>* groups[] = {&data.posterior, &data.sample_stats, &data.posterior_predictive,
-                                               &data.observed_data};
+                                               &data.observed_data, &data.log_likelihood};
     const auto children = file.getGroups();
-    for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < kNumGroups; ++i) {
       const auto it = children.find(kGroupNames[i]);
       if (it == children.end()) continue;
       InferenceGroup g;

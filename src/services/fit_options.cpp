@@ -28,6 +28,11 @@ const OptionSchema<FitConfig>& output_schema() {
           .add("figure", &FitConfig::figure_format, "figure format")
           .one_of({"png", "svg", "none"})
           .add("quiet", &FitConfig::quiet, "no progress messages on stderr")
+          .add("idata_extras", &FitConfig::idata_extras,
+               "observed_data, log_likelihood (pointwise, for az.loo / az.compare) and posterior_predictive in "
+               "posterior.nc, on the training rows: auto writes each when it holds at most 5 million values "
+               "(draws x rows)")
+          .one_of({"auto", "always", "never"})
           .add("part", &FitConfig::part,
                "k/n: run only part k of n of the chains (c = k-1, k-1+n, ...) or ensemble members into --out; "
                "`uqnn merge` joins the parts' directories into one run")

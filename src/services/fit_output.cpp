@@ -15,6 +15,7 @@
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/run_summary.hpp"
 
 namespace uqnn {
@@ -43,34 +44,84 @@ Mat probe_inputs(const Dataset& data, const IndexVec& train) {
   return probes;
 }
 
-/// Writes posterior.nc, diagnostics.{json,txt} and the trace figure; returns the convergence
+/// posterior.nc (ArviZ InferenceData) for every method. posterior: chains as in draws.csv when
+/// they are equally long with more than one draw (MCMC chains), else one chain (ensemble members);
+/// sample_stats for MCMC. On the training rows, in the data's units: observed_data,
+/// log_likelihood (pointwise) and posterior_predictive (one y per weight draw), computed from the
+/// model.json + draws.csv just written, as `uqnn predict` and the Python module read them (the
+/// two single-target groups only for one target). --idata-extras bounds their size.
+void write_posterior_nc(const FitOutput& o, FitReport& report) {
+  const auto& dir = o.config.out_dir;
+  const auto& r = o.result;
+  const Posterior& post = *o.posterior;
+  std::map<Index, std::vector<std::size_t>> chains;  // chain id -> its draws, in order
+  for (std::size_t s = 0; s < r.draws.size(); ++s) chains[r.chain_of_draw.empty() ? 0 : r.chain_of_draw[s]].push_back(s);
+  // Chains when they are equally long and have draws to compare (MCMC); ensemble members (one
+  // network each) and unequal chains make one chain of draws.
+  const std::size_t length = chains.begin()->second.size();
+  const bool as_chains = length > 1 && std::all_of(chains.begin(), chains.end(), [&](const auto& c) { return c.second.size() == length; });
+  if (!as_chains) {
+    std::vector<std::size_t> all(r.draws.size());
+    for (std::size_t s = 0; s < all.size(); ++s) all[s] = s;
+    chains = {{0, all}};
+  }
+  std::vector<Mat> chain_draws;
+  std::vector<std::vector<DrawStats>> chain_stats;
+  for (const auto& [id, members] : chains) {
+    Mat m(static_cast<Index>(members.size()), post.dim());
+    std::vector<DrawStats> stats;
+    for (std::size_t d = 0; d < members.size(); ++d) {
+      m.row(static_cast<Index>(d)) = r.draws[members[d]].transpose();
+      if (!r.stats.empty()) stats.push_back(r.stats[members[d]]);
+    }
+    chain_draws.push_back(std::move(m));
+    chain_stats.push_back(std::move(stats));
+  }
+  InferenceData idata;
+  idata.posterior = make_posterior_group(chain_draws, post.layout(), false);
+  if (!r.stats.empty()) idata.sample_stats = make_sample_stats_group(chain_stats);
+  idata.method = o.config.method;
+
+  const Dataset train = o.data.subset(o.split.train);
+  const double values = static_cast<double>(r.draws.size()) * static_cast<double>(train.size());
+  constexpr double kAutoMaxValues = 5e6;
+  const bool extras = o.config.idata_extras == "always" || (o.config.idata_extras == "auto" && values <= kAutoMaxValues);
+  if (extras && train.size() > 0) {
+    const FittedModel fitted = FittedModel::load(dir);
+    // Row s of these is draw s of draws.csv; the groups need them chain by chain.
+    const Mat ll = fitted.pointwise_log_likelihood(train.inputs, train.targets);
+    const auto per_chain = [&](const std::function<Vec(std::size_t)>& row_of_draw) {
+      std::vector<Mat> out;
+      for (const auto& [id, members] : chains) {
+        Mat m(static_cast<Index>(members.size()), static_cast<Index>(train.size()));
+        for (std::size_t d = 0; d < members.size(); ++d) m.row(static_cast<Index>(d)) = row_of_draw(members[d]).transpose();
+        out.push_back(std::move(m));
+      }
+      return out;
+    };
+    idata.log_likelihood = make_array_group("y", per_chain([&](std::size_t s) { return Vec(ll.row(static_cast<Index>(s)).transpose()); }));
+    if (train.target_dim() == 1) {
+      idata.observed_data = make_array_group("y", {train.targets}, true);
+      std::vector<Index> all(r.draws.size());
+      for (std::size_t s = 0; s < all.size(); ++s) all[s] = static_cast<Index>(s);
+      Rng rng(o.config.seed, 0x99d);
+      const std::vector<Mat> y = fitted.sample_predictive(train.inputs, all, rng);
+      idata.posterior_predictive = make_array_group("y", per_chain([&](std::size_t s) { return Vec(y[s].row(0).transpose()); }));
+    }
+  } else if (!extras && o.config.idata_extras == "auto") {
+    report.notes.push_back(fmt::format("posterior.nc: no observed_data / log_likelihood / posterior_predictive ({:.3g} values "
+                                       "each; --idata-extras always writes them)", values));
+  }
+  write_inference_data(dir / "posterior.nc", idata);
+  report.files.push_back(dir / "posterior.nc");
+}
+
+/// Writes diagnostics.{json,txt} and the trace figure of an MCMC run; returns the convergence
 /// warnings (diagnostics/warnings.hpp) for metrics.json.
 std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitReport& report) {
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
-  // Per-chain draws and statistics (equal lengths: the driver keeps the common length).
-  std::map<Index, std::pair<std::vector<Vec>, std::vector<DrawStats>>> chains;
-  for (std::size_t s = 0; s < r.draws.size(); ++s) {
-    auto& c = chains[r.chain_of_draw.empty() ? 0 : r.chain_of_draw[s]];
-    c.first.push_back(r.draws[s]);
-    c.second.push_back(r.stats[s]);
-  }
-  std::vector<Mat> chain_draws;
-  std::vector<std::vector<DrawStats>> chain_stats;
-  for (const auto& [id, c] : chains) {
-    Mat m(static_cast<Index>(c.first.size()), post.dim());
-    for (std::size_t d = 0; d < c.first.size(); ++d) m.row(static_cast<Index>(d)) = c.first[d].transpose();
-    chain_draws.push_back(m);
-    chain_stats.push_back(c.second);
-  }
-  InferenceData idata;
-  idata.posterior = make_posterior_group(chain_draws, post.layout(), false);
-  idata.sample_stats = make_sample_stats_group(chain_stats);
-  idata.method = o.config.method;
-  write_inference_data(dir / "posterior.nc", idata);
-  report.files.push_back(dir / "posterior.nc");
-
   const RunSummary summary = summarize_run(post, r.draws, r.chain_of_draw, r.stats, probe_inputs(o.data, o.split.train),
                                            o.standardizer, 5, o.config.method_settings.value("max_depth", 0));
   write_json(dir / "diagnostics.json", summary.to_json());
@@ -253,8 +304,9 @@ FitReport write_fit_output(const FitOutput& o) {
   report.files.push_back(dir / "model.json");
   report.files.push_back(draws_path);
 
-  // MCMC runs: ArviZ InferenceData, the convergence summary and trace plots; their warnings go
-  // into metrics.json (issue 18: a user who reads nothing else sees them).
+  write_posterior_nc(o, report);
+  // MCMC runs: the convergence summary and trace plots; their warnings go into metrics.json (a
+  // user who reads nothing else sees them).
   std::vector<diagnostics::Warning> warnings;
   if (!o.result.stats.empty()) warnings = write_mcmc_outputs(o, report);
 

@@ -1,6 +1,6 @@
 #pragma once
 /// @file ArviZ InferenceData as a NetCDF-4 file: one NetCDF group per InferenceData group
-/// ("posterior", "sample_stats", "posterior_predictive", "observed_data"), exactly as
+/// ("posterior", "sample_stats", "posterior_predictive", "observed_data", "log_likelihood"), exactly as
 /// `arviz.InferenceData.to_netcdf` lays it out, so `arviz.from_netcdf(path)` and
 /// `xarray.open_dataset(path, group="posterior")` read it.
 ///
@@ -64,6 +64,7 @@ struct InferenceData {
   std::optional<InferenceGroup> sample_stats;
   std::optional<InferenceGroup> posterior_predictive;
   std::optional<InferenceGroup> observed_data;
+  std::optional<InferenceGroup> log_likelihood;  ///< pointwise log p(y_i | theta), (chain, draw, obs)
   std::string method;                       ///< e.g. "sgld", "nuts" (attribute "method")
   std::string created_at;                   ///< empty: the current UTC time, ISO 8601
   std::map<std::string, std::string> attributes;  ///< extra attributes on every group

@@ -72,6 +72,7 @@ struct FitConfig {
   std::filesystem::path out_dir = "uqnn-out";
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
+  std::string idata_extras = "auto";  ///< posterior.nc's data groups: auto | always | never
   /// Where messages and progress go instead of stderr (the Python module's logging and tqdm).
   std::shared_ptr<Reporter> reporter;
   /// Part k of n of the run's chains / members (Part::parse; "1/1" = all); `uqnn merge` joins parts.
@@ -153,6 +154,7 @@ struct FitReport {
   nlohmann::json metrics;
   std::string summary_text;  ///< MCMC convergence table (empty for other methods)
   std::vector<std::filesystem::path> files;
+  std::vector<std::string> notes;  ///< what the user may want to know about the files (e.g. a group left out)
 };
 
 /// Runs the fit; `method`, when given, replaces the registered method's runner (uqnn merge reads the

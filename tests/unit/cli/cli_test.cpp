@@ -3,6 +3,7 @@
 
 #include "unit/cli/cli_fixture.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/io/netcdf_inference_data.hpp"
 
 namespace uqnn {
 namespace {
@@ -221,6 +222,44 @@ TEST_F(Cli, LaplaceDemoPredictsThroughTheLinearisedNetworkAndReloads) {
   EXPECT_LT(largest_sd_at_data, 0.5) << "the noise sd is 0.05 and the data pin the function down there";
   EXPECT_GT(again.values(0, sd_new), 2 * largest_sd_at_data) << "wider in the gap (-0.2, 0.2)";
   EXPECT_GT(again.values(1, sd_new), 2 * largest_sd_at_data) << "wider beyond |x| > 1";
+}
+
+
+// posterior.nc for every method, with the groups az.loo / az.compare need: the pointwise
+// log-likelihood it holds gives metrics.json's training LPPD (computed separately, from the
+// predictive draws), and the posterior predictive / observed data are on the training rows.
+TEST_F(Cli, EveryMethodWritesInferenceDataWithLogLikelihood) {
+  for (const std::string method : {"ens", "nuts"}) {
+    const auto out = dir_ / ("idata_" + method);
+    const std::string options = method == "ens" ? " --ens-members 5" : " --warmup 60 --draws 40 --chains 2";
+    const CliRun r = run("demo --quiet --figure none --method " + method + options + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const InferenceData idata = read_inference_data(out / "posterior.nc");
+    ASSERT_TRUE(idata.posterior && idata.log_likelihood && idata.posterior_predictive && idata.observed_data) << method;
+    EXPECT_EQ(idata.sample_stats.has_value(), method == "nuts");
+    const NetcdfVariable* ll = idata.log_likelihood->find("y");
+    ASSERT_NE(ll, nullptr);
+    // ens: its 5 members as one chain; nuts: 2 chains x 40 draws. 20 training rows.
+    EXPECT_EQ(ll->shape, (method == "ens" ? std::vector<Index>{1, 5, 20} : std::vector<Index>{2, 40, 20}));
+    EXPECT_EQ(idata.posterior_predictive->find("y")->shape, ll->shape);
+    EXPECT_EQ(idata.observed_data->find("y")->shape, std::vector<Index>{20});
+    const auto& v = std::get<std::vector<double>>(ll->values);
+    const Index S = ll->shape[0] * ll->shape[1], n = ll->shape[2];
+    double lppd = 0;
+    for (Index i = 0; i < n; ++i) {
+      double top = -1e300, sum = 0;
+      for (Index s = 0; s < S; ++s) top = std::max(top, v[static_cast<std::size_t>(s * n + i)]);
+      for (Index s = 0; s < S; ++s) sum += std::exp(v[static_cast<std::size_t>(s * n + i)] - top);
+      lppd += top + std::log(sum / static_cast<double>(S));
+    }
+    EXPECT_NEAR(lppd / static_cast<double>(n), json(out / "metrics.json")["splits"]["train"]["lppd"].get<double>(), 1e-9) << method;
+  }
+  // never: the posterior alone.
+  const CliRun r = run("demo --quiet --figure none --method map --idata-extras never --out " + (dir_ / "plain").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const InferenceData plain = read_inference_data(dir_ / "plain" / "posterior.nc");
+  EXPECT_TRUE(plain.posterior.has_value());
+  EXPECT_FALSE(plain.log_likelihood.has_value());
 }
 
 }  // namespace
