@@ -1,5 +1,8 @@
 #include "uqnn/mcmc/adaptive_metropolis.hpp"
 
+#include <Eigen/Eigenvalues>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <fmt/format.h>
@@ -42,6 +45,39 @@ Mat robust_cholesky(const Mat& covariance, bool* used_fallback) {
   Mat lower = Mat::Zero(n, n);
   lower.diagonal() = d.cwiseSqrt();
   return lower;
+}
+
+Mat inverse_curvature(const LogDensity& density, const Vec& at, Index max_dense) {
+  const Index dim = density.dim();
+  require(at.size() == dim, "inverse_curvature: point", fmt::format("of dimension {}", dim));
+  const bool dense = dim <= max_dense;
+  Mat hessian = dense ? Mat(dim, dim) : Mat(dim, 1);  // of -log p; column 0 holds the diagonal when not dense
+  Vec x = at, plus(dim), minus(dim);
+  for (Index j = 0; j < dim; ++j) {
+    const double h = 1e-4 * std::max(1.0, std::abs(at[j]));
+    x[j] = at[j] + h;
+    density.log_density_and_grad(x, plus);
+    x[j] = at[j] - h;
+    density.log_density_and_grad(x, minus);
+    x[j] = at[j];
+    const Vec column = -(plus - minus) / (2.0 * h);
+    if (dense) hessian.col(j) = column;
+    else hessian(j, 0) = column[j];
+  }
+  if (!hessian.allFinite()) throw InputError("the log density's gradient is not finite next to the chain's start");
+  if (!dense) {
+    const double top = hessian.col(0).cwiseAbs().maxCoeff();
+    const double floor = std::max(1e-8 * top, std::numeric_limits<double>::min());
+    return Mat(hessian.col(0).cwiseMax(floor).cwiseInverse().asDiagonal());
+  }
+  const Mat symmetric = 0.5 * (hessian + hessian.transpose());
+  Eigen::SelfAdjointEigenSolver<Mat> eigen(symmetric);
+  const Vec values = eigen.eigenvalues();
+  const double top = values.cwiseAbs().maxCoeff();
+  const double floor = std::max(1e-8 * top, std::numeric_limits<double>::min());
+  const Vec inverse = values.cwiseMax(floor).cwiseInverse();
+  const Mat& vectors = eigen.eigenvectors();
+  return vectors * inverse.asDiagonal() * vectors.transpose();
 }
 
 Mat history_covariance(const AdaptiveMetropolisState& state) {

@@ -161,20 +161,80 @@ AdaptiveMetropolisSampler::AdaptiveMetropolisSampler(std::shared_ptr<const LogDe
   config_.validate(density_->dim());
 }
 
-void AdaptiveMetropolisSampler::init(const Vec& position) { state_ = kernel_.init(position, config_.kernel); }
+void AdaptiveMetropolisSampler::set_base_covariance(const Mat& covariance) {
+  const double k = static_cast<double>(density_->dim());
+  base_cholesky_ = robust_cholesky((2.4 * 2.4 / k) * covariance);
+  state_.proposal_cholesky = lambda_ * base_cholesky_;
+}
+
+void AdaptiveMetropolisSampler::init(const Vec& position) {
+  state_ = kernel_.init(position, config_.kernel);
+  if (config_.start == AmStart::Curvature && config_.kernel.initial_covariance.size() == 0) {
+    // Haario keeps seed 001's gamma in front of 2.4^2/K; the windowed scale starts at 1.
+    lambda_ = config_.adaptation == AmAdaptation::Haario ? std::sqrt(config_.kernel.gamma) : 1.0;
+    set_base_covariance(inverse_curvature(*density_, position));
+  } else {
+    lambda_ = 1.0;
+    base_cholesky_ = state_.proposal_cholesky;
+  }
+}
+
+void AdaptiveMetropolisSampler::begin_warmup(Index num_warmup) {
+  num_warmup_ = static_cast<long>(num_warmup);
+  warmup_done_ = 0;
+  adapting_ = config_.adaptation == AmAdaptation::Windowed && config_.kernel.adapt && num_warmup_ > 0;
+  if (!adapting_) return;
+  schedule_.emplace(num_warmup_, config_.windows);
+  window_.reset(density_->dim());
+  scale_ = DualAveraging(config_.scale_adaptation);
+  scale_.restart(lambda_);
+}
 
 DrawStats AdaptiveMetropolisSampler::transition(Rng& rng, bool warmup) {
   AdaptiveMetropolisParams params = config_.kernel;
-  params.adapt = config_.kernel.adapt && (warmup || config_.adapt_after_warmup);
+  if (config_.adaptation == AmAdaptation::Haario) {
+    params.adapt = config_.kernel.adapt && (warmup || config_.adapt_after_warmup);
+  } else {
+    // The windows below adapt during warmup; afterwards only Haario's refresh, when asked for.
+    params.adapt = config_.kernel.adapt && !warmup && config_.adapt_after_warmup;
+    if (!warmup && adapting_) {  // warmup ended early (an interrupted or shortened run)
+      lambda_ = scale_.iterations() > 0 ? scale_.final_step_size() : lambda_;
+      state_.proposal_cholesky = lambda_ * base_cholesky_;
+      adapting_ = false;
+    }
+  }
   AdaptiveMetropolisStep step = kernel_.step(rng, state_, params);
   state_ = std::move(step.state);
+  if (warmup && adapting_) {
+    lambda_ = scale_.update(step.info.accept_prob);
+    const long t = warmup_done_++;
+    if (schedule_->in_window(t)) window_.add(state_.position);
+    if (schedule_->ends_window(t) && window_.count() >= 2) {
+      // Stan's regularisation of a window's covariance, made relative to its scale.
+      const double n = static_cast<double>(window_.count());
+      Mat c = (n / (n + 5.0)) * window_.covariance();
+      c.diagonal().array() += 1e-3 * (5.0 / (n + 5.0)) * std::max(c.diagonal().mean(), std::numeric_limits<double>::min());
+      lambda_ = 1.0;
+      set_base_covariance(c);
+      window_.restart();
+      scale_.restart(lambda_);
+    }
+    if (warmup_done_ >= num_warmup_) {
+      lambda_ = scale_.final_step_size();
+      adapting_ = false;
+    }
+    state_.proposal_cholesky = lambda_ * base_cholesky_;
+  }
   return DrawStats{state_.log_density, step.info.accept_prob, kNaN, 0, 0, step.info.is_divergent, kNaN};
 }
 
 std::string AdaptiveMetropolisSampler::describe() const {
   const Vec sd = (state_.proposal_cholesky * state_.proposal_cholesky.transpose()).diagonal().cwiseSqrt();
-  return fmt::format("adaptive_metropolis: gamma={}, t0={}, t_adapt={}, proposal sd min {:.4g} max {:.4g}",
-                     config_.kernel.gamma, config_.kernel.t0, config_.kernel.t_adapt, sd.minCoeff(), sd.maxCoeff());
+  if (config_.adaptation == AmAdaptation::Haario)
+    return fmt::format("adaptive_metropolis (Haario): gamma={}, t0={}, t_adapt={}, proposal sd min {:.4g} max {:.4g}",
+                       config_.kernel.gamma, config_.kernel.t0, config_.kernel.t_adapt, sd.minCoeff(), sd.maxCoeff());
+  return fmt::format("adaptive_metropolis (windowed): scale {:.4g}, proposal sd min {:.4g} max {:.4g}", lambda_,
+                     sd.minCoeff(), sd.maxCoeff());
 }
 
 // ---------------------------------------------------------------- factories

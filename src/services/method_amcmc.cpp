@@ -1,4 +1,7 @@
-// `uqnn fit --method amcmc`: adaptive Metropolis (Haario et al. 2001, as in QUiNN's manual).
+// `uqnn fit --method amcmc`: adaptive Metropolis. By default its proposal starts at the inverse
+// curvature of the chain's start and adapts in Stan's warmup windows with a tuned scale, then stays
+// fixed; `--am-adaptation haario --am-start identity --am-adapt-during-sampling` is QUiNN's manual
+// (Haario et al. 2001).
 #include "sampler_options.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 
@@ -10,12 +13,29 @@ const OptionSchema<AdaptiveMetropolisConfig>& amcmc_options() {
   using C = AdaptiveMetropolisConfig;
   static const auto s =
       OptionSchema<C>("amcmc", "Adaptive Metropolis")
-          .add_nested("am_gamma", [](C& c) -> double& { return c.kernel.gamma; }, "proposal scale factor gamma")
+          .add_choice("am_adaptation", [](C& c) -> AmAdaptation& { return c.adaptation; },
+                      {{"windowed", AmAdaptation::Windowed}, {"haario", AmAdaptation::Haario}},
+                      "windowed: covariance of Stan's doubling warmup windows, scale tuned to 0.234 acceptance | "
+                      "haario: QUiNN's manual (gamma 2.4^2/K (C_t + 1e-8 I) of the whole history, at t0 and every t_adapt)")
+          .cite("Andrieu & Thoms 2008, sec. 5; Haario et al. 2001")
+          .add_choice("am_start", [](C& c) -> AmStart& { return c.start; },
+                      {{"curvature", AmStart::Curvature}, {"identity", AmStart::Identity}},
+                      "initial proposal: 2.4^2/K times the inverse curvature at the chain's start | identity: gamma 2.4^2/K I "
+                      "(QUiNN's manual)")
+          .add_nested("am_adapt_during_sampling", [](C& c) -> bool& { return c.adapt_after_warmup; },
+                      "keep refreshing the proposal from the whole history after warmup (QUiNN's behaviour; the chain is "
+                      "then not Markov)")
+          .add_nested("am_target_accept", [](C& c) -> double& { return c.scale_adaptation.target_accept; },
+                      "windowed: acceptance rate the proposal scale is tuned to")
+          .above(0)
+          .below(1)
+          .cite("Roberts, Gelman & Gilks 1997")
+          .add_nested("am_gamma", [](C& c) -> double& { return c.kernel.gamma; }, "haario: proposal scale factor gamma")
           .above(0)
           .cite("Haario et al. 2001; QUiNN's manual")
-          .add_nested("am_t0", [](C& c) -> long& { return c.kernel.t0; }, "first adaptation after t0 steps")
+          .add_nested("am_t0", [](C& c) -> long& { return c.kernel.t0; }, "haario: first adaptation after t0 steps")
           .at_least(1)
-          .add_nested("am_t_adapt", [](C& c) -> long& { return c.kernel.t_adapt; }, "covariance refreshed every t_adapt steps")
+          .add_nested("am_t_adapt", [](C& c) -> long& { return c.kernel.t_adapt; }, "haario: covariance refreshed every t_adapt steps")
           .at_least(1);
   return s;
 }

@@ -66,6 +66,14 @@ class AdaptiveMetropolis {
 /// The current sample covariance C_t of the history (divisor n - 1; zero when n < 2).
 Mat history_covariance(const AdaptiveMetropolisState& state);
 
+/// The inverse curvature of -log p at `at`: the Hessian of -log p by central differences of the
+/// gradient (2 K gradient evaluations, step 1e-4 max(1, |x_j|)), symmetrised, its eigenvalues
+/// floored at 1e-8 of the largest (an indefinite Hessian away from a mode still gives a proper
+/// covariance), then inverted. For K > `max_dense` only the diagonal is kept (still 2 K
+/// evaluations, K memory per column). This is the Laplace covariance at a mode: the scale and
+/// correlations an adaptive Metropolis proposal should start from.
+Mat inverse_curvature(const LogDensity& density, const Vec& at, Index max_dense = 1000);
+
 /// Lower Cholesky factor of a covariance with a clear fallback: plain LLT; if that fails, LLT of
 /// S + tau I with tau = 1e-10, 1e-8, ..., 1e-2 times mean(diag S) (at least 1e-300); if all fail,
 /// the diagonal sqrt(max(diag S, tiny)). `used_fallback` reports whether either fallback was needed.

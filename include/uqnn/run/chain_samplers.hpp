@@ -9,9 +9,13 @@
 /// After warmup every kernel is a fixed Markov kernel, so draws are a valid MCMC sample.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <variant>
 
+#include "uqnn/adaptation/dual_averaging.hpp"
 #include "uqnn/adaptation/stan_warmup.hpp"
+#include "uqnn/adaptation/welford.hpp"
+#include "uqnn/adaptation/window_adaptation.hpp"
 #include "uqnn/mcmc/adaptive_metropolis.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/mcmc/hmc.hpp"
@@ -39,11 +43,35 @@ struct MalaConfig {
   void validate() const { kernel.validate(); step_size_adaptation.validate(); }
 };
 
+/// How adaptive Metropolis learns its proposal during warmup.
+/// - Windowed (default): Sigma = lambda^2 2.4^2/K C, with C the covariance of the draws of Stan's
+///   doubling warmup windows (each window forgets the earlier ones, so a stuck start does not stay
+///   in it; regularised toward 1e-3 of its mean variance, relative to the posterior's scale, as
+///   Stan regularises its metric) and lambda tuned by dual averaging toward an acceptance rate of
+///   0.234 (Roberts, Gelman & Gilks 1997; Andrieu & Thoms 2008, sec. 5, "AM with global adaptive
+///   scaling"), restarted at 1 after every window.
+/// - Haario: seed 001 exactly: Sigma = gamma 2.4^2/K (C_t + 1e-8 I) from the whole history,
+///   refreshed at t0 and every t_adapt steps.
+enum class AmAdaptation { Windowed, Haario };
+/// Where the proposal starts: the inverse curvature at the chain's start (the Laplace covariance
+/// at a MAP start, inverse_curvature) times 2.4^2/K, or seed 001's gamma 2.4^2/K I.
+enum class AmStart { Curvature, Identity };
+
 struct AdaptiveMetropolisConfig {
   AdaptiveMetropolisParams kernel;
-  /// Keep refreshing Sigma after warmup (Haario's original AM; QUiNN's behaviour). Default: frozen.
+  AmAdaptation adaptation = AmAdaptation::Windowed;
+  AmStart start = AmStart::Curvature;
+  /// Keep refreshing Sigma from the whole history after warmup (Haario's original AM; QUiNN's
+  /// behaviour; the chain is then not Markov). Default: frozen after warmup.
   bool adapt_after_warmup = false;
-  void validate(Index dim) const { kernel.validate(dim); }
+  /// Windowed: the scale's dual averaging (target acceptance 0.234) and the windows.
+  DualAveragingParams scale_adaptation{0.234, 0.05, 10.0, 0.75};
+  WindowAdaptationParams windows;
+  void validate(Index dim) const {
+    kernel.validate(dim);
+    scale_adaptation.validate();
+    windows.validate();
+  }
 };
 
 using SamplerConfig = std::variant<NutsConfig, HmcConfig, MalaConfig, AdaptiveMetropolisConfig>;
@@ -103,13 +131,23 @@ class AdaptiveMetropolisSampler : public ChainSampler {
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
   std::string describe() const override;
+  void begin_warmup(Index num_warmup) override;
   const AdaptiveMetropolisState& state() const { return state_; }
 
  private:
+  void set_base_covariance(const Mat& covariance);
   std::shared_ptr<const LogDensity> density_;
   AdaptiveMetropolisConfig config_;
   AdaptiveMetropolis kernel_;
   AdaptiveMetropolisState state_;
+  // Windowed adaptation: the proposal is lambda_ * base_cholesky_.
+  Mat base_cholesky_;
+  double lambda_ = 1.0;
+  DualAveraging scale_;
+  WelfordCovariance window_;
+  std::optional<WindowSchedule> schedule_;
+  long num_warmup_ = 0, warmup_done_ = 0;
+  bool adapting_ = false;
 };
 
 /// One sampler for `config` (validated against density->dim()).

@@ -1,4 +1,5 @@
-// Adaptive Metropolis exactly as seed 001: Sigma_t = gamma 2.4^2 / K (C_t + 1e-8 I) from the
+// Adaptive Metropolis: the kernel exactly as seed 001 (below), and the sampler's defaults on hard
+// targets (the end of the file). Seed 001: Sigma_t = gamma 2.4^2 / K (C_t + 1e-8 I) from the
 // running covariance of the history, set at t0 and refreshed every t_adapt steps; the default
 // initial proposal is the diagonal gamma 2.4^2 / K I; Cholesky with a clear fallback.
 #include <gtest/gtest.h>
@@ -6,6 +7,7 @@
 #include "test_models.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/adaptive_metropolis.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 
 namespace uqnn {
 namespace {
@@ -89,6 +91,72 @@ TEST(McmcAdaptiveMetropolis, CholeskyFallbackAndValidation) {
   const auto target = testing::correlated_gaussian();
   AdaptiveMetropolis am(*target);
   EXPECT_THROW(am.init(Vec::Zero(2), AdaptiveMetropolisParams{}), InputError);
+}
+
+
+// ---------------------------------------------------------------- the defaults on hard targets
+// What `uqnn fit --method amcmc` and uqnn.sample(method="amcmc") run: 4 chains x (1000 warmup +
+// 1000 draws), the windowed adaptation from the curvature at the start.
+RunResult run_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed) {
+  RunConfig config;
+  config.num_chains = 4;
+  config.num_threads = 2;
+  config.num_warmup = 1000;
+  config.num_draws = 1000;
+  config.seed = seed;
+  InitialPointFn init = [start, spread](int, Rng& rng) {
+    Vec x = start;
+    for (Index i = 0; i < x.size(); ++i) x[i] += spread * rng.uniform(-1.0, 1.0);
+    return x;
+  };
+  return run_chains(config, make_sampler_factory(std::move(target), AdaptiveMetropolisConfig{}), init);
+}
+
+TEST(McmcAdaptiveMetropolis, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {
+  // sds 100, 1 and 5; corr(x0, x1) = 0.98, corr(x0, x2) = -0.3, corr(x1, x2) = -0.2.
+  Vec mean(3), sd(3);
+  mean << 50.0, -1.0, 3.0;
+  sd << 100.0, 1.0, 5.0;
+  Mat corr(3, 3);
+  corr << 1.0, 0.98, -0.3, 0.98, 1.0, -0.2, -0.3, -0.2, 1.0;
+  const Mat covariance = sd.asDiagonal() * corr * sd.asDiagonal();
+  const auto target = std::make_shared<testing::GaussianDensity>(mean, covariance);
+  // Chains start up to 2 sds from the mean in every coordinate, as from rough MAP fits.
+  Vec start = mean;
+  const RunResult run = run_defaults(target, start, 2.0, 11);
+  // (spread 2 is in units of the smallest sd; the curvature is the same everywhere for a Gaussian)
+  testing::expect_matches_gaussian(run, mean, covariance);
+}
+
+TEST(McmcAdaptiveMetropolis, DefaultsRecoverAnIllConditionedLinearRegression) {
+  // y = w1 x1 + w2 x2 + w3 x3 + w4 x4 + b + N(0, 0.3^2) with x2 = x1 + small noise: w1 and w2 are
+  // strongly negatively correlated a posteriori; prior N(0, 3^2); 5 parameters.
+  const Index n = 40;
+  const double sigma = 0.3, tau = 3.0;
+  Rng rng(5);
+  Mat X(4, n), Y(1, n);
+  for (Index i = 0; i < n; ++i) {
+    X(0, i) = rng.uniform(-1.0, 1.0);
+    X(1, i) = X(0, i) + 0.15 * rng.normal();
+    X(2, i) = rng.uniform(0.0, 3.0);
+    X(3, i) = 0.01 * rng.normal();  // a weakly identified input: its weight's sd is set by the prior
+    Y(0, i) = 0.8 * X(0, i) + 0.5 * X(1, i) - 0.3 * X(2, i) + 1.0 + sigma * rng.normal();
+  }
+  auto model = std::make_shared<Mlp>(Mlp::linear(4, 1));
+  const auto posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(sigma),
+                                                     GaussianPrior::isotropic(model->num_params(), tau), X, Y);
+  Mat phi(n, 5);
+  phi.leftCols(4) = X.transpose();
+  phi.col(4).setOnes();
+  const Mat precision = phi.transpose() * phi / (sigma * sigma) + Mat::Identity(5, 5) / (tau * tau);
+  const Mat covariance = precision.inverse();
+  const Vec mean = covariance * (phi.transpose() * Y.row(0).transpose()) / (sigma * sigma);
+  const double correlation = covariance(0, 1) / std::sqrt(covariance(0, 0) * covariance(1, 1));
+  ASSERT_LT(correlation, -0.9);  // the hard part
+  const Vec sds = covariance.diagonal().cwiseSqrt();
+  ASSERT_GT(sds.maxCoeff() / sds.minCoeff(), 20.0);
+  const RunResult run = run_defaults(posterior, mean, 0.05, 12);
+  testing::expect_matches_gaussian(run, mean, covariance);
 }
 
 }  // namespace
