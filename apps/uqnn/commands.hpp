@@ -19,7 +19,9 @@ Command add_compare(CLI::App& app);
 Command add_sensitivity(CLI::App& app);
 Command add_merge(CLI::App& app);
 
-/// Prints the metrics of a fit to stdout.
-void print_fit_report(const FitConfig& config, const FitReport& report);
+/// Prints the fit summary and its warnings; returns the exit code: 128 + N when signal N stopped the
+/// chains (what was drawn is written), 3 when draws or predictions hold NaN or infinity (the files
+/// are written, but they are not a result), else 0.
+int print_fit_report(const FitConfig& config, const FitReport& report);
 
 }  // namespace uqnn::cli

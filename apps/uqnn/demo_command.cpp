@@ -42,8 +42,7 @@ Command add_demo(CLI::App& app) {
     FitConfig cfg = make_fit_config(flags->request(demo_preset(method)));
     cfg.data.dataset = sine_case_ii(20, 0.05);
     std::cout << "uqnn demo: y = 4 sin(4x) + 5 sin(-12x + pi/2) + N(0, 0.05^2) on 20 points in [-1,-0.2] U [0.2,1]\n";
-    print_fit_report(cfg, run_fit(cfg));
-    return 0;
+    return print_fit_report(cfg, run_fit(cfg));
   };
 }
 

@@ -5,14 +5,15 @@
 
 #include "commands.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/run/observer.hpp"
 #include "fit_flags.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn::cli {
 
-void print_fit_report(const FitConfig& cfg, const FitReport& report) {
+int print_fit_report(const FitConfig& cfg, const FitReport& report) {
   const auto& m = report.metrics;
-  if (m.is_null()) return;  // an MPI rank other than 0: rank 0 writes and reports
+  if (m.is_null()) return 0;  // an MPI rank other than 0: rank 0 writes and reports
   std::cout << fmt::format("uqnn {}: {} parameters, {} draw(s), {:.2f} s\n", cfg.method, m.at("num_params").get<Index>(),
                            m.at("num_draws").get<Index>(), m.at("seconds").get<double>());
   if (m.contains("splits"))
@@ -30,6 +31,9 @@ void print_fit_report(const FitConfig& cfg, const FitReport& report) {
   // Last, so they are what a user sees: reasons not to trust the result (metrics.json "warnings").
   if (m.contains("warnings"))
     for (const auto& w : m.at("warnings")) std::cerr << "warning: " << w.at("message").get<std::string>() << '\n';
+  // Stopped by a signal after writing what was drawn: 128 + the signal, as if it had killed us.
+  if (const int signal_number = InterruptObserver::stop_signal(); signal_number != 0) return 128 + signal_number;
+  return report.not_finite ? 3 : 0;  // files written, but NaN or infinity is not a result
 }
 
 Command add_fit(CLI::App& app) {
@@ -42,8 +46,7 @@ Command add_fit(CLI::App& app) {
     }
     const FitConfig cfg = make_fit_config(flags->request());
     if (cfg.data.path.empty()) throw InputError("--data is required: a CSV file with a header row");
-    print_fit_report(cfg, run_fit(cfg));
-    return 0;
+    return print_fit_report(cfg, run_fit(cfg));
   };
 }
 

@@ -73,7 +73,10 @@ std::shared_ptr<FitFlags> FitFlags::add(CLI::App& c, const std::set<std::string>
   for (const OptionGroup& g : all_option_groups())
     for (const OptionSpec& o : g.options)
       if (!exclude.count(o.name)) unique.emplace(o.name, o);
-  for (const auto& [name, spec] : unique) {
+  for (const auto& entry : unique) {
+    // (Named copies: clang 14 cannot capture structured bindings in the lambdas below.)
+    const std::string name = entry.first;
+    const OptionSpec spec = entry.second;
     const std::string flag = spec.flag();
     if (spec.type == OptionType::Flag) {
       const std::string negated = "--no-" + flag.substr(2);

@@ -18,8 +18,7 @@ Command add_merge(CLI::App& app) {
   return [config]() {
     FitConfig shown;
     shown.method = "merge";
-    print_fit_report(shown, run_merge(*config));
-    return 0;
+    return print_fit_report(shown, run_merge(*config));
   };
 }
 

@@ -20,8 +20,7 @@ Command add_sensitivity(CLI::App& app) {
     const FitConfig cfg = make_fit_config(
         flags->request({{"method", "vi-hmc"}, {"sensitivity_only", true}, {"out", "uqnn-sensitivity"}}));
     if (cfg.data.path.empty()) throw InputError("--data is required: a CSV file with a header row");
-    print_fit_report(cfg, run_fit(cfg));
-    return 0;
+    return print_fit_report(cfg, run_fit(cfg));
   };
 }
 

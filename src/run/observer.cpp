@@ -31,12 +31,17 @@ void ProgressObserver::on_end(const RunResult& result) {
 namespace {
 
 std::atomic<bool> g_interrupt_flag{false};
+std::atomic<int> g_interrupt_signal{0};
 using Handler = void (*)(int);
-Handler g_previous_handler = SIG_DFL;
+// Ctrl-C, and what batch schedulers send before they kill a job (SIGTERM) or a closed terminal
+// (SIGHUP): each stops the chains at their next iteration, and what was drawn is kept.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+Handler g_previous_handlers[3] = {SIG_DFL, SIG_DFL, SIG_DFL};
 std::atomic<int> g_installed{0};
 
-extern "C" void uqnn_sigint_handler(int) {
-  if (g_interrupt_flag.load()) std::signal(SIGINT, SIG_DFL);  // second Ctrl-C: default behaviour next time
+extern "C" void uqnn_stop_signal_handler(int signal_number) {
+  if (g_interrupt_flag.load()) std::signal(signal_number, SIG_DFL);  // a second signal: default behaviour next time
+  g_interrupt_signal.store(signal_number);
   g_interrupt_flag.store(true);
 }
 
@@ -44,7 +49,9 @@ extern "C" void uqnn_sigint_handler(int) {
 
 void InterruptObserver::on_begin(const RunConfig&) {
   g_interrupt_flag = false;
-  if (g_installed++ == 0) g_previous_handler = std::signal(SIGINT, uqnn_sigint_handler);
+  g_interrupt_signal = 0;
+  if (g_installed++ == 0)
+    for (int i = 0; i < 3; ++i) g_previous_handlers[i] = std::signal(kStopSignals[i], uqnn_stop_signal_handler);
 }
 
 ObserverAction InterruptObserver::on_iteration(const IterationEvent&) {
@@ -52,10 +59,13 @@ ObserverAction InterruptObserver::on_iteration(const IterationEvent&) {
 }
 
 void InterruptObserver::on_end(const RunResult&) {
-  if (--g_installed == 0) std::signal(SIGINT, g_previous_handler == SIG_ERR ? SIG_DFL : g_previous_handler);
+  if (--g_installed == 0)
+    for (int i = 0; i < 3; ++i) std::signal(kStopSignals[i], g_previous_handlers[i] == SIG_ERR ? SIG_DFL : g_previous_handlers[i]);
 }
 
 bool InterruptObserver::interrupted() const { return g_interrupt_flag.load(); }
+
+int InterruptObserver::stop_signal() { return g_interrupt_signal.load(); }
 
 void InterruptObserver::request_interrupt() { g_interrupt_flag = true; }
 

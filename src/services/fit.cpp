@@ -115,6 +115,20 @@ Standardizer inputs_only(const Standardizer& s) {
   return Standardizer::from_json(j);
 }
 
+FitSize fit_size(const ModelConfig& c, const Model& model, const Dataset& data, const Split& split) {
+  FitSize s;
+  s.num_params = model.num_params();
+  s.all_rows = data.size();
+  s.train_rows = static_cast<Index>(split.train.size());
+  s.inputs = data.input_dim();
+  s.outputs = model.output_dim();
+  s.layer_widths = s.inputs + s.outputs;
+  if (c.kind == "rnet") s.layer_widths += c.rnet_width * c.rnet_layers;
+  for (Index h : c.hidden)
+    if (c.kind == "mlp") s.layer_widths += h;
+  return s;
+}
+
 }  // namespace
 
 FitProblem make_fit_problem(const FitConfig& cfg) {
@@ -132,6 +146,7 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
   const auto likelihood = build_likelihood(cfg.probability, target_scale);
   const auto model = build_model(cfg.model, p.data.input_dim(), likelihood->model_outputs(p.data.target_dim()));
+  check_fit_memory(cfg, fit_size(cfg.model, *model, p.data, p.split));  // before anything of size K is allocated
   const auto prior = build_prior(cfg.probability, model->layout());
   p.posterior = std::make_shared<Posterior>(model, likelihood, prior, train_std.inputs, train_std.targets);
 

@@ -33,6 +33,10 @@ const OptionSchema<FitConfig>& output_schema() {
                "posterior.nc, on the training rows: auto writes each when it holds at most 5 million values "
                "(draws x rows)")
           .one_of({"auto", "always", "never"})
+          .add("max_memory_gb", &FitConfig::max_memory_gb,
+               "stop at once when the fit's estimated memory (data, draws kept, working vectors, the method's "
+               "matrices) is above this many GiB; 0 = 80% of physical memory")
+          .at_least(0)
           .add("part", &FitConfig::part,
                "k/n: run only part k of n of the chains (c = k-1, k-1+n, ...) or ensemble members into --out; "
                "`uqnn merge` joins the parts' directories into one run")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <optional>
 #include <limits>
 #include <sstream>
 
@@ -227,6 +228,25 @@ std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, co
   return draws;
 }
 
+namespace {
+
+/// A warning when draws or predictions hold NaN or infinity (a diverged optimiser or an SG-MCMC
+/// step size far too large): such a run must not pass for a result.
+std::optional<diagnostics::Warning> not_finite_warning(const std::vector<Vec>& draws, const std::vector<SplitPrediction>& parts) {
+  const auto bad_draws = std::count_if(draws.begin(), draws.end(), [](const Vec& d) { return !d.allFinite(); });
+  Index bad_predictions = 0;
+  for (const auto& p : parts)
+    for (Index c = 0; c < p.summary.mean.cols(); ++c)
+      if (!p.summary.mean.col(c).allFinite() || !p.summary.sd.col(c).allFinite()) ++bad_predictions;
+  if (bad_draws == 0 && bad_predictions == 0) return std::nullopt;
+  return diagnostics::Warning{
+      "not_finite", fmt::format("{} of {} draws and {} predicted rows hold NaN or infinity: the run diverged (for SG-MCMC "
+                                "and training, lower --step-size or --lr), so its metrics and predictions are not a result",
+                                bad_draws, draws.size(), bad_predictions)};
+}
+
+}  // namespace
+
 FitReport write_fit_output(const FitOutput& o) {
   const FitConfig& cfg = o.config;
   const auto& dir = cfg.out_dir;
@@ -309,6 +329,10 @@ FitReport write_fit_output(const FitOutput& o) {
   // user who reads nothing else sees them).
   std::vector<diagnostics::Warning> warnings;
   if (!o.result.stats.empty()) warnings = write_mcmc_outputs(o, report);
+  if (const auto w = not_finite_warning(o.result.draws, parts)) {
+    warnings.insert(warnings.begin(), *w);
+    report.not_finite = true;
+  }
 
   // metrics.json
   nlohmann::json metrics{{"method", cfg.method},

@@ -2,6 +2,8 @@
 // curvature of the chain's start and adapts in Stan's warmup windows with a tuned scale, then stays
 // fixed; `--am-adaptation haario --am-start identity --am-adapt-during-sampling` is QUiNN's manual
 // (Haario et al. 2001).
+#include <fmt/format.h>
+
 #include "sampler_options.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 
@@ -44,13 +46,23 @@ SamplerFactory make_amcmc(std::shared_ptr<const LogDensity> density, const nlohm
   return make_sampler_factory(std::move(density), amcmc_options().read(settings));
 }
 
+/// Each chain keeps dense K x K matrices: the history's covariance (Welford), the proposal's
+/// Cholesky factor, the curvature start and its factor, and a temporary for the refresh.
+std::vector<MemoryItem> amcmc_memory(const FitConfig& config, Index num_params) {
+  const double chains = static_cast<double>(config.method_settings.value("chains", 4L));
+  const double K = static_cast<double>(num_params);
+  return {{fmt::format("adaptive Metropolis' dense proposal: {:.0f} chains x 5 matrices of {:.0f} x {:.0f}", chains, K, K),
+           5.0 * 8.0 * chains * K * K, "a smaller --arch or fewer --chains, or a gradient-based sampler (--method nuts)"}};
+}
+
 const bool registered = register_method(
     {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
      {},
      nullptr,
      true,
-     &make_amcmc});
+     &make_amcmc,
+     &amcmc_memory});
 
 }  // namespace
 

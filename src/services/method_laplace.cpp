@@ -4,6 +4,8 @@
 // MAP (the draws are the same; model.json records the linearised model). Note: a tuned noise sd
 // changes the covariance; predictions keep the likelihood's configured noise (reported in
 // metrics.json info).
+#include <fmt/format.h>
+
 #include "approx_common.hpp"
 #include "uqnn/approx/laplace.hpp"
 #include "uqnn/nn/linearized_model.hpp"
@@ -114,7 +116,16 @@ MethodResult run_laplace(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace});
+
+/// Full structure: the curvature, its Cholesky factor and a temporary, each K x K.
+std::vector<MemoryItem> laplace_memory(const FitConfig& config, Index num_params) {
+  if (laplace_options().read(config.method_settings).laplace_structure != "full") return {};
+  const double K = static_cast<double>(num_params);
+  return {{fmt::format("Laplace's full curvature: 3 matrices of {:.0f} x {:.0f}", K, K), 3.0 * 8.0 * K * K,
+           "--laplace-structure diag, or a smaller --arch"}};
+}
+
+const bool registered = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace, false, nullptr, &laplace_memory});
 }  // namespace
 
 }  // namespace uqnn

@@ -1,5 +1,7 @@
 // `uqnn fit --method swag`: J members (QUiNN's NN_SWAG is an ensemble: MultiSWAG), each a MAP
 // pre-training from its own initialisation followed by SWAG (seed 001) on the same loss.
+#include <fmt/format.h>
+
 #include "approx_common.hpp"
 #include "uqnn/approx/swag.hpp"
 
@@ -104,7 +106,16 @@ MethodResult run_swag(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag});
+
+/// Each member keeps its first and second moments and, low-rank, its last swag_rank deviations.
+std::vector<MemoryItem> swag_memory(const FitConfig& config, Index num_params) {
+  const SwagOptions o = swag_options().read(config.method_settings);
+  const double columns = 2.0 + (o.swag_cov == "lowrank" ? static_cast<double>(o.swag_rank) : 0.0);
+  return {{fmt::format("SWAG moments and deviations: {} members x {:.0f} columns of {} parameters", o.swag_members, columns, num_params),
+           8.0 * static_cast<double>(o.swag_members) * columns * static_cast<double>(num_params), "fewer --swag-rank or --swag-members"}};
+}
+
+const bool registered = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag, false, nullptr, &swag_memory});
 }  // namespace
 
 }  // namespace uqnn

@@ -52,7 +52,7 @@ class LppdMonitor : public Observer {
 
  private:
   struct Chain {
-    diagnostics::ExpandingWindowLppd running;
+    diagnostics::ExpandingWindowLppd running{0};
     std::vector<double> trace, lpl, rmse;
     Mat prediction_sum;
     std::optional<Index> converged_at;

@@ -142,6 +142,7 @@ void narrow_product(const T* A, Index rows, Index lda, Index K, const MatT<T>& B
   using Kernel = NarrowKernel<T>;
   const Index n = B.cols();
   C.resize(rows, n);
+  if (rows == 0 || n == 0) return;  // an empty C has no data pointer to offset (UBSan)
   const Eigen::Map<const MatT<T>, 0, Eigen::OuterStride<>> a(A, rows, K, Eigen::OuterStride<>(lda));
   Index done = 0;
   if (Kernel::applies(rows) && K <= Kernel::kMaxDepth) {

@@ -65,16 +65,19 @@ class ProgressObserver : public Observer {
   std::unique_ptr<ProgressTracker> tracker_;
 };
 
-/// Installs a SIGINT handler in on_begin (restored in on_end) that sets an atomic flag; once set,
-/// on_iteration returns Stop so every chain ends cleanly and keeps its draws. A second Ctrl-C
-/// while stopping restores the default handler's behaviour (the process is terminated).
+/// Installs SIGINT, SIGTERM and SIGHUP handlers in on_begin (restored in on_end) that set an atomic
+/// flag; once set, on_iteration returns Stop so every chain ends cleanly and keeps its draws. A
+/// second signal while stopping restores the default behaviour (the process is terminated).
 class InterruptObserver : public Observer {
  public:
   void on_begin(const RunConfig& config) override;
   ObserverAction on_iteration(const IterationEvent& event) override;
   void on_end(const RunResult& result) override;
-  /// Whether SIGINT arrived during the run.
+  /// Whether SIGINT, SIGTERM or SIGHUP arrived during the run (or request_interrupt was called).
   bool interrupted() const;
+  /// The signal that stopped the last run (SIGINT, SIGTERM, SIGHUP), 0 when none did: the CLI
+  /// exits with 128 + it after writing what was drawn, as a process killed by it would.
+  static int stop_signal();
   /// Sets the flag as the handler does (for tests and for embedding applications).
   static void request_interrupt();
 };

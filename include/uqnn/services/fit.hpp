@@ -73,6 +73,7 @@ struct FitConfig {
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
   std::string idata_extras = "auto";  ///< posterior.nc's data groups: auto | always | never
+  double max_memory_gb = 0.0;         ///< stop before a fit whose estimate is above this; 0 = 80% of physical memory
   /// Where messages and progress go instead of stderr (the Python module's logging and tqdm).
   std::shared_ptr<Reporter> reporter;
   /// Part k of n of the run's chains / members (Part::parse; "1/1" = all); `uqnn merge` joins parts.
@@ -155,6 +156,7 @@ struct FitReport {
   std::string summary_text;  ///< MCMC convergence table (empty for other methods)
   std::vector<std::filesystem::path> files;
   std::vector<std::string> notes;  ///< what the user may want to know about the files (e.g. a group left out)
+  bool not_finite = false;  ///< draws or predictions hold NaN or infinity (metrics.json warns; the CLI exits 3)
 };
 
 /// Runs the fit; `method`, when given, replaces the registered method's runner (uqnn merge reads the

@@ -15,6 +15,7 @@
 #include "uqnn/core/log_density.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/memory.hpp"
 #include "uqnn/services/options.hpp"
 
 namespace uqnn {
@@ -39,6 +40,9 @@ struct MethodSpec {
   /// one chain sampler per chain from the method's settings. Such a method also samples any
   /// LogDensity, e.g. a Python callable (services/sample.hpp).
   std::function<SamplerFactory(std::shared_ptr<const LogDensity>, const nlohmann::json& settings)> sampler = nullptr;
+  /// The method's own large structures at K = `num_params` (services/memory.hpp), beyond what
+  /// every fit holds (data, draws kept, working vectors): a dense covariance, SWAG's columns.
+  std::function<std::vector<MemoryItem>(const FitConfig&, Index num_params)> memory = nullptr;
 };
 
 /// Adds a method to the registry (call it from a namespace-scope initialiser of the method's own

@@ -1,6 +1,9 @@
 // The command-line interface end to end: the demo, fit -> predict on a CSV, diagnose, and bad input.
 #include <fmt/format.h>
 
+#include <array>
+#include <tuple>
+
 #include "unit/cli/cli_fixture.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
@@ -145,6 +148,52 @@ TEST_F(Cli, BadInputGetsALocatedMessageAndExitCodeTwo) {
   r = run("predict --model " + dir_.string() + " --data " + (dir_ / "ok.csv").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("model.json"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, AFitTooLargeForTheMachineStopsBeforeItStartsWithExitTwo) {
+  write("ok.csv", "x,y\n1,2\n2,3\n3,5\n");
+  const CliRun r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 100000,100000 --out " + (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("error: the fit would need about"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("raise --max-memory-gb"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "model.json"));
+}
+
+TEST_F(Cli, ARunThatDivergesToNaNWritesItsFilesButExitsThree) {
+  // SGLD with a step size of 1e300 leaves finite numbers at once.
+  const CliRun r = run("demo --quiet --figure none --method sgld --step-size 1e300 --draws 20 --warmup 0 --out " + (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("hold NaN or infinity: the run diverged"), std::string::npos) << r.output;
+  const auto metrics = json(dir_ / "o" / "metrics.json");
+  ASSERT_FALSE(metrics.at("warnings").empty());
+  EXPECT_EQ(metrics.at("warnings").at(0).at("code"), "not_finite");
+  // A run that stays finite exits 0 with no such warning.
+  const CliRun ok = run("demo --quiet --figure none --method sgld --draws 20 --warmup 0 --out " + (dir_ / "ok").string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_EQ(ok.output.find("NaN or infinity"), std::string::npos) << ok.output;
+}
+
+// A batch scheduler's SIGTERM (and SIGHUP, Ctrl-C) stops the chains at their next iteration: the
+// draws made so far are written, and the exit code is 128 + the signal, as if it had killed us.
+TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
+  for (const auto& [signal_name, code, threads] : {std::tuple{"TERM", 143, 2}, {"HUP", 129, 2}, {"TERM", 143, 1}}) {
+    const fs::path out = dir_ / (std::string(signal_name) + std::to_string(threads));
+    const std::string fit = std::string(UQNN_CLI_PATH) + " demo --quiet --figure none --method nuts --chain-init random --chains 2 --threads " +
+                            std::to_string(threads) + " --warmup 20 --draws 100000 --out " + out.string();
+    const std::string script = fit + " & pid=$!; sleep 3; kill -" + signal_name + " $pid; wait $pid; echo exit=$?";
+    FILE* pipe = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
+    std::string output;
+    std::array<char, 4096> buffer{};
+    while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+    pclose(pipe);
+    EXPECT_NE(output.find("exit=" + std::to_string(code)), std::string::npos) << signal_name << " threads " << threads << "\n" << output;
+    ASSERT_TRUE(fs::exists(out / "metrics.json")) << output;
+    const auto metrics = json(out / "metrics.json");
+    EXPECT_TRUE(metrics.at("info").at("interrupted").get<bool>());
+    EXPECT_GT(metrics.at("num_draws").get<long>(), 0);
+    EXPECT_TRUE(fs::exists(out / "draws.csv"));
+  }
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {

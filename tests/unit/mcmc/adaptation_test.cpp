@@ -163,13 +163,13 @@ TEST(McmcStepSize, StanHeuristicBracketsAcceptance) {
 
 /// Runs one chain with `config` and returns the mean accept_prob after warmup.
 double mean_accept_after_warmup(const SamplerConfig& config, std::shared_ptr<const LogDensity> density,
-                                const Vec& start, long num_warmup, long num_draws) {
+                                const Vec& start, long num_warmup, long num_draws, std::uint64_t seed = 21) {
   RunConfig rc;
   rc.num_chains = 4;
   rc.num_threads = 2;
   rc.num_warmup = num_warmup;
   rc.num_draws = num_draws;
-  rc.seed = 21;
+  rc.seed = seed;
   const RunResult r = run_chains(rc, make_sampler_factory(std::move(density), config), start);
   return r.statistic([](const DrawStats& s) { return s.accept_prob; }).mean();
 }
@@ -178,14 +178,20 @@ TEST(McmcWarmup, NutsAndMalaReachTheirTargetAcceptance) {
   const auto target = gaussian_100d();
   // Dual averaging restarts after the last metric window, and x_bar lags its iterates, so with
   // Stan's 50-iteration terminal buffer the final acceptance lands a little above the target
-  // (0.86 for 0.8 here; Stan behaves the same). A longer terminal buffer converges to the target.
+  // (0.86 for 0.8 here; Stan behaves the same). A longer terminal buffer converges to the target,
+  // still with a small upward bias at low targets (x_bar averages log step sizes: Jensen). Measured
+  // over seeds 21-28 (gcc 12): 0.721 +- 0.006 for 0.7, 0.814 +- 0.005 for 0.8, 0.901 +- 0.003 for
+  // 0.9 (mean +- sd of one seed's 4 chains). One seed alone can sit 2 sd out, and compilers'
+  // rounding differs: the mean of 4 seeds is tested, within [target - 0.01, target + 0.03].
   for (double accept : {0.7, 0.8, 0.9}) {
     NutsConfig nuts;
     nuts.warmup.dual_averaging.target_accept = accept;
     nuts.warmup.windows.term_buffer = 600;
-    const double got = mean_accept_after_warmup(nuts, target, target->mean(), 1600, 1000);
-    std::printf("  NUTS target %.2f (term buffer 600): mean accept_prob %.3f\n", accept, got);
-    EXPECT_NEAR(got, accept, 0.025);
+    double got = 0.0;
+    for (std::uint64_t seed : {21, 22, 23, 24}) got += mean_accept_after_warmup(nuts, target, target->mean(), 1600, 1000, seed) / 4;
+    std::printf("  NUTS target %.2f (term buffer 600): mean accept_prob %.3f over 4 seeds\n", accept, got);
+    EXPECT_GT(got, accept - 0.01);
+    EXPECT_LT(got, accept + 0.03);
   }
   {
     const double got = mean_accept_after_warmup(NutsConfig{}, target, target->mean(), 1000, 1000);
