@@ -24,6 +24,7 @@ Command add_compare(CLI::App& app) {
     const CompareReport report = run_compare(cfg);
     std::cout << "uqnn compare:\n";
     for (const auto& [method, row] : report.table.items()) {
+      if (row.contains("error")) continue;
       std::cout << "  " << method << ": " << row.at("num_draws") << " draws, " << row.at("seconds") << " s";
       if (row.contains("splits") && row.at("splits").contains("train")) {
         const auto& t = row.at("splits").at("train");
@@ -34,7 +35,10 @@ Command add_compare(CLI::App& app) {
     std::cout << "  wrote:";
     for (const auto& f : report.files) std::cout << ' ' << f.string();
     std::cout << '\n';
-    return 0;
+    // Last, so they are what a user sees; exit 3: the comparison is written, but not whole.
+    for (const auto& method : report.failed)
+      std::cerr << "error: " << method << " failed (the others are compared): " << report.table.at(method).at("error").get<std::string>() << '\n';
+    return report.failed.empty() ? 0 : 3;
   };
 }
 

@@ -19,7 +19,7 @@ int print_fit_report(const FitConfig& cfg, const FitReport& report) {
   if (m.contains("splits"))
     for (const auto& [split, s] : m.at("splits").items()) {
       std::cout << fmt::format("  {:<10} n={:<6}", split, s.at("n").get<Index>());
-      for (const char* key : {"rmse", "nll", "lppd", "coverage_95"})
+      for (const char* key : {"rmse", "accuracy", "nll", "lppd", "coverage_95", "brier", "ece"})
         if (s.contains(key)) std::cout << fmt::format(" {}={:.4g}", key, s.at(key).get<double>());
       std::cout << '\n';
     }
@@ -29,6 +29,7 @@ int print_fit_report(const FitConfig& cfg, const FitReport& report) {
   std::cout << '\n';
   for (const auto& note : report.notes) std::cout << "  note: " << note << '\n';
   // Last, so they are what a user sees: reasons not to trust the result (metrics.json "warnings").
+  for (const auto& w : report.figure_warnings) std::cerr << "warning: " << w << '\n';
   if (m.contains("warnings"))
     for (const auto& w : m.at("warnings")) std::cerr << "warning: " << w.at("message").get<std::string>() << '\n';
   // Stopped by a signal after writing what was drawn: 128 + the signal, as if it had killed us.

@@ -16,6 +16,7 @@
 // Writes OUT/fig1_extrapolation.png (2 x 2 panels: mean, +-1 and +-2 sd of f, truth, data),
 // OUT/results.md (mean widths of the +-2 sd band per region and CPU seconds per iteration) and
 // OUT/predictive.csv.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -51,14 +52,23 @@ struct Outcome {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::filesystem::path out = argc > 1 ? argv[1] : "fsgmcmc-1d";
-  const std::uint64_t seed = argc > 2 ? std::stoull(argv[2]) : 1;
-  const int chains = argc > 3 ? std::stoi(argv[3]) : 1;
-  const double step_size = argc > 4 ? std::stod(argv[4]) : 1e-3 / 20.0;
-  const double hmc_step_size = argc > 7 ? std::stod(argv[7]) : 1e-3;
-  const std::string weight_prior = argc > 8 ? argv[8] : "fanin";  // fanin | iso (N(0, 1) on every weight)
-  const bool prior_noise = argc > 5 ? std::stoi(argv[5]) != 0 : true;
-  const double friction = argc > 6 ? std::stod(argv[6]) : 10.0;
+  std::filesystem::path out = "fsgmcmc-1d";
+  std::uint64_t seed = 1;
+  int chains = 1;
+  double step_size = 1e-3 / 20.0, hmc_step_size = 1e-3, friction = 10.0;
+  std::string weight_prior = "fanin";
+  int prior_noise = 1;
+  // Positional, in this order (as earlier versions took them), each optional.
+  CLI::App app("fsgmcmc_1d: seed 002's 1-D regression (Fig. 1), SGLD/SGHMC against their functional versions");
+  app.add_option("out", out, "output directory")->capture_default_str();
+  app.add_option("seed", seed, "random seed")->capture_default_str();
+  app.add_option("chains", chains, "chains per method")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("step_size", step_size, "SGLD step size")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("prior_noise", prior_noise, "1: the GP prior's measurement noise on, 0: off")->check(CLI::Range(0, 1))->capture_default_str();
+  app.add_option("friction", friction, "SGHMC friction")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("hmc_step_size", hmc_step_size, "SGHMC step size")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("weight_prior", weight_prior, "fanin | iso (N(0, 1) on every weight)")->check(CLI::IsMember({"fanin", "iso"}))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::filesystem::create_directories(out);
 
   // Data.

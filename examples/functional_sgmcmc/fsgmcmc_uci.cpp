@@ -26,6 +26,7 @@
 // INIT map (default): every chain starts from its own MAP fit (Adam, lr 1e-2, 1000 full-batch
 // epochs; protein 20 epochs of batches of 500); random: from the network's initialisation
 // (the paper's Alg. 1 starts from w0 ~ N(0, I)).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -88,16 +89,26 @@ const std::map<std::string, std::map<std::string, std::pair<std::string, std::st
 }  // namespace
 
 int main(int argc, char** argv) {
-  const fs::path out = argc > 1 ? argv[1] : "fsgmcmc-uci";
-  const auto datasets = split_list(argc > 2 ? argv[2] : "yacht,energy,concrete,protein");
-  const int splits = argc > 3 ? std::stoi(argv[3]) : 10;
-  const int protein_splits = argc > 4 ? std::stoi(argv[4]) : 5;
-  const Index batch = argc > 5 ? std::stol(argv[5]) : 0;
-  const Index measure = argc > 6 ? std::stol(argv[6]) : 200;
-  const std::string init = argc > 7 ? argv[7] : "map";
-  const auto methods = split_list(argc > 8 ? argv[8] : "sgld,fsgld,sghmc,fsghmc");
-  const double hamiltonian_step = argc > 9 ? std::stod(argv[9]) : 1e-3;
-  const double friction = argc > 10 ? std::stod(argv[10]) : 10.0;
+  fs::path out = "fsgmcmc-uci";
+  std::string dataset_list = "yacht,energy,concrete,protein", method_list = "sgld,fsgld,sghmc,fsghmc", init = "map";
+  int splits = 10, protein_splits = 5;
+  Index batch = 0, measure = 200;
+  double hamiltonian_step = 1e-3, friction = 10.0;
+  // Positional, in this order (as earlier versions took them), each optional.
+  CLI::App app("fsgmcmc_uci: seed 002's UCI regression table, SG-MCMC against functional SG-MCMC");
+  app.add_option("out", out, "output directory")->capture_default_str();
+  app.add_option("datasets", dataset_list, "comma-separated UCI data sets")->capture_default_str();
+  app.add_option("splits", splits, "splits per data set")->check(CLI::Range(1, 20))->capture_default_str();
+  app.add_option("protein_splits", protein_splits, "splits for protein")->check(CLI::Range(1, 20))->capture_default_str();
+  app.add_option("batch", batch, "minibatch size (0 = full batch)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("measure", measure, "measurement points of the functional prior")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("init", init, "chain starts: map | random")->capture_default_str();
+  app.add_option("methods", method_list, "comma-separated methods")->capture_default_str();
+  app.add_option("hamiltonian_step", hamiltonian_step, "SGHMC step size")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("friction", friction, "SGHMC friction")->check(CLI::PositiveNumber)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const auto datasets = split_list(dataset_list);
+  const auto methods = split_list(method_list);
   const fs::path uci = fs::path(UQNN_SHARED_DIR) / "data" / "uci";
   if (!fs::exists(uci)) {
     std::cerr << "skipped: " << uci.string() << " not found\n";

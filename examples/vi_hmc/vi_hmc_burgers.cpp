@@ -6,7 +6,10 @@
 //                       [--batch FUNCTIONS POINTS] [--map-lr LR] [--prior-sd SD]
 //                       [--reuse-training] [--no-full-hmc] [--stop-after-training]
 // Default: ~32 min wall / ~17 min CPU on 2 loaded cores (README, "Burgers DeepONet").
+#include <CLI/CLI.hpp>
+
 #include <iostream>
+#include <vector>
 
 #include "burgers_deeponet.hpp"
 
@@ -16,54 +19,43 @@ using namespace uqnn::examples;
 int main(int argc, char** argv) {
   std::filesystem::path out = "vi-hmc-burgers";
   BurgersConfig cfg;
+  bool quick = false, no_full_hmc = false;
+  long functions = 0, map_epochs = 0, vi_epochs = 0;
+  std::vector<long> batch;
+  double map_lr = 0, prior_sd = 0;
+  CLI::App app("vi_hmc_burgers: seed 000's Bayesian DeepONet for Burgers' equation (VI, VI-HMC, full-space HMC)");
+  app.add_option("out", out, "output directory")->capture_default_str();
+  app.add_flag("--quick", quick, "a short run: 200 functions, 500 MAP and 100 VI epochs (options below still apply)");
+  app.add_option("--functions", functions, "training and test functions each")->check(CLI::PositiveNumber);
+  app.add_option("--map-epochs", map_epochs, "MAP epochs")->check(CLI::PositiveNumber);
+  app.add_option("--vi-epochs", vi_epochs, "VI epochs")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "minibatch: FUNCTIONS POINTS")->expected(2)->check(CLI::PositiveNumber);
+  app.add_option("--map-lr", map_lr, "MAP learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--prior-sd", prior_sd, "prior sd of every weight")->check(CLI::PositiveNumber);
+  app.add_flag("--stop-after-training", cfg.stop_after_training, "stop after MAP and VI (and cache them)");
+  app.add_flag("--reuse-training", cfg.reuse_training, "read MAP and VI from OUT/trained_network.bin");
+  app.add_flag("--no-full-hmc", no_full_hmc, "skip the full-space HMC comparison");
+  CLI11_PARSE(app, argc, argv);
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const auto value = [&]() -> long {
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        const long v = std::stol(argv[++i]);
-        if (v < 1) throw std::invalid_argument(a + " must be >= 1");
-        return v;
-      };
-      const auto positive = [&]() -> double {
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        const double v = std::stod(argv[++i]);
-        if (!(v > 0)) throw std::invalid_argument(a + " must be > 0");
-        return v;
-      };
-      if (a == "--quick") {
-        cfg.num_train = 200;
-        cfg.num_test = 200;
-        cfg.map_epochs = 500;
-        cfg.vi_epochs = 100;
-        cfg.sensitivity_pairs = 128;
-        cfg.fixed_step_draws = 3;
-        cfg.find_step_iterations = 20;
-      } else if (a == "--functions") {
-        cfg.num_train = cfg.num_test = value();
-      } else if (a == "--map-epochs") {
-        cfg.map_epochs = value();
-      } else if (a == "--vi-epochs") {
-        cfg.vi_epochs = value();
-      } else if (a == "--batch") {
-        cfg.batch_functions = value();
-        cfg.batch_points = value();
-      } else if (a == "--map-lr") {
-        cfg.map_lr = positive();
-      } else if (a == "--prior-sd") {
-        cfg.prior_sd = positive();
-      } else if (a == "--stop-after-training") {
-        cfg.stop_after_training = true;
-      } else if (a == "--reuse-training") {
-        cfg.reuse_training = true;
-      } else if (a == "--no-full-hmc") {
-        cfg.full_space_hmc = false;
-      } else if (!a.empty() && a[0] == '-') {
-        throw std::invalid_argument("unknown option " + a);
-      } else {
-        out = a;
-      }
+    if (quick) {
+      cfg.num_train = 200;
+      cfg.num_test = 200;
+      cfg.map_epochs = 500;
+      cfg.vi_epochs = 100;
+      cfg.sensitivity_pairs = 128;
+      cfg.fixed_step_draws = 3;
+      cfg.find_step_iterations = 20;
     }
+    if (functions > 0) cfg.num_train = cfg.num_test = functions;
+    if (map_epochs > 0) cfg.map_epochs = map_epochs;
+    if (vi_epochs > 0) cfg.vi_epochs = vi_epochs;
+    if (batch.size() == 2) {
+      cfg.batch_functions = batch[0];
+      cfg.batch_points = batch[1];
+    }
+    if (map_lr > 0) cfg.map_lr = map_lr;
+    if (prior_sd > 0) cfg.prior_sd = prior_sd;
+    if (no_full_hmc) cfg.full_space_hmc = false;
     cfg.training_cache = out / "trained_network.bin";
     const auto t0 = std::chrono::steady_clock::now();
     const BurgersReport r = run_burgers_reproduction(cfg, out, [](const std::string& m) { std::cerr << m << std::endl; });

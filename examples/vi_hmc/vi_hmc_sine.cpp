@@ -4,6 +4,7 @@
 // Writes into OUT (default vi-hmc-sine/): caseI/ and caseII/ sensitivity reports and figures,
 // caseI/parameters.png (Fig. 4's joint of phi2 and a), caseII/bands.png (Fig. 7), results.md.
 // Usage: vi_hmc_sine [OUT] [--quick]   (--quick: short chains, for a smoke run)
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -268,11 +269,10 @@ std::string case_two(const std::filesystem::path& out, bool quick) {
 int main(int argc, char** argv) {
   std::filesystem::path out = "vi-hmc-sine";
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else out = a;
-  }
+  CLI::App app("vi_hmc_sine: seed 000's sine cases I and II (section 4.1), VI, HMC and VI-HMC");
+  app.add_option("out", out, "output directory")->capture_default_str();
+  app.add_flag("--quick", quick, "a short run (minutes) instead of the paper's settings");
+  CLI11_PARSE(app, argc, argv);
   try {
     std::string text = "## VI-HMC sine cases (seed 000 section 4.1)" + std::string(quick ? " -- QUICK RUN" : "") + "\n\n";
     text += case_one(out / "caseI", quick) + "\n";

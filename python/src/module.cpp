@@ -17,6 +17,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
+#include "uqnn/predictive/predictive.hpp"
 #include "uqnn/run/observer.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -366,6 +367,28 @@ PYBIND11_MODULE(_core, m) {
         return rows;
       },
       py::arg("draws"), py::arg("names"), py::arg("hdi_prob") = 0.94);
+
+  m.def(
+      "classification_metrics",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& probabilities,
+         const py::array_t<double, py::array::c_style | py::array::forcecast>& targets, bool categorical) {
+        // probabilities: (rows, classes or outputs); targets: (rows, 1 or outputs). Columns are rows in C++.
+        if (probabilities.ndim() != 2 || targets.ndim() != 2 || probabilities.shape(0) != targets.shape(0))
+          throw InputError("probabilities and targets must be (rows, columns) with the same rows");
+        const auto to_mat = [](const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
+          return Mat(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(a.data(), a.shape(0), a.shape(1)).transpose());
+        };
+        const ClassificationMetrics m = classification_metrics(to_mat(probabilities), to_mat(targets), categorical);
+        py::dict d;
+        d["n"] = m.n;
+        d["accuracy"] = m.accuracy;
+        d["nll"] = m.nll;
+        d["lppd"] = -m.nll;
+        d["brier"] = m.brier;
+        d["ece"] = m.ece;
+        return d;
+      },
+      "accuracy, NLL, LPPD, Brier score and ECE (15 bins) of predictive class probabilities");
 
   m.def("read_sample_stats", [](const std::filesystem::path& path) {
     // The sample_stats group of a run's posterior.nc (uqnn's own reader: no netCDF Python package needed).

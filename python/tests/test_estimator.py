@@ -167,3 +167,23 @@ def test_inference_data_groups(nuts_fit, sine):
     # elpd_loo is a sum over points; it is close to n * LPPD for a well-specified fit
     X, y = sine
     assert abs(loo.elpd_loo - 60 * nuts_fit.metrics(X, y)["lppd"]) < 10
+
+
+@pytest.mark.parametrize("method", ["map", "ens", "nuts"])
+def test_classification_metrics_agree_with_the_cli_metrics(method):
+    # Two noisy, overlapping classes: accuracy well above a coin, below 1; the metrics of BNN.metrics
+    # on the training data are those of the fit's metrics.json.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.7 * rng.normal(size=200) > 0).astype(float)
+    options = dict(SHORT) if method == "nuts" else dict(ens_members=3) if method == "ens" else {}
+    est = uqnn.BNN(hidden=(6,), activation="tanh", likelihood="bernoulli", method=method, epochs=200, progress=False,
+                   **options).fit(X, y)
+    m = est.metrics(X, y)
+    train = est.metrics_["splits"]["train"]
+    for key in ("accuracy", "nll", "lppd", "brier", "ece"):
+        assert m[key] == pytest.approx(train[key], rel=1e-12), key
+    assert 0.75 < m["accuracy"] < 1.0
+    assert m["nll"] < np.log(2)
+    p = est.predict(X)
+    assert p.shape == (200,) and np.all((p >= 0) & (p <= 1))

@@ -199,9 +199,14 @@ class BNN:
         return s[:, :, 0] if s.shape[2] == 1 else s
 
     def metrics(self, X, y) -> dict:
-        """RMSE, NLL, LPPD (seed 003, eq. 7) and 50/90/95% coverage on (X, y), in y's units."""
+        """Regression: RMSE, NLL, LPPD (seed 003, eq. 7) and 50/90/95% coverage on (X, y), in y's
+        units. Classification: accuracy, NLL (= -LPPD), Brier score and ECE (15 bins), as
+        metrics.json of the CLI."""
         f = self._require_fit()
         t, _ = _as_table(y, "y")
+        if self.likelihood in ("bernoulli", "categorical"):
+            p = f.predict(self._x(X), [], self.seed)
+            return _core.classification_metrics(p["mean"], t, self.likelihood == "categorical")
         ll = f.pointwise_log_likelihood(self._x(X), t)
         p = f.predict(self._x(X), [0.5, 0.9, 0.95], self.seed)
         err = p["mean"] - t

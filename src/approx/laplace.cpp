@@ -156,11 +156,11 @@ Vec curvature_diagonal(const Posterior& post, const Vec& theta, CurvatureBackend
   return d;
 }
 
-Vec refine_map_newton(const Posterior& post, Vec theta, Index steps) {
+Vec refine_map_newton(const Posterior& post, Vec theta, Index steps, double max_memory_bytes) {
   Vec grad;
   double value = post.log_density_and_grad(theta, grad);
   for (Index s = 0; s < steps; ++s) {
-    const Mat H = curvature_matrix(post, theta, CurvatureBackend::Exact);
+    const Mat H = curvature_matrix(post, theta, CurvatureBackend::Exact, max_memory_bytes);
     Eigen::LLT<Mat> llt(H);
     if (llt.info() != Eigen::Success) break;  // not in a convex region: keep the optimiser's answer
     const Vec direction = llt.solve(grad);

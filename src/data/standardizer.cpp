@@ -12,23 +12,33 @@ namespace {
 constexpr const char* kFormat = "uqnn.standardizer";
 constexpr int kVersion = 1;
 
-/// Per-row (= per-column of the file) mean and population sd of an [dim, n] matrix.
+/// Per-row (= per-column of the file) mean and population sd of an [dim, n] matrix. A constant
+/// row gets scale 1 (it standardises to 0, carrying no information, as scikit-learn's
+/// StandardScaler does) when `constant_ok`, and its name goes into `constant`; otherwise it is an
+/// error. Values whose squares overflow are always an error.
 void fit_rows(const Mat& x, const std::vector<std::string>& names, const std::string& role, const std::string& source,
-              Vec& mean, Vec& scale) {
+              Vec& mean, Vec& scale, bool constant_ok, std::vector<std::string>* constant) {
   const Index n = x.cols();
   mean = x.rowwise().mean();
   scale.resize(x.rows());
   for (Index r = 0; r < x.rows(); ++r) {
     const double sum_sq = (x.row(r).array() - mean[r]).square().sum();
     scale[r] = std::sqrt(sum_sq / static_cast<double>(n));  // population sd (ddof = 0), as np.std
+    const std::string name = static_cast<std::size_t>(r) < names.size() ? names[static_cast<std::size_t>(r)]
+                                                                        : "#" + std::to_string(r);
+    if (!std::isfinite(mean[r]) || !std::isfinite(scale[r]))
+      throw InputError(source + ": " + role + " column '" + name + "' has values too large to standardise (up to " +
+                       format_double(x.row(r).cwiseAbs().maxCoeff()) + "): rescale the column or pass --no-standardize");
     // Exact constancy (max == min) rather than a threshold on sd: the mean of identical values can
     // differ from them in the last bit, which would give a tiny non-zero sd.
-    if (x.row(r).maxCoeff() == x.row(r).minCoeff() || !(scale[r] > 0.0) || !std::isfinite(scale[r])) {
-      const std::string name = static_cast<std::size_t>(r) < names.size() ? names[static_cast<std::size_t>(r)]
-                                                                          : "#" + std::to_string(r);
-      throw InputError(source + ": " + role + " column '" + name + "' is constant in the training data (every value is " +
-                       format_double(x(r, 0)) + "), so it cannot be standardised; drop the column or pass " +
-                       "--no-standardize");
+    if (x.row(r).maxCoeff() == x.row(r).minCoeff() || !(scale[r] > 0.0)) {
+      if (!constant_ok)
+        throw InputError(source + ": " + role + " column '" + name + "' is constant in the training data (every value is " +
+                         format_double(x(r, 0)) + "), so it cannot be standardised; drop the column or pass " +
+                         "--no-standardize");
+      mean[r] = x(r, 0);
+      scale[r] = 1.0;
+      constant->push_back(name);
     }
   }
 }
@@ -96,8 +106,8 @@ Standardizer Standardizer::fit(const Dataset& train) {
   if (train.size() == 0) throw std::invalid_argument("Standardizer::fit: the training data has no rows");
   Standardizer s;
   const std::string source = train.source.empty() ? std::string("training data") : train.source;
-  fit_rows(train.inputs, train.input_names, "input", source, s.input_mean_, s.input_scale_);
-  fit_rows(train.targets, train.target_names, "target", source, s.target_mean_, s.target_scale_);
+  fit_rows(train.inputs, train.input_names, "input", source, s.input_mean_, s.input_scale_, true, &s.constant_inputs_);
+  fit_rows(train.targets, train.target_names, "target", source, s.target_mean_, s.target_scale_, false, nullptr);
   s.input_names_ = train.input_names;
   s.target_names_ = train.target_names;
   s.is_identity_ = false;

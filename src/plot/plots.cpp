@@ -320,4 +320,34 @@ void plot_side_by_side(const std::filesystem::path& path, const std::vector<Pred
   fig.save(path, options.width ? options.width : dw, options.height ? options.height : dh);
 }
 
+void plot_classification(const std::filesystem::path& path, const ClassificationMetrics& metrics, const std::string& title) {
+  require(metrics.n > 0, "classification metrics", "at least one point");
+  std::vector<double> confidence, accuracy;
+  for (const auto& bin : metrics.bins)
+    if (bin.count > 0) {
+      confidence.push_back(bin.confidence);
+      accuracy.push_back(bin.accuracy);
+    }
+  Figure fig(1, 2);
+  fig.title(title);
+  Panel& reliability = fig.panel(0, 0);
+  reliability.title("reliability diagram").x_label("confidence (top-class probability)").y_label("accuracy").square();
+  // A little headroom: well-calibrated bins sit on accuracy 1.
+  reliability.x_range(0, 1).y_range(0, 1.04).key(KeyPosition::BottomRight);
+  reliability.diagonal("perfect calibration");
+  Style marks;
+  marks.colour = kPalette[0];
+  marks.point_size = 1.0;
+  const Eigen::Map<const Vec> x(confidence.data(), static_cast<Index>(confidence.size()));
+  const Eigen::Map<const Vec> y(accuracy.data(), static_cast<Index>(accuracy.size()));
+  reliability.line(x, y, fmt::format("{} bins (ECE {:.3f}, accuracy {:.3f})", metrics.bins.size(), metrics.ece, metrics.accuracy), marks);
+  reliability.points(x, y, "", marks);
+  Panel& entropy = fig.panel(0, 1);
+  entropy.title("predictive entropy").x_label("entropy (nats)").y_label("points");
+  Style bars;
+  bars.colour = kPalette[1];
+  entropy.histogram(metrics.entropy, 30, fmt::format("{} points", metrics.n), bars);
+  fig.save(path, 1100, 520);
+}
+
 }  // namespace uqnn::plot

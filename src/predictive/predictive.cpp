@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/lppd.hpp"
+#include "uqnn/io/csv.hpp"
 
 namespace uqnn {
 
@@ -118,6 +120,78 @@ RegressionMetrics regression_metrics(const PredictiveDraws& draws, const Predict
       inside += (targets.data()[i] >= bounds.first.data()[i] && targets.data()[i] <= bounds.second.data()[i]) ? 1 : 0;
     m.coverage[level] = static_cast<double>(inside) / static_cast<double>(targets.size());
   }
+  return m;
+}
+
+ClassificationMetrics classification_metrics(const Mat& probabilities, const Mat& targets, bool categorical, int num_bins) {
+  require(num_bins >= 1, "number of calibration bins", ">= 1");
+  require(probabilities.cols() == targets.cols(), "classification targets", "one column per predicted row");
+  if (categorical) require(targets.rows() == 1, "categorical targets", "one row of class indices");
+  else require(targets.rows() == probabilities.rows(), "bernoulli targets", "one row per output");
+  // log 0 would make one confidently wrong point an infinite NLL: floor at the smallest normal
+  // double, as a 1e-308 probability is already a certain miss.
+  const auto safe_log = [](double p) { return std::log(std::max(p, std::numeric_limits<double>::min())); };
+  ClassificationMetrics m;
+  m.bins.resize(static_cast<std::size_t>(num_bins));
+  for (int b = 0; b < num_bins; ++b) {
+    m.bins[static_cast<std::size_t>(b)].lower = static_cast<double>(b) / num_bins;
+    m.bins[static_cast<std::size_t>(b)].upper = static_cast<double>(b + 1) / num_bins;
+  }
+  std::vector<double> entropy;
+  double correct = 0.0, nll = 0.0, brier = 0.0;
+  // One point: its top-class confidence, whether it is right, its NLL, Brier and entropy terms.
+  const auto add = [&](double confidence, bool right, double p_label, double brier_term, double point_entropy) {
+    const int b = std::min(num_bins - 1, static_cast<int>(confidence * num_bins));
+    auto& bin = m.bins[static_cast<std::size_t>(std::max(0, b))];
+    bin.confidence += confidence;
+    bin.accuracy += right ? 1.0 : 0.0;
+    ++bin.count;
+    correct += right ? 1.0 : 0.0;
+    nll -= safe_log(p_label);
+    brier += brier_term;
+    entropy.push_back(point_entropy);
+  };
+  const auto xlogx = [](double p) { return p > 0 ? p * std::log(p) : 0.0; };
+  for (Index i = 0; i < probabilities.cols(); ++i) {
+    if (categorical) {
+      const double y = targets(0, i);
+      if (!(y >= 0 && y < static_cast<double>(probabilities.rows()) && y == std::floor(y)))
+        throw InputError("categorical target of row " + std::to_string(i + 1) + " is " + format_double(y) +
+                         ": it must be an integer class in [0, " + std::to_string(probabilities.rows()) + ")");
+      const auto label = static_cast<Index>(y);
+      Index top = 0;
+      const double confidence = probabilities.col(i).maxCoeff(&top);
+      double brier_term = 0.0, h = 0.0;
+      for (Index k = 0; k < probabilities.rows(); ++k) {
+        const double p = probabilities(k, i), indicator = k == label ? 1.0 : 0.0;
+        brier_term += (p - indicator) * (p - indicator);
+        h -= xlogx(p);
+      }
+      add(confidence, top == label, probabilities(label, i), brier_term, h);
+    } else {
+      for (Index o = 0; o < probabilities.rows(); ++o) {
+        const double p = probabilities(o, i), y = targets(o, i);
+        if (y != 0.0 && y != 1.0)
+          throw InputError("bernoulli target of row " + std::to_string(i + 1) + " is " + format_double(y) + ": it must be 0 or 1");
+        const bool predicts_one = p >= 0.5;
+        add(predicts_one ? p : 1.0 - p, predicts_one == (y == 1.0), y == 1.0 ? p : 1.0 - p, (p - y) * (p - y),
+            -xlogx(p) - xlogx(1.0 - p));
+      }
+    }
+  }
+  m.n = static_cast<Index>(entropy.size());
+  require(m.n > 0, "classification metrics", "at least one point");
+  const double n = static_cast<double>(m.n);
+  m.accuracy = correct / n;
+  m.nll = nll / n;
+  m.brier = brier / n;
+  for (auto& bin : m.bins) {
+    if (bin.count == 0) continue;
+    bin.confidence /= static_cast<double>(bin.count);
+    bin.accuracy /= static_cast<double>(bin.count);
+    m.ece += static_cast<double>(bin.count) / n * std::abs(bin.accuracy - bin.confidence);
+  }
+  m.entropy = Eigen::Map<const Vec>(entropy.data(), static_cast<Index>(entropy.size()));
   return m;
 }
 

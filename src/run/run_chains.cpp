@@ -300,6 +300,13 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   for (std::size_t c = 0; c < chains; ++c)
     if (result.in_part(static_cast<int>(c)) && result.draws[c].rows() < kept_per_chain && !result.chain_stopped[c])
       result.interrupted = true;
+  // With fewer threads than chains, chains run in turn: a stop can come before some start. Those
+  // are left out (not of this part), so that what the others drew is kept rather than cut to 0.
+  if (result.interrupted && result.min_draws() == 0)
+    for (std::size_t c = 0; c < chains; ++c)
+      if (result.in_part(static_cast<int>(c)) && result.draws[c].rows() == 0 &&
+          std::any_of(result.draws.begin(), result.draws.end(), [](const Mat& d) { return d.rows() > 0; }))
+        result.chain_in_part[c] = false;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (Observer* o : observers) o->on_end(result);
   return result;

@@ -62,7 +62,10 @@ CompareReport run_compare(const CompareConfig& config) {
     if (config.dataset) cfg.data.dataset = config.dataset;
     return cfg;
   };
-  const FitConfig base = config_for(config.methods.front());
+  // Every method's options are checked before the first fit: a usage error stops at once.
+  std::vector<FitConfig> configs;
+  for (const auto& method : config.methods) configs.push_back(config_for(method));
+  const FitConfig& base = configs.front();
   std::filesystem::create_directories(base.out_dir);
   if (base.data.path.empty() && !base.data.dataset) throw InputError("--data is required: a CSV file with a header row");
   const Dataset data = base.data.dataset ? *base.data.dataset : load_dataset(base.data.path, base.data.targets, base.data.inputs);
@@ -78,10 +81,20 @@ CompareReport run_compare(const CompareConfig& config) {
   std::string md = "| method | draws | seconds |";
   std::vector<std::string> splits;
   std::vector<std::pair<std::string, nlohmann::json>> rows;
-  for (const auto& method : config.methods) {
-    FitConfig cfg = config_for(method);
+  for (std::size_t i = 0; i < config.methods.size(); ++i) {
+    const std::string& method = config.methods[i];
+    FitConfig cfg = configs[i];
     cfg.out_dir = base.out_dir / method;
-    const FitReport fit = run_fit(cfg);
+    FitReport fit;
+    try {
+      fit = run_fit(cfg);
+    } catch (const std::exception& e) {
+      // One method failing (a Laplace too large for memory, a diverged fit) loses neither the
+      // finished fits nor the table and figure of the others.
+      report.table[method] = {{"error", e.what()}};
+      report.failed.push_back(method);
+      continue;
+    }
     for (const auto& f : fit.files) report.files.push_back(f);
     nlohmann::json row{{"seconds", fit.metrics.at("seconds")}, {"num_draws", fit.metrics.at("num_draws")}};
     if (fit.metrics.contains("splits")) row["splits"] = fit.metrics.at("splits");
@@ -90,12 +103,18 @@ CompareReport run_compare(const CompareConfig& config) {
     if (one_d)
       panels.push_back(reload_predictive(cfg.out_dir, grid, data, fmt::format("{} ({} draws)", method, row.at("num_draws").get<Index>()), cfg.seed));
   }
-  // Markdown table: one row per method, RMSE / NLL / LPPD / 95% coverage per split.
+  // Markdown table: one row per method that finished, its metrics per split; then the failures.
   for (const auto& [method, row] : rows)
     if (row.contains("splits"))
       for (const auto& [split, m] : row.at("splits").items())
         if (std::find(splits.begin(), splits.end(), split) == splits.end()) splits.push_back(split);
-  const std::vector<std::string> keys{"rmse", "nll", "lppd", "coverage_95"};
+  // Regression: RMSE / NLL / LPPD / 95% coverage; classification: accuracy / NLL / Brier / ECE.
+  bool classification = false;
+  for (const auto& [method, row] : rows)
+    if (row.contains("splits"))
+      for (const auto& [split, m] : row.at("splits").items()) classification = classification || m.contains("accuracy");
+  const std::vector<std::string> keys = classification ? std::vector<std::string>{"accuracy", "nll", "brier", "ece"}
+                                                       : std::vector<std::string>{"rmse", "nll", "lppd", "coverage_95"};
   for (const auto& s : splits)
     for (const auto& k : keys) md += " " + s + " " + k + " |";
   md += "\n|---|---:|---:|";
@@ -112,6 +131,11 @@ CompareReport run_compare(const CompareConfig& config) {
       }
     md += "\n";
   }
+  for (const auto& method : report.failed)
+    md += fmt::format("\n{} failed: {}\n", method, report.table.at(method).at("error").get<std::string>());
+  if (report.failed.size() == config.methods.size())
+    throw InputError(fmt::format("every method failed; {}: {}", report.failed.front(),
+                                 report.table.at(report.failed.front()).at("error").get<std::string>()));
   const auto dir = base.out_dir;
   atomic_write_text(dir / "compare.md", md);
   atomic_write_text(dir / "compare.json", report.table.dump(2) + "\n");

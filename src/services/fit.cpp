@@ -84,6 +84,10 @@ namespace {
 bool is_classification(const std::string& likelihood) { return likelihood == "bernoulli" || likelihood == "categorical"; }
 
 Split choose_split(const DataConfig& c, Index n) {
+  const bool files = !c.train_indices.empty() || !c.test_indices.empty();
+  if (files && (c.validation_fraction > 0.0 || c.test_fraction > 0.0))
+    throw InputError("--train-indices / --test-indices and --valid-fraction / --test-fraction both choose the split: "
+                     "give split files or fractions, not both");
   if (!c.train_indices.empty()) {
     if (c.test_indices.empty()) {
       Split s;
@@ -91,6 +95,16 @@ Split choose_split(const DataConfig& c, Index n) {
       return s;
     }
     return read_split(c.train_indices, c.test_indices, n);
+  }
+  if (!c.test_indices.empty()) {  // the test rows alone: every other row is for training
+    Split s;
+    s.test = read_index_file(c.test_indices, n);
+    std::vector<bool> is_test(static_cast<std::size_t>(n), false);
+    for (Index r : s.test) is_test[static_cast<std::size_t>(r)] = true;
+    for (Index r = 0; r < n; ++r)
+      if (!is_test[static_cast<std::size_t>(r)]) s.train.push_back(r);
+    if (s.train.empty()) throw InputError(c.test_indices.string() + ": lists every row, which leaves no training rows");
+    return s;
   }
   if (c.validation_fraction == 0.0 && c.test_fraction == 0.0) {
     Split s;
@@ -193,6 +207,7 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   log(fmt::format("uqnn fit: {} rows ({} train, {} validation, {} test), {} inputs, {} model with {} parameters, method {}",
                   data.size(), split.train.size(), split.validation.size(), split.test.size(), data.input_dim(),
                   posterior->model().kind(), posterior->model().num_params(), cfg.method));
+  if (const auto w = constant_inputs_warning(problem.standardizer)) reporter->message(MessageLevel::Warning, w->message);
 
   if (cfg.shards > 1) {
     posterior->distribute_rows(layout.shards);

@@ -30,9 +30,21 @@ struct SplitPrediction {
   IndexVec rows;
   PredictiveSummary summary;  // original units
   RegressionMetrics metrics;
+  std::optional<ClassificationMetrics> classification;  // bernoulli / categorical fits
 };
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) { atomic_write_text(path, j.dump(2) + "\n"); }
+
+/// Draws one figure; a figure that fails (gnuplot missing or failing) is a warning of the report,
+/// never the end of a run whose data files are written.
+void draw_figure(FitReport& report, const std::filesystem::path& path, const std::function<void()>& draw) {
+  try {
+    draw();
+    report.files.push_back(path);
+  } catch (const std::exception& e) {
+    report.figure_warnings.push_back(path.filename().string() + " not written: " + e.what());
+  }
+}
 
 /// Probe inputs for function-space diagnostics: 5 training rows spread over the sorted first input.
 Mat probe_inputs(const Dataset& data, const IndexVec& train) {
@@ -156,10 +168,7 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
     plot::TraceOptions options;
     options.title = o.config.method + ": traces (lp__ and the weights with the worst R-hat)";
     const auto path = dir / ("traces." + o.config.figure_format);
-    if (!quantities.empty()) {
-      plot::plot_traces(path, quantities, options);
-      report.files.push_back(path);
-    }
+    if (!quantities.empty()) draw_figure(report, path, [&] { plot::plot_traces(path, quantities, options); });
   }
   return summary.warnings;
 }
@@ -247,6 +256,19 @@ std::optional<diagnostics::Warning> not_finite_warning(const std::vector<Vec>& d
 
 }  // namespace
 
+std::optional<diagnostics::Warning> constant_inputs_warning(const Standardizer& standardizer) {
+  const auto& names = standardizer.constant_inputs();
+  if (names.empty()) return std::nullopt;
+  const std::size_t shown = std::min<std::size_t>(names.size(), 5);
+  std::string list;
+  for (std::size_t i = 0; i < shown; ++i) list += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > shown) list += fmt::format(" and {} more", names.size() - shown);
+  return diagnostics::Warning{"constant_inputs",
+                              fmt::format("{} input column{} constant in the training rows ({}): kept with scale 1, "
+                                          "they carry no information to the network",
+                                          names.size(), names.size() == 1 ? " is" : "s are", list)};
+}
+
 FitReport write_fit_output(const FitOutput& o) {
   const FitConfig& cfg = o.config;
   const auto& dir = cfg.out_dir;
@@ -271,6 +293,8 @@ FitReport write_fit_output(const FitOutput& o) {
       rescale_summary(p.summary, o.standardizer.target_mean(), o.standardizer.target_scale());
       const double log_scale = o.standardizer.target_scale().array().log().sum();
       p.metrics = regression_metrics(draws, p.summary, part_std.targets, part.targets, log_scale);
+    } else {
+      p.classification = classification_metrics(p.summary.mean, part.targets, lik.kind() == "categorical");
     }
     parts.push_back(std::move(p));
   }
@@ -333,6 +357,7 @@ FitReport write_fit_output(const FitOutput& o) {
     warnings.insert(warnings.begin(), *w);
     report.not_finite = true;
   }
+  if (const auto w = constant_inputs_warning(o.standardizer)) warnings.push_back(*w);
 
   // metrics.json
   nlohmann::json metrics{{"method", cfg.method},
@@ -350,6 +375,12 @@ FitReport write_fit_output(const FitOutput& o) {
       m["nll"] = p.metrics.nll;
       m["lppd"] = p.metrics.lppd;
       for (const auto& [level, c] : p.metrics.coverage) m[fmt::format("coverage_{:.0f}", 100 * level)] = c;
+    } else if (p.classification) {
+      m["accuracy"] = p.classification->accuracy;
+      m["nll"] = p.classification->nll;
+      m["lppd"] = -p.classification->nll;
+      m["brier"] = p.classification->brier;
+      m["ece"] = p.classification->ece;
     }
     metrics["splits"][p.name] = m;
   }
@@ -373,15 +404,20 @@ FitReport write_fit_output(const FitOutput& o) {
       const Mat grid_std = o.standardizer.transform_inputs(grid);
       PredictiveSummary s = summarize_predictive(predict_draws(model, lik, o.result.draws, grid_std), {}, rng);
       rescale_summary(s, o.standardizer.target_mean(), o.standardizer.target_scale());
-      plot::plot_predictive_1d(dir / ("fit" + ext), x_train, y_train, grid.row(0).transpose(), s.mean.row(0).transpose(),
-                               s.sd.row(0).transpose(), std::nullopt, title);
-      report.files.push_back(dir / ("fit" + ext));
+      draw_figure(report, dir / ("fit" + ext), [&] {
+        plot::plot_predictive_1d(dir / ("fit" + ext), x_train, y_train, grid.row(0).transpose(), s.mean.row(0).transpose(),
+                                 s.sd.row(0).transpose(), std::nullopt, title);
+      });
     } else if (regression) {
       const auto& shown = parts.back();  // test if there is one, else the last split present
       const Dataset part = o.data.subset(shown.rows);
-      plot::plot_parity(dir / ("fit" + ext), part.targets.row(0).transpose(), shown.summary.mean.row(0).transpose(),
-                        shown.summary.sd.row(0).transpose(), title + " (" + shown.name + " data)");
-      report.files.push_back(dir / ("fit" + ext));
+      draw_figure(report, dir / ("fit" + ext), [&] {
+        plot::plot_parity(dir / ("fit" + ext), part.targets.row(0).transpose(), shown.summary.mean.row(0).transpose(),
+                          shown.summary.sd.row(0).transpose(), title + " (" + shown.name + " data)");
+      });
+    } else if (const auto& shown = parts.back(); shown.classification) {
+      draw_figure(report, dir / ("fit" + ext),
+                  [&] { plot::plot_classification(dir / ("fit" + ext), *shown.classification, title + " (" + shown.name + " data)"); });
     }
     if (!o.result.history.empty()) {
       plot::HistoryOptions options;
@@ -402,8 +438,7 @@ FitReport write_fit_output(const FitOutput& o) {
           for (double& v : values) v += shift;
         options.y_label += fmt::format(" + {:.4g} (log scale)", shift);
       }
-      plot::plot_history(dir / ("history" + ext), series, options);
-      report.files.push_back(dir / ("history" + ext));
+      draw_figure(report, dir / ("history" + ext), [&] { plot::plot_history(dir / ("history" + ext), series, options); });
     }
   }
   return report;

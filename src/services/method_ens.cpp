@@ -1,4 +1,5 @@
-// `uqnn fit --method ens`: deep ensemble (seed 001, MSE loss, J members, data fraction delta).
+// `uqnn fit --method ens`: deep ensemble (seed 001, MSE loss, J members, data fraction delta; the
+// NLL for likelihoods other than the Gaussian).
 //
 // Predictive sd: the members' spread is seed 001's Var[y] (1/(J-1) sum (M_j - ybar)^2), reported as
 // the epistemic sd. An MSE ensemble has no noise model, so the total sd adds the likelihood's noise:
@@ -9,11 +10,17 @@
 namespace uqnn {
 
 MethodResult run_deep_ensemble(const FitContext& c) {
-  const EnsembleParams p = detail::ensemble_params(c);
+  EnsembleParams p = detail::ensemble_params(c);
+  // Seed 001's MSE fits a Gaussian likelihood; with any other (bernoulli, categorical,
+  // heteroscedastic) each member minimises the NLL, the proper scoring rule of Lakshminarayanan et
+  // al. (2017).
+  const std::string kind = c.posterior->likelihood().kind();
+  if (kind != "gaussian" && kind != "gaussian_learned_sigma") p.loss = "nll";
   const bool split = detail::has_validation_split(c);
   const auto fits = fit_deep_ensemble(*c.posterior, p, c.config.seed, split ? c.validation_inputs : Mat(),
                                       split ? c.validation_targets : Mat());
-  MethodResult r = detail::ensemble_result(fits, "MSE");
+  MethodResult r = detail::ensemble_result(fits, p.loss == "nll" ? "NLL" : "MSE");
+  r.info["loss"] = p.loss;
   r.info["data_fraction"] = p.data_fraction;
   r.info["predictive_sd"] = "sqrt(variance across members + likelihood noise variance)";
   return r;

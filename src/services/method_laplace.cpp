@@ -71,7 +71,7 @@ MethodResult run_laplace(const FitContext& c) {
   const TrainResult trained = train_map(c, c.initial_point(rng), rng);
   Vec theta = trained.best_theta;
   if (o.laplace_newton_steps > 0 && laplace_full_memory_bytes(c.posterior->dim()) <= p.max_memory_bytes)
-    theta = refine_map_newton(*c.posterior, theta, o.laplace_newton_steps);
+    theta = refine_map_newton(*c.posterior, theta, o.laplace_newton_steps, p.max_memory_bytes);
   LaplaceApproximation laplace(c.posterior, theta, p);
   MethodResult r;
   r.info = {{"curvature", to_string(p.backend)}, {"structure", to_string(p.structure)},

@@ -76,6 +76,13 @@ FitReport run_predict(const PredictConfig& cfg) {
     report.metrics["nll"] = m.nll;
     report.metrics["lppd"] = m.lppd;
     for (const auto& [level, c] : m.coverage) report.metrics[fmt::format("coverage_{:.0f}", 100 * level)] = c;
+  } else if (has_targets) {
+    const auto m = classification_metrics(s.mean, targets, fitted.likelihood().kind() == "categorical");
+    report.metrics["accuracy"] = m.accuracy;
+    report.metrics["nll"] = m.nll;
+    report.metrics["lppd"] = -m.nll;
+    report.metrics["brier"] = m.brier;
+    report.metrics["ece"] = m.ece;
   }
   return report;
 }

@@ -55,8 +55,13 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
                                           (standardizer.target_mean().size() ? standardizer.target_mean()[0] : 0.0);
   }
   for (Index i = 0; i < probe_inputs.cols(); ++i) {
-    std::string where;
-    for (Index d = 0; d < probe_inputs.rows(); ++d) where += (d ? "," : "") + fmt::format("{:.3g}", probe_inputs(d, i));
+    // Up to 4 inputs the name is the point; beyond, the probe's number and its first 3 inputs (a
+    // 117-input name would fill the table's first column, and those may agree between probes).
+    constexpr Index kInputsNamed = 4;
+    const Index named = probe_inputs.rows() <= kInputsNamed ? probe_inputs.rows() : kInputsNamed - 1;
+    std::string where = probe_inputs.rows() <= kInputsNamed ? "" : fmt::format("#{}: ", i + 1);
+    for (Index d = 0; d < named; ++d) where += (d ? "," : "") + fmt::format("{:.3g}", probe_inputs(d, i));
+    if (named < probe_inputs.rows()) where += ",...";
     add("f(" + where + ")", f[static_cast<std::size_t>(i)]);
   }
   // Weight space: every coordinate's R-hat, keep the worst k. Coordinates with the same value in

@@ -56,7 +56,7 @@ Vec prior_precision_diagonal(const Posterior& posterior, const Vec& theta);
 /// Up to `steps` Newton steps theta <- theta + H^-1 grad log p with the exact Hessian (each accepted
 /// only if log p increases, halving otherwise). Exact in one step for a linear-Gaussian model; polishes
 /// an Adam MAP so the Laplace centre is a stationary point. Returns the refined theta.
-Vec refine_map_newton(const Posterior& posterior, Vec theta, Index steps);
+Vec refine_map_newton(const Posterior& posterior, Vec theta, Index steps, double max_memory_bytes = 2.0 * 1024 * 1024 * 1024);
 
 /// Result of maximising the Laplace marginal likelihood over a prior-precision factor alpha
 /// (prior precision -> alpha * prior precision) and, for a fixed-sigma Gaussian, the noise sd.

@@ -24,9 +24,10 @@ class Standardizer {
   /// Identity over no columns; use fit() or identity().
   Standardizer() = default;
 
-  /// Fits per-column mean and population sd on `train` (inputs and targets).
-  /// Throws uqnn::InputError naming the column when one is constant (it cannot be standardised),
-  /// suggesting --no-standardize or dropping the column; std::invalid_argument when `train` is empty.
+  /// Fits per-column mean and population sd on `train` (inputs and targets). An input column that
+  /// is constant in `train` is kept with scale 1 (it standardises to 0) and named in
+  /// constant_inputs(). Throws uqnn::InputError naming the column when a target is constant or a
+  /// column's values overflow; std::invalid_argument when `train` is empty.
   static Standardizer fit(const Dataset& train);
   /// The no-op standardiser (mean 0, scale 1) for the given column names.
   static Standardizer identity(std::vector<std::string> input_names, std::vector<std::string> target_names);
@@ -53,6 +54,8 @@ class Standardizer {
   const Vec& target_scale() const { return target_scale_; }
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::vector<std::string>& target_names() const { return target_names_; }
+  /// Input columns that fit() found constant in the training rows (kept with scale 1).
+  const std::vector<std::string>& constant_inputs() const { return constant_inputs_; }
 
   /// {"format": "uqnn.standardizer", "version": 1, "standardize": bool, "inputs": {"names", "mean",
   /// "scale"}, "targets": {...}}. Doubles round-trip exactly.
@@ -68,6 +71,7 @@ class Standardizer {
  private:
   Vec input_mean_, input_scale_, target_mean_, target_scale_;
   std::vector<std::string> input_names_, target_names_;
+  std::vector<std::string> constant_inputs_;  // not serialised: a note of the fit, not a parameter
   bool is_identity_ = true;
 };
 

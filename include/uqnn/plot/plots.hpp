@@ -12,6 +12,7 @@
 
 #include "uqnn/core/types.hpp"
 #include "uqnn/plot/figure.hpp"
+#include "uqnn/predictive/predictive.hpp"
 
 namespace uqnn::plot {
 
@@ -97,5 +98,10 @@ struct SideBySideOptions {
 /// Writes one 1-D predictive panel per method, on the same axes, for comparing methods.
 void plot_side_by_side(const std::filesystem::path& path, const std::vector<Predictive1d>& panels,
                        const SideBySideOptions& options = {});
+
+/// Writes a classification fit's figure: the reliability diagram (accuracy against mean confidence
+/// per bin, bins without points left out; the diagonal of perfect calibration; ECE and accuracy in
+/// the legend) beside the histogram of predictive entropy.
+void plot_classification(const std::filesystem::path& path, const ClassificationMetrics& metrics, const std::string& title);
 
 }  // namespace uqnn::plot

@@ -54,4 +54,30 @@ struct RegressionMetrics {
 RegressionMetrics regression_metrics(const PredictiveDraws& draws, const PredictiveSummary& summary_original,
                                      const Mat& targets_standardised, const Mat& targets_original, double log_scale);
 
+/// Classification metrics of posterior predictive class probabilities (the draws' probabilities
+/// averaged, i.e. PredictiveSummary::mean of a bernoulli or categorical fit).
+struct ClassificationMetrics {
+  double accuracy = 0.0;  ///< share of predictions whose most probable class is the label
+  double nll = 0.0;       ///< -mean log p(label): the predictive's negative log likelihood (= -LPPD)
+  /// Brier score (Brier 1950): mean over points of sum over classes of (p_k - 1[y = k])^2; for a
+  /// bernoulli output the two-class sum halved, (p - y)^2, as scikit-learn's brier_score_loss.
+  double brier = 0.0;
+  /// Expected calibration error (Guo et al. 2017, eq. 3): sum over equal-width bins of the top
+  /// class's probability of (n_b / n) |accuracy_b - confidence_b|.
+  double ece = 0.0;
+  struct Bin {
+    double lower = 0.0, upper = 0.0;  ///< the bin's confidence range
+    double confidence = 0.0;          ///< mean top-class probability of its points
+    double accuracy = 0.0;            ///< share of its points classified right
+    Index count = 0;
+  };
+  std::vector<Bin> bins;        ///< the reliability diagram's bins (empty ones included)
+  Vec entropy;                  ///< predictive entropy of each point (nats)
+  Index n = 0;                  ///< points (bernoulli: outputs x rows, each a binary prediction)
+};
+
+/// `probabilities`: a bernoulli fit's P(y = 1) [t, n] with 0/1 `targets` [t, n], or a categorical
+/// fit's class probabilities [K, n] with integer class `targets` [1, n] (`categorical` true).
+ClassificationMetrics classification_metrics(const Mat& probabilities, const Mat& targets, bool categorical, int num_bins = 15);
+
 }  // namespace uqnn

@@ -16,8 +16,11 @@ struct CompareConfig {
 };
 
 struct CompareReport {
-  nlohmann::json table;  ///< one entry per method: seconds, draws, per-split metrics
+  /// One entry per method: seconds, draws, per-split metrics; or {"error": message} for a method
+  /// whose fit failed (the others are compared all the same).
+  nlohmann::json table;
   std::vector<std::filesystem::path> files;
+  std::vector<std::string> failed;  ///< methods whose fit failed, in order
 };
 
 CompareReport run_compare(const CompareConfig& config);

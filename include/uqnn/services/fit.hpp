@@ -156,6 +156,7 @@ struct FitReport {
   std::string summary_text;  ///< MCMC convergence table (empty for other methods)
   std::vector<std::filesystem::path> files;
   std::vector<std::string> notes;  ///< what the user may want to know about the files (e.g. a group left out)
+  std::vector<std::string> figure_warnings;  ///< figures that could not be drawn (the data files are written)
   bool not_finite = false;  ///< draws or predictions hold NaN or infinity (metrics.json warns; the CLI exits 3)
 };
 

@@ -1,6 +1,9 @@
 #pragma once
 /// @file Writing a finished fit: model.json, draws.csv, predictions.csv, metrics.json and figures.
 /// Shared by every method so that outputs look the same whatever produced the draws.
+#include <optional>
+
+#include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/services/fit.hpp"
 
 namespace uqnn {
@@ -16,6 +19,9 @@ struct FitOutput {
 };
 
 FitReport write_fit_output(const FitOutput& output);
+
+/// The warning for input columns the standardiser found constant (kept with scale 1), if any.
+std::optional<diagnostics::Warning> constant_inputs_warning(const Standardizer& standardizer);
 
 /// Writes draws in long CSV form (chain, draw, then, when `stats` is given (MCMC), the sampler's
 /// columns as CmdStan names them: lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__,

@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <fstream>
+#include <iterator>
+#include <cmath>
 #include <tuple>
 
 #include "unit/cli/cli_fixture.hpp"
@@ -179,9 +182,14 @@ TEST_F(Cli, ARunThatDivergesToNaNWritesItsFilesButExitsThree) {
 TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
   for (const auto& [signal_name, code, threads] : {std::tuple{"TERM", 143, 2}, {"HUP", 129, 2}, {"TERM", 143, 1}}) {
     const fs::path out = dir_ / (std::string(signal_name) + std::to_string(threads));
-    const std::string fit = std::string(UQNN_CLI_PATH) + " demo --quiet --figure none --method nuts --chain-init random --chains 2 --threads " +
-                            std::to_string(threads) + " --warmup 20 --draws 100000 --out " + out.string();
-    const std::string script = fit + " & pid=$!; sleep 3; kill -" + signal_name + " $pid; wait $pid; echo exit=$?";
+    // No warmup, and the signal only after the run has said it starts its chains (a slow sanitizer
+    // build may need more than a few seconds to get there): every stop is in the sampling phase.
+    const fs::path log = dir_ / (std::string(signal_name) + std::to_string(threads) + ".log");
+    const std::string fit = std::string(UQNN_CLI_PATH) + " demo --figure none --method nuts --chain-init random --chains 2 --threads " +
+                            std::to_string(threads) + " --warmup 0 --draws 10000000 --thin 1000 --out " + out.string() + " 2>" + log.string();
+    const std::string script = fit + " & pid=$!; for i in $(seq 600); do grep -q \"init random\" " + log.string() +
+                               " && break; sleep 0.1; done; sleep 1; kill -" + signal_name + " $pid; wait $pid; echo exit=$?; cat " +
+                               log.string();
     FILE* pipe = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
     std::string output;
     std::array<char, 4096> buffer{};
@@ -194,6 +202,73 @@ TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
     EXPECT_GT(metrics.at("num_draws").get<long>(), 0);
     EXPECT_TRUE(fs::exists(out / "draws.csv"));
   }
+}
+
+TEST_F(Cli, TestIndicesAloneLeaveEveryOtherRowForTrainingAndFilesWithFractionsAreAnError) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 30; ++i) csv += fmt::format("{},{}\n", 0.1 * i, std::sin(0.3 * i));
+  write("d.csv", csv);
+  write("test.txt", "0\n5\n29\n");
+  const std::string common = "fit --quiet --figure none --epochs 5 --data " + (dir_ / "d.csv").string() + " --test-indices " +
+                             (dir_ / "test.txt").string();
+  CliRun r = run(common + " --out " + (dir_ / "o").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto splits = json(dir_ / "o" / "metrics.json").at("splits");
+  EXPECT_EQ(splits.at("test").at("n"), 3);
+  EXPECT_EQ(splits.at("train").at("n"), 27) << "the test rows are not trained on";
+  r = run(common + " --test-fraction 0.2 --out " + (dir_ / "o2").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("give split files or fractions, not both"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, AConstantInputColumnIsKeptWithAWarning) {
+  std::string csv = "x,k,y\n";
+  for (int i = 0; i < 30; ++i) csv += fmt::format("{},288,{}\n", 0.1 * i, std::sin(0.3 * i));
+  write("naval.csv", csv);
+  const CliRun r = run("fit --figure none --epochs 5 --data " + (dir_ / "naval.csv").string() + " --out " + (dir_ / "o").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 input column is constant in the training rows ('k'): kept with scale 1"), std::string::npos) << r.output;
+  const auto warnings = json(dir_ / "o" / "metrics.json").at("warnings");
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_EQ(warnings.back().at("code"), "constant_inputs");
+}
+
+TEST_F(Cli, CompareKeepsGoingWhenOneMethodFails) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 30; ++i) csv += fmt::format("{},{}\n", -1 + 0.07 * i, std::sin(3 * (-1 + 0.07 * i)));
+  write("d.csv", csv);
+  // Laplace's curvature cannot fit in a limit of 1 byte: it fails after map and before ens.
+  const CliRun r = run("compare --quiet --epochs 50 --ens-members 2 --laplace-max-memory-gb 1e-9 --methods map,laplace,ens --data " +
+                       (dir_ / "d.csv").string() + " --out " + (dir_ / "c").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("error: laplace failed (the others are compared):"), std::string::npos) << r.output;
+  std::ifstream in(dir_ / "c" / "compare.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| map |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ens |"), std::string::npos) << md;
+  EXPECT_NE(md.find("laplace failed:"), std::string::npos) << md;
+  EXPECT_TRUE(fs::exists(dir_ / "c" / "compare.png"));
+  EXPECT_TRUE(json(dir_ / "c" / "compare.json").at("laplace").contains("error"));
+  // A usage error in any method's options stops before the first fit.
+  const CliRun bad = run("compare --quiet --methods map,ens --ens-members 0 --data " + (dir_ / "d.csv").string() + " --out " +
+                         (dir_ / "bad").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_FALSE(fs::exists(dir_ / "bad" / "map" / "model.json"));
+}
+
+TEST_F(Cli, AFigureThatCannotBeDrawnIsAWarningAfterTheDataFiles) {
+  const std::string command = "UQNN_GNUPLOT=/nonexistent/gnuplot " + std::string(UQNN_CLI_PATH) +
+                              " demo --quiet --method map --epochs 20 --out " + (dir_ / "o").string() + " 2>&1; echo exit=$?";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  pclose(pipe);
+  EXPECT_NE(output.find("exit=0"), std::string::npos) << output;
+  EXPECT_NE(output.find("warning: fit.png not written:"), std::string::npos) << output;
+  EXPECT_NE(output.find("UQNN_GNUPLOT"), std::string::npos) << "the message says how to get figures\n" << output;
+  for (const char* file : {"predictions.csv", "metrics.json", "model.json", "draws.csv"}) EXPECT_TRUE(fs::exists(dir_ / "o" / file)) << file;
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "fit.png"));
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {

@@ -75,15 +75,24 @@ TEST(Standardizer, IdentityChangesNothing) {
   EXPECT_EQ(s.inverse_transform_target_sd(data.targets), data.targets);
 }
 
-TEST(Standardizer, ConstantColumnNamesColumnAndSuggestsRemedy) {
+TEST(Standardizer, AConstantInputIsKeptWithScaleOneAndNamedAConstantTargetIsAnError) {
+  // Naval's gt_compressor_inlet_air_temperature is 288 in every row: the fit must go on.
   const Dataset data = make((Mat(2, 3) << 1, 2, 3, 0.1, 0.1, 0.1).finished(), (Mat(1, 3) << 7, 8, 9).finished());
+  const Standardizer s = Standardizer::fit(data);
+  EXPECT_EQ(s.constant_inputs(), std::vector<std::string>{"x2"});
+  EXPECT_EQ(s.input_scale()[1], 1.0);
+  EXPECT_EQ(s.input_mean()[1], 0.1);
+  const Mat z = s.transform_inputs(data.inputs);
+  EXPECT_TRUE((z.row(1).array() == 0.0).all());
+  EXPECT_NEAR(z.row(0).squaredNorm() / 3.0, 1.0, 1e-12);  // the other column is standardised as before
+  EXPECT_TRUE(Standardizer::fit(make((Mat(1, 3) << 1, 2, 4).finished(), (Mat(1, 3) << 7, 8, 9).finished())).constant_inputs().empty());
+  // Values whose squares overflow are not "constant": the message says what they are.
   try {
-    Standardizer::fit(data);
+    Standardizer::fit(make((Mat(1, 3) << 1e300, -1e300, 5e299).finished(), (Mat(1, 3) << 7, 8, 9).finished()));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "train.csv: input column 'x2' is constant in the training data (every value is 0.1), so it cannot be "
-              "standardised; drop the column or pass --no-standardize");
+    EXPECT_NE(std::string(e.what()).find("input column 'x1' has values too large to standardise (up to 1e+300)"), std::string::npos)
+        << e.what();
   }
   const Dataset constant_target = make((Mat(1, 2) << 1, 2).finished(), (Mat(1, 2) << 5, 5).finished());
   try {

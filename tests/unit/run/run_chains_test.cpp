@@ -142,8 +142,13 @@ TEST(McmcRunChains, InterruptKeepsTheDrawsMadeSoFar) {
   EXPECT_EQ(r.draws[0].rows(), 51);  // iterations 200..250 kept
   EXPECT_EQ(r.stats[0].size(), 51u);
   EXPECT_TRUE(r.draws[0].allFinite());
+  // Chains that never started are left out, so chain 0's draws are kept (not cut to 0).
   EXPECT_EQ(r.draws[1].rows(), 0);
-  EXPECT_EQ(r.min_draws(), 0);
+  EXPECT_TRUE(r.in_part(0));
+  EXPECT_FALSE(r.in_part(1));
+  EXPECT_FALSE(r.in_part(2));
+  EXPECT_EQ(r.min_draws(), 51);
+  EXPECT_EQ(r.pooled().rows(), 51);
   // The handler was restored: a later run is not interrupted.
   const RunResult again = run_chains(small_config(2), factory, target->mean(), {&interrupt});
   EXPECT_FALSE(again.interrupted);
