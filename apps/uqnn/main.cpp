@@ -10,6 +10,7 @@
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/mpi_session.hpp"
+#include "uqnn/core/stop_signal.hpp"
 
 int main(int argc, char** argv) {
   // MPI starts here, in the program, never in the library (one process without mpirun).
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     return uqnn::report_failure(e.what(), 2);
   } catch (const std::exception& e) {
-    return uqnn::report_failure(e.what(), 1);
+    // Stopped by a signal before anything could be written: 128 + it, as if it had killed us.
+    return uqnn::report_failure(e.what(), uqnn::stop_signal() != 0 ? 128 + uqnn::stop_signal() : 1);
   }
   return 0;
 }

@@ -14,6 +14,8 @@ Command add_predict(CLI::App& app) {
   return [cfg]() {
     const FitReport report = run_predict(*cfg);
     std::cout << report.metrics.dump(2) << "\nwrote " << report.files.front().string() << '\n';
+    if (report.metrics.contains("warnings"))
+      for (const auto& w : report.metrics.at("warnings")) std::cerr << "warning: " << w.at("message").get<std::string>() << '\n';
     return 0;
   };
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/stop_signal.hpp"
 
 namespace uqnn {
 
@@ -140,6 +141,10 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     result.elbo.push_back(elbo);
     monitored = -elbo;
     if (on_epoch && !on_epoch(epoch, elbo)) break;
+    if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep q as it stands after this epoch
+      result.interrupted = true;
+      break;
+    }
   }
   result.mu = mu;
   result.rho = rho;

@@ -123,6 +123,13 @@ class CsvScanner {
   bool next_line(std::string& text) {
     while (std::getline(in_, text)) {
       ++line_;
+      // A quoted field may hold line breaks (RFC 4180): the record goes on while its quote is open.
+      bool quote_open = false;
+      std::string more;
+      while (csv_record_end(text, 0, &quote_open) == text.size() && quote_open && std::getline(in_, more)) {
+        ++line_;
+        text += "\n" + more;
+      }
       if (!text.empty() && text.back() == '\r') text.pop_back();
       const std::string_view t = trim(text);
       if (t.empty()) continue;

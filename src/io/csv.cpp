@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -78,6 +79,29 @@ bool split_csv_fields(std::string_view line, std::vector<std::string_view>& fiel
   }
 }
 
+std::size_t csv_record_end(std::string_view text, std::size_t pos, bool* quote_open) {
+  bool in_quotes = false, field_start = true;
+  std::size_t i = pos;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_quotes) {
+      if (c != '"') continue;
+      if (i + 1 < text.size() && text[i + 1] == '"') ++i;  // "" is a literal quote
+      else in_quotes = false;
+    } else if (c == '\n') {
+      break;
+    } else if (c == ',') {
+      field_start = true;
+    } else if (c == '"' && field_start) {
+      in_quotes = true;  // a quote opens a quoted field only at the field's start (after spaces)
+    } else if (!is_space(c)) {
+      field_start = false;
+    }
+  }
+  if (quote_open) *quote_open = in_quotes;
+  return i;
+}
+
 /// Parses a finite double occupying the whole of `text`; returns an explanation when it is not one.
 bool parse_number(std::string_view text, double& value, const char*& problem) {
   std::string_view digits = text;
@@ -143,15 +167,16 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
   table.source = source;
 
   std::size_t pos = 0;
-  Index line_number = 0;
+  Index line_number = 0;       // of the current record's first line (messages name it)
+  Index next_line_number = 1;  // a quoted field with line breaks spans several lines
   auto next_line = [&](std::string_view& line) {
     if (pos >= text.size()) return false;
-    const std::size_t newline = text.find('\n', pos);
-    const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
+    const std::size_t end = csv_record_end(text, pos);
     line = text.substr(pos, end - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    pos = newline == std::string_view::npos ? text.size() : newline + 1;
-    ++line_number;
+    pos = end == text.size() ? text.size() : end + 1;
+    line_number = next_line_number;
+    next_line_number += 1 + static_cast<Index>(std::count(line.begin(), line.end(), '\n'));
     return true;
   };
   auto where = [&]() { return source + ":" + std::to_string(line_number) + ": "; };
@@ -174,6 +199,8 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
   unquoted.reserve(line.size() + 1);  // at most one quoted field per character: views stay valid
   if (!split_csv_fields(line, fields, unquoted, error)) throw InputError(where() + "header: " + error);
   const Index header_line = line_number;
+  if (fields.size() > kCsvMaxColumns)
+    throw InputError(where() + fmt::format("header: {} columns, more than the {} uqnn reads", fields.size(), kCsvMaxColumns));
   std::unordered_map<std::string_view, std::size_t> seen;
   for (std::size_t j = 0; j < fields.size(); ++j) {
     const std::string_view name = fields[j];
@@ -234,7 +261,25 @@ CsvTable read_csv(const std::filesystem::path& path) {
   std::string text;
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec) text.reserve(static_cast<std::size_t>(size));
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // Read in blocks, checking the line length as we go: a file without line breaks (a binary,
+  // /dev/zero, a pipe that never ends its line) stops at kCsvMaxLineBytes instead of filling memory.
+  std::vector<char> block(std::size_t{1} << 20);
+  std::size_t line_start = 0, lines = 1;
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const std::size_t got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    const std::size_t scanned = text.size();
+    text.append(block.data(), got);
+    for (std::size_t i = scanned; i < text.size(); ++i)
+      if (text[i] == '\n') {
+        line_start = i + 1;
+        ++lines;
+      }
+    if (text.size() - line_start > kCsvMaxLineBytes)
+      throw InputError(fmt::format("{}:{}: line longer than {} MiB: is this a CSV file?", source, lines,
+                                   kCsvMaxLineBytes >> 20));
+  }
   if (in.bad()) throw InputError(source + ": read error");
   return parse_csv(text, source);
 }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/stop_signal.hpp"
 
 namespace uqnn {
 
@@ -70,6 +71,10 @@ TrainResult train(const Objective& objective, Vec theta, const TrainParams& para
     result.history.validation_loss.push_back(val);
     result.history.learning_rate.push_back(lr);
     if (on_epoch && !on_epoch(epoch, train_loss, val)) break;
+    if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep what this epoch reached
+      result.interrupted = true;
+      break;
+    }
     if (params.early_stopping_patience > 0 && since_best >= params.early_stopping_patience) {
       result.stopped_early = true;
       break;

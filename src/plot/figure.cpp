@@ -161,14 +161,22 @@ Box data_box(const Panel& p) {
 
 /// The legend position for KeyPosition::Auto: the first inside corner (top right, top left,
 /// bottom right, bottom left) whose legend-sized rectangle no mark touches, else below the plot.
-KeyPosition auto_key(const Panel& p, double plot_w_px, double plot_h_px, double font_px) {
+/// The legend's width and height as fractions of the plot area (0 when it has no entries).
+std::pair<double, double> key_size(const Panel& p, double plot_w_px, double plot_h_px, double font_px) {
   std::size_t entries = 0, longest = 0;
   for (const Series& s : p.series())
     if (!s.label.empty() && s.kind != SeriesKind::Heatmap) {
       ++entries;
       longest = std::max(longest, s.label.size());
     }
-  if (entries == 0) return KeyPosition::None;
+  if (entries == 0) return {0.0, 0.0};
+  return {std::min(1.0, (longest * 0.62 * font_px + 5.0 * font_px) / plot_w_px),
+          std::min(1.0, (entries * 1.35 * font_px + 1.2 * font_px) / plot_h_px)};
+}
+
+KeyPosition auto_key(const Panel& p, double plot_w_px, double plot_h_px, double font_px) {
+  const auto [kw, kh] = key_size(p, plot_w_px, plot_h_px, font_px);
+  if (kh == 0.0) return KeyPosition::None;
   const Box b = data_box(p);
   if (!b.valid()) return KeyPosition::TopRight;
   Frame fr;
@@ -177,8 +185,6 @@ KeyPosition auto_key(const Panel& p, double plot_w_px, double plot_h_px, double 
   fr.box = {fr.tx(b.x0), fr.tx(b.x1), fr.ty(b.y0), fr.ty(b.y1)};
   // gnuplot's autoscale widens the range to the next tics; a small pad keeps the estimate
   // conservative (marks look closer to the corners than they will be).
-  const double kw = std::min(1.0, (longest * 0.62 * font_px + 5.0 * font_px) / plot_w_px);
-  const double kh = std::min(1.0, (entries * 1.35 * font_px + 1.2 * font_px) / plot_h_px);
   const double pad = 0.02;
   struct Corner {
     KeyPosition pos;
@@ -438,10 +444,23 @@ std::string Figure::script(const fs::path& output, int width, int height) const 
         if (!ser.label.empty()) s += "set cblabel " + gnuplot_quote(ser.label) + "\n";
         if (!panel.x_range()) s += fmt::format("set xrange [-0.5:{}]\n", ser.matrix.cols() - 0.5);
         if (!panel.y_range()) s += fmt::format("set yrange [{}:-0.5]\n", ser.matrix.rows() - 0.5);
+        // Whole-cell tics, at most about 8 per axis (gnuplot's own would put 0.5 steps on a narrow matrix).
+        s += fmt::format("set xtics 0,{}\nset ytics 0,{}\n", std::max<Index>(1, (ser.matrix.cols() + 7) / 8),
+                         std::max<Index>(1, (ser.matrix.rows() + 7) / 8));
       }
 
     KeyPosition key = panel.key();
-    if (key == KeyPosition::Auto) key = heat ? KeyPosition::None : auto_key(panel, plot_w, plot_h, font_px);
+    if (key == KeyPosition::Auto) {
+      key = heat ? KeyPosition::None : auto_key(panel, plot_w, plot_h, font_px);
+      // No free corner (a histogram fills the panel): a legend below would touch the x label, so
+      // the y axis grows upwards to leave the top right corner to the legend.
+      const Box b = data_box(panel);
+      if (key == KeyPosition::Below && !panel.y_range() && !panel.log_y() && b.valid() && b.y1 > b.y0) {
+        const double kh = std::min(0.5, key_size(panel, plot_w, plot_h, font_px).second + 0.06);
+        s += fmt::format("set yrange [{:.10g}:{:.10g}]\n", b.y0, b.y1 + (b.y1 - b.y0) * kh / (1 - kh));
+        key = KeyPosition::TopRight;
+      }
+    }
     const std::string key_style = fmt::format(" samplen 2.5 spacing 1.1 font ',{}'", font_size_ - 1);
     switch (key) {
       case KeyPosition::TopLeft: s += "set key inside top left Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
@@ -502,7 +521,11 @@ std::string Figure::script(const fs::path& output, int width, int height) const 
           break;
         }
         case SeriesKind::Heatmap:
-          elements.push_back(name + " matrix with image notitle");
+          // gnuplot's image needs a 2 x 2 grid at least: a single row or column is drawn cell by cell.
+          if (ser.matrix.rows() < 2 || ser.matrix.cols() < 2)
+            elements.push_back(name + " matrix using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle");
+          else
+            elements.push_back(name + " matrix with image notitle");
           break;
         case SeriesKind::Paths:
           elements.push_back(fmt::format("{} using 1:2 with lines lw {} {} {} {}", name, st.line_width,

@@ -152,8 +152,11 @@ void plot_predictive_1d_from_draws(const std::filesystem::path& path, const VecI
   fig.save(path, width, height);
 }
 
-void plot_parity(const std::filesystem::path& path, const VecIn& y_true, const VecIn& y_pred,
-                 const std::optional<Vec>& y_sd, const std::string& title, int width, int height) {
+namespace {
+
+/// Parity marks in `panel`: predictions (with +-1 sd bars) against the truth, the diagonal, the RMSE
+/// in the legend. Returns the range the marks span.
+Range draw_parity(Panel& panel, const VecIn& y_true, const VecIn& y_pred, const std::optional<Vec>& y_sd) {
   same_length(y_true.size(), "y_true", y_pred.size(), "y_pred");
   require(y_true.size() > 0, "y_true", "non-empty");
   if (y_sd) same_length(y_true.size(), "y_true", y_sd->size(), "y_sd");
@@ -171,11 +174,7 @@ void plot_parity(const std::filesystem::path& path, const VecIn& y_true, const V
     }
   }
   const std::string rmse = n > 0 ? fmt::format("RMSE {:.3g}", std::sqrt(sq / n)) : std::string("RMSE n/a");
-
-  const int default_side = 620;
-  Figure fig;
-  Panel& panel = fig.panel();
-  panel.title(title).x_label("true").y_label("predicted").square();
+  panel.x_label("true").y_label("predicted").square();
   panel.diagonal("y = x");
   Style marks;
   marks.colour = kPalette[0];
@@ -183,11 +182,51 @@ void plot_parity(const std::filesystem::path& path, const VecIn& y_true, const V
   marks.point_size = 0.6;
   if (y_sd) panel.error_bars(y_true, y_pred, *y_sd, "prediction ± 1 sd (" + rmse + ")", marks);
   else panel.points(y_true, y_pred, "prediction (" + rmse + ")", marks);
+  return r;
+}
+
+}  // namespace
+
+void plot_parity(const std::filesystem::path& path, const VecIn& y_true, const VecIn& y_pred,
+                 const std::optional<Vec>& y_sd, const std::string& title, int width, int height) {
+  const int default_side = 620;
+  Figure fig;
+  Panel& panel = fig.panel();
+  panel.title(title);
+  const Range r = draw_parity(panel, y_true, y_pred, y_sd);
   if (r.valid()) {
     const auto [lo, hi] = r.padded(0.05, 0.05);
     panel.x_range(lo, hi).y_range(lo, hi);
   }
   fig.save(path, width ? width : default_side, height ? height : default_side);
+}
+
+void plot_parity_grid(const std::filesystem::path& path, const std::vector<ParityPanel>& panels, const std::string& title) {
+  require(!panels.empty(), "panels", "non-empty");
+  const int n = static_cast<int>(panels.size());
+  const int cols = n <= 3 ? n : (n == 4 ? 2 : 3);
+  const int rows = (n + cols - 1) / cols;
+  Figure fig(rows, cols);
+  fig.title(title);
+  Range all;
+  std::vector<Panel*> drawn;
+  for (int i = 0; i < n; ++i) {
+    const ParityPanel& p = panels[static_cast<std::size_t>(i)];
+    Panel& panel = fig.panel(i / cols, i % cols);
+    panel.title(p.title);
+    const Range r = draw_parity(panel, p.y_true, p.y_pred, p.y_sd);
+    if (r.valid()) {
+      all.add(r.lo);
+      all.add(r.hi);
+    }
+    drawn.push_back(&panel);
+  }
+  if (all.valid())
+    for (Panel* panel : drawn) {
+      const auto [lo, hi] = all.padded(0.05, 0.05);
+      panel->x_range(lo, hi).y_range(lo, hi);
+    }
+  fig.save(path, 480 * cols, 480 * rows + 40);
 }
 
 void plot_history(const std::filesystem::path& path, const SeriesList& series, const HistoryOptions& options) {
@@ -219,6 +258,19 @@ void plot_history(const std::filesystem::path& path, const SeriesList& series, c
           hi = std::max(hi, v);
         }
     if (lo <= hi) panel.y_range(lo / 1.25, hi * 1.25);
+  } else {
+    // A linear axis: the first epochs' loss, often orders of magnitude above the rest, would flatten
+    // the curve the user wants to read; the range covers the series after their first 5%.
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& entry : series) {
+      const std::size_t skip = entry.second.size() >= 20 ? entry.second.size() / 20 : 0;
+      for (std::size_t i = 0; i < entry.second.size(); ++i)
+        if (std::isfinite(entry.second[i])) {
+          lo = std::min(lo, entry.second[i]);
+          if (i >= skip) hi = std::max(hi, entry.second[i]);
+        }
+    }
+    if (lo < hi) panel.y_range(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo));
   }
   fig.save(path, options.width, options.height);
 }

@@ -1,7 +1,5 @@
 #include "uqnn/run/observer.hpp"
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -28,46 +26,19 @@ void ProgressObserver::on_end(const RunResult& result) {
 }
 
 // ---------------------------------------------------------------- interrupt
-namespace {
-
-std::atomic<bool> g_interrupt_flag{false};
-std::atomic<int> g_interrupt_signal{0};
-using Handler = void (*)(int);
-// Ctrl-C, and what batch schedulers send before they kill a job (SIGTERM) or a closed terminal
-// (SIGHUP): each stops the chains at their next iteration, and what was drawn is kept.
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
-Handler g_previous_handlers[3] = {SIG_DFL, SIG_DFL, SIG_DFL};
-std::atomic<int> g_installed{0};
-
-extern "C" void uqnn_stop_signal_handler(int signal_number) {
-  if (g_interrupt_flag.load()) std::signal(signal_number, SIG_DFL);  // a second signal: default behaviour next time
-  g_interrupt_signal.store(signal_number);
-  g_interrupt_flag.store(true);
-}
-
-}  // namespace
-
-void InterruptObserver::on_begin(const RunConfig&) {
-  g_interrupt_flag = false;
-  g_interrupt_signal = 0;
-  if (g_installed++ == 0)
-    for (int i = 0; i < 3; ++i) g_previous_handlers[i] = std::signal(kStopSignals[i], uqnn_stop_signal_handler);
-}
+void InterruptObserver::on_begin(const RunConfig&) { scope_ = std::make_unique<StopSignalScope>(); }
 
 ObserverAction InterruptObserver::on_iteration(const IterationEvent&) {
-  return g_interrupt_flag.load(std::memory_order_relaxed) ? ObserverAction::Stop : ObserverAction::Continue;
+  return stop_requested() ? ObserverAction::Stop : ObserverAction::Continue;
 }
 
-void InterruptObserver::on_end(const RunResult&) {
-  if (--g_installed == 0)
-    for (int i = 0; i < 3; ++i) std::signal(kStopSignals[i], g_previous_handlers[i] == SIG_ERR ? SIG_DFL : g_previous_handlers[i]);
-}
+void InterruptObserver::on_end(const RunResult&) { scope_.reset(); }
 
-bool InterruptObserver::interrupted() const { return g_interrupt_flag.load(); }
+bool InterruptObserver::interrupted() const { return stop_requested(); }
 
-int InterruptObserver::stop_signal() { return g_interrupt_signal.load(); }
+int InterruptObserver::stop_signal() { return uqnn::stop_signal(); }
 
-void InterruptObserver::request_interrupt() { g_interrupt_flag = true; }
+void InterruptObserver::request_interrupt() { request_stop(); }
 
 // ---------------------------------------------------------------- writer hook
 ObserverAction DrawWriterObserver::on_iteration(const IterationEvent& event) {

@@ -10,6 +10,7 @@
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/fit_output.hpp"
+#include "uqnn/services/fitted_model.hpp"
 
 namespace uqnn {
 
@@ -24,16 +25,9 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 /// The 1-D predictive of a finished fit on `grid` (original units), reloaded from its files.
 plot::Predictive1d reload_predictive(const std::filesystem::path& dir, const Mat& grid, const Dataset& data,
                                      const std::string& title, std::uint64_t seed) {
-  const nlohmann::json m = read_json(dir / "model.json");
-  const auto model = make_model(m.at("model"));
-  const auto likelihood = make_likelihood(m.at("likelihood"));
-  const Standardizer standardizer = Standardizer::from_json(m.at("standardizer"));
-  ParamLayout layout = model->layout();
-  layout.append(likelihood->extra_layout(), "");
-  const auto draws = read_draws_csv_as_vectors(dir / "draws.csv", layout);
+  const FittedModel fitted = FittedModel::load(dir);
   Rng rng(seed, 0x9ed);
-  PredictiveSummary s = summarize_predictive(predict_draws(*model, *likelihood, draws, standardizer.transform_inputs(grid)), {}, rng);
-  rescale_summary(s, standardizer.target_mean(), standardizer.target_scale());
+  const PredictiveSummary s = fitted.predict(grid, {}, rng);
   plot::Predictive1d p;
   p.title = title;
   p.x_train = data.inputs.row(0).transpose();
@@ -42,6 +36,16 @@ plot::Predictive1d reload_predictive(const std::filesystem::path& dir, const Mat
   p.mean = s.mean.row(0).transpose();
   p.sd = s.sd.row(0).transpose();
   return p;
+}
+
+/// A finished regression fit's predictions against the truth on `rows` of `data` (one target).
+plot::ParityPanel reload_parity(const std::filesystem::path& dir, const Dataset& data, const IndexVec& rows,
+                                const std::string& title, std::uint64_t seed) {
+  const Dataset part = data.subset(rows);
+  const FittedModel fitted = FittedModel::load(dir);
+  Rng rng(seed, 0x9ed);
+  const PredictiveSummary s = fitted.predict(part.inputs, {}, rng);
+  return {title, part.targets.row(0).transpose(), s.mean.row(0).transpose(), Vec(s.sd.row(0).transpose())};
 }
 
 }  // namespace
@@ -78,6 +82,14 @@ CompareReport run_compare(const CompareConfig& config) {
     for (Index i = 0; i < n; ++i) grid(0, i) = lo - pad + (hi - lo + 2 * pad) * static_cast<double>(i) / static_cast<double>(n - 1);
   }
   std::vector<plot::Predictive1d> panels;
+  // More than one input: each method's predictions against the truth on the test rows (else the
+  // training rows), as every fit's own fit.png does.
+  const bool parity = !one_d && data.target_dim() == 1 && base.probability.likelihood != "bernoulli" &&
+                      base.probability.likelihood != "categorical";
+  const Split split = choose_split(base.data, data.size());
+  const IndexVec& parity_rows = split.test.empty() ? split.train : split.test;
+  const std::string parity_split = split.test.empty() ? "training" : "test";
+  std::vector<plot::ParityPanel> parity_panels;
   std::string md = "| method | draws | seconds |";
   std::vector<std::string> splits;
   std::vector<std::pair<std::string, nlohmann::json>> rows;
@@ -100,8 +112,9 @@ CompareReport run_compare(const CompareConfig& config) {
     if (fit.metrics.contains("splits")) row["splits"] = fit.metrics.at("splits");
     report.table[method] = row;
     rows.emplace_back(method, row);
-    if (one_d)
-      panels.push_back(reload_predictive(cfg.out_dir, grid, data, fmt::format("{} ({} draws)", method, row.at("num_draws").get<Index>()), cfg.seed));
+    const std::string panel_title = fmt::format("{} ({} draws)", method, row.at("num_draws").get<Index>());
+    if (one_d) panels.push_back(reload_predictive(cfg.out_dir, grid, data, panel_title, cfg.seed));
+    if (parity) parity_panels.push_back(reload_parity(cfg.out_dir, data, parity_rows, panel_title, cfg.seed));
   }
   // Markdown table: one row per method that finished, its metrics per split; then the failures.
   for (const auto& [method, row] : rows)
@@ -146,6 +159,11 @@ CompareReport run_compare(const CompareConfig& config) {
     options.title = "predictive mean, 1 and 2 sd bands by method";
     const auto path = dir / ("compare." + base.figure_format);
     plot::plot_side_by_side(path, panels, options);
+    report.files.push_back(path);
+  }
+  if (!parity_panels.empty() && base.figure_format != "none") {
+    const auto path = dir / ("compare." + base.figure_format);
+    plot::plot_parity_grid(path, parity_panels, fmt::format("predicted vs true on the {} rows, +-1 sd, by method", parity_split));
     report.files.push_back(path);
   }
   return report;

@@ -12,8 +12,10 @@
 
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/io/staged_output_dir.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
 #include "uqnn/plot/plots.hpp"
@@ -79,10 +81,6 @@ std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const ParamLayout
   throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace");
 }
 
-namespace {
-
-bool is_classification(const std::string& likelihood) { return likelihood == "bernoulli" || likelihood == "categorical"; }
-
 Split choose_split(const DataConfig& c, Index n) {
   const bool files = !c.train_indices.empty() || !c.test_indices.empty();
   if (files && (c.validation_fraction > 0.0 || c.test_fraction > 0.0))
@@ -119,6 +117,10 @@ Split choose_split(const DataConfig& c, Index n) {
   p.validate();
   return random_split(n, p);
 }
+
+namespace {
+
+bool is_classification(const std::string& likelihood) { return likelihood == "bernoulli" || likelihood == "categorical"; }
 
 /// A standardiser that leaves the targets alone (class labels must not be rescaled).
 Standardizer inputs_only(const Standardizer& s) {
@@ -190,12 +192,22 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   given.training.validate();
   const auto started = std::chrono::steady_clock::now();
   const WorkLayoutScope scope(given.shards, Part::parse(given.part, "--part"));
+  // SIGINT, SIGTERM and SIGHUP stop the chains at their next iteration and training at its next
+  // epoch; what was drawn or trained is written, and the CLI exits with 128 + the signal.
+  const StopSignalScope stop_scope;
   const WorkLayout& layout = work_layout();
   FitConfig cfg = given;
   // The ranks of a shard group must make the same posterior evaluations in the same order: one
   // chain at a time per rank (MPI is called from one thread).
   if (cfg.shards > 1) cfg.threads = 1;
   const bool root = layout.world->is_root();
+  // Rank 0 writes every file into a staging directory beside --out (checked writable and locked
+  // before any work), moved into place only when the whole set is written.
+  std::optional<StagedOutputDir> out;
+  if (root) {
+    out.emplace(given.out_dir, "--out");
+    cfg.out_dir = out->staging();
+  }
   // Rank 0 reports; the other ranks' chains and members run silently.
   const std::shared_ptr<Reporter> reporter =
       !root ? make_silent_reporter() : cfg.reporter ? cfg.reporter : make_stderr_reporter(cfg.quiet);
@@ -216,16 +228,26 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   } else if (layout.world->size() > 1) {
     log(fmt::format("uqnn fit: {} MPI ranks share out the chains / members", layout.world->size()));
   }
-  const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, reporter};
+  const bool has_validation = !split.validation.empty() || !cfg.data.validation_path.empty();
+  const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, has_validation, reporter};
   MethodResult result = method ? method(context) : run_method(context);
   posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
+  if (result.draws.empty() && stop_requested())
+    throw std::runtime_error(fmt::format("stopped by signal {} before the first draw: nothing to write", stop_signal()));
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
+  if (stop_requested() && !result.info.value("interrupted", false)) {
+    result.info["interrupted"] = true;
+    log(fmt::format("{}: stopped by signal {}: writing what was trained so far", cfg.method, stop_signal()));
+  }
   // Every rank holds every draw; rank 0 alone writes the files of a single-process run.
   if (!root) return {};
 
   FitOutput output{cfg, data, split, problem.standardizer, posterior, result};
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return write_fit_output(output);
+  FitReport report = write_fit_output(output);
+  out->commit();
+  for (auto& file : report.files) file = out->final_path(file);
+  return report;
 }
 
 }  // namespace uqnn

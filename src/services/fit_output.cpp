@@ -269,6 +269,22 @@ std::optional<diagnostics::Warning> constant_inputs_warning(const Standardizer& 
                                           names.size(), names.size() == 1 ? " is" : "s are", list)};
 }
 
+namespace {
+
+/// Per input, the smallest and largest value in the training rows (original units): `uqnn predict`
+/// warns about inputs outside it.
+nlohmann::json training_input_range(const Dataset& data, const IndexVec& train) {
+  const Mat inputs = data.subset(train).inputs;
+  std::vector<double> lo(static_cast<std::size_t>(inputs.rows())), hi(lo.size());
+  for (Index i = 0; i < inputs.rows(); ++i) {
+    lo[static_cast<std::size_t>(i)] = inputs.row(i).minCoeff();
+    hi[static_cast<std::size_t>(i)] = inputs.row(i).maxCoeff();
+  }
+  return {{"min", lo}, {"max", hi}};
+}
+
+}  // namespace
+
 FitReport write_fit_output(const FitOutput& o) {
   const FitConfig& cfg = o.config;
   const auto& dir = cfg.out_dir;
@@ -339,6 +355,7 @@ FitReport write_fit_output(const FitOutput& o) {
                             {"prior", post.prior().to_json()},
                             {"standardizer", o.standardizer.to_json()},
                             {"input_names", o.data.input_names},
+                            {"input_range", training_input_range(o.data, o.split.train)},
                             {"target_names", o.data.target_names},
                             {"num_draws", o.result.draws.size()},
                             {"draws_file", "draws.csv"},
@@ -424,21 +441,14 @@ FitReport write_fit_output(const FitOutput& o) {
       options.title = cfg.method + ": " + o.result.history_label;
       options.x_label = "epoch";
       options.y_label = o.result.history_label;
-      options.log_y = true;
-      // Losses span orders of magnitude; on a log axis negative values (NLLs) need a shift, which the
-      // axis label states.
+      // Losses span orders of magnitude: a log axis when every value is positive; otherwise (NLLs
+      // below zero) a linear one, whose range plot_history fits to the curve after the first epochs.
       double lowest = std::numeric_limits<double>::infinity();
       for (const auto& [name, values] : o.result.history)
         for (double v : values)
           if (std::isfinite(v)) lowest = std::min(lowest, v);
-      auto series = o.result.history;
-      if (lowest <= 0) {
-        const double shift = -lowest + 1e-3 * (1 + std::abs(lowest));
-        for (auto& [name, values] : series)
-          for (double& v : values) v += shift;
-        options.y_label += fmt::format(" + {:.4g} (log scale)", shift);
-      }
-      draw_figure(report, dir / ("history" + ext), [&] { plot::plot_history(dir / ("history" + ext), series, options); });
+      options.log_y = lowest > 0;
+      draw_figure(report, dir / ("history" + ext), [&] { plot::plot_history(dir / ("history" + ext), o.result.history, options); });
     }
   }
   return report;

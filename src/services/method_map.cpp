@@ -45,10 +45,9 @@ MethodResult run_map(const FitContext& context) {
                  {"best_validation_nll", trained.best_validation_loss},
                  {"epochs_run", trained.history.epoch.size()},
                  {"stopped_early", trained.stopped_early}};
-  std::vector<double> validation;
-  for (double v : trained.history.validation_loss) validation.push_back(v);
-  result.history = {{"training loss (-log posterior / N)", trained.history.train_loss},
-                    {"validation NLL per point", validation}};
+  result.history = {{"training loss (-log posterior / N)", trained.history.train_loss}};
+  // Without a validation split the "validation" loss is the training NLL: not a curve to show as one.
+  if (context.has_validation) result.history.emplace_back("validation NLL per point", trained.history.validation_loss);
   return result;
 }
 

@@ -78,7 +78,10 @@ MethodResult run_swag(const FitContext& c) {
     m.approximation = m.swag.approximation;
     return m;
   };
-  const std::vector<SwagMember> members = run_members<SwagMember>(o.swag_members, c.config.threads, fit_member);
+  std::vector<SwagMember> members;
+  for (SwagMember& m : run_members<SwagMember>(o.swag_members, c.config.threads, fit_member))
+    if (m.approximation) members.push_back(std::move(m));  // members not begun before a stop signal are left out
+  if (members.empty()) throw std::runtime_error("swag: stopped before any member was trained");
 
   std::vector<std::shared_ptr<const ApproximatePosterior>> components;
   for (const SwagMember& m : members) components.push_back(m.approximation);

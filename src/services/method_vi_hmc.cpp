@@ -10,6 +10,7 @@
 
 #include "approx_common.hpp"
 #include "sampler_options.hpp"
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/plot/sensitivity_report.hpp"
 #include "uqnn/hybrid/vi_hmc.hpp"
 #include "uqnn/run/observer.hpp"
@@ -97,9 +98,10 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
   SensitivityReport report = compute_sensitivities(post->model(), vi.mu.head(P), vi_sd.head(P), post->inputs());
   std::vector<double> taus{0.3, 0.5, 0.75, 0.9, 1.0};
   if (std::find(taus.begin(), taus.end(), params.tau) == taus.end()) taus.push_back(params.tau);
-  write_sensitivity_report(c.config.out_dir, report, post->model().layout(), c.config.figure_format, taus);
-  c.log(fmt::format("vi-hmc: sensitivities written to {}; tau = {} keeps {} of {} network parameters",
-                    c.config.out_dir.string(), params.tau, report.num_kept(params.tau), P));
+  if (world_communicator()->is_root())  // rank 0 alone writes files (MPI)
+    write_sensitivity_report(c.config.out_dir, report, post->model().layout(), c.config.figure_format, taus);
+  c.log(fmt::format("vi-hmc: sensitivities written (sensitivity.json); tau = {} keeps {} of {} network parameters",
+                    params.tau, report.num_kept(params.tau), P));
 
   MethodResult r;
   std::vector<double> negative;

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
@@ -10,6 +12,45 @@
 #include "uqnn/services/fitted_model.hpp"
 
 namespace uqnn {
+
+namespace {
+
+/// A warning when rows of `inputs` ([input, row]) lie outside the training rows' range recorded in
+/// model.json ("input_range"; runs written before it was recorded are not checked): the network
+/// extrapolates there, and a BNN's bands need not widen enough to say so. Returns the message and
+/// the number of such rows.
+std::optional<std::pair<std::string, Index>> outside_training_range(const nlohmann::json& model_json,
+                                                                    const std::vector<std::string>& input_names, const Mat& inputs) {
+  if (!model_json.contains("input_range")) return std::nullopt;
+  const auto lo = model_json.at("input_range").at("min").get<std::vector<double>>();
+  const auto hi = model_json.at("input_range").at("max").get<std::vector<double>>();
+  if (lo.size() != input_names.size() || hi.size() != input_names.size())
+    throw InputError(fmt::format("model.json: input_range has {} / {} entries for {} inputs", lo.size(), hi.size(), input_names.size()));
+  std::vector<bool> outside(static_cast<std::size_t>(inputs.cols()), false);
+  std::string columns;
+  Index shown = 0;
+  for (Index i = 0; i < inputs.rows(); ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    Index count = 0;
+    for (Index r = 0; r < inputs.cols(); ++r)
+      if (inputs(i, r) < lo[k] || inputs(i, r) > hi[k]) {
+        outside[static_cast<std::size_t>(r)] = true;
+        ++count;
+      }
+    if (count == 0) continue;
+    if (shown++ < 5) columns += fmt::format("{}'{}' in {} row{} (training range [{:.4g}, {:.4g}])", columns.empty() ? "" : "; ",
+                                            input_names[k], count, count == 1 ? "" : "s", lo[k], hi[k]);
+    else if (shown == 6) columns += "; ...";
+  }
+  const Index rows = static_cast<Index>(std::count(outside.begin(), outside.end(), true));
+  if (rows == 0) return std::nullopt;
+  return std::pair{fmt::format("{} of {} rows have inputs outside the training range ({}): the network extrapolates "
+                               "there and its uncertainty may be too small",
+                               rows, inputs.cols(), columns),
+                   rows};
+}
+
+}  // namespace
 
 FitReport run_predict(const PredictConfig& cfg) {
   const FittedModel fitted = FittedModel::load(cfg.model_dir);
@@ -69,6 +110,10 @@ FitReport run_predict(const PredictConfig& cfg) {
   FitReport report;
   report.files.push_back(out);
   report.metrics = {{"num_draws", draws.size()}, {"n", inputs.cols()}};
+  if (const auto w = outside_training_range(fitted.model_json(), input_names, inputs)) {
+    report.metrics["rows_outside_training_range"] = w->second;
+    report.metrics["warnings"] = nlohmann::json::array({{{"code", "outside_training_range"}, {"message", w->first}}});
+  }
   if (has_targets && regression) {
     const double log_scale = standardizer.target_scale().array().log().sum();
     const auto m = regression_metrics(pd, s, standardizer.transform_targets(targets), targets, log_scale);

@@ -13,6 +13,7 @@
 
 #include "uqnn/approx/approximate_posterior.hpp"
 #include "uqnn/core/communicator.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -54,7 +55,8 @@ struct MemberFit {
 /// With `encode` / `decode` (a member's result as bytes and back) the members are spread over the
 /// MPI ranks and parts of work_layout() as run_chains spreads chains (core/communicator.hpp): member
 /// j runs on one rank, every rank returns every member of the part, and members of other parts
-/// (--part k/n) stay default-constructed. Without them every process runs every member.
+/// (--part k/n) stay default-constructed. Without them every process runs every member. After a stop
+/// signal (core/stop_signal.hpp) members not yet begun are not run and stay default-constructed.
 template <typename T>
 std::vector<T> run_members(Index count, Index threads, const std::function<T(Index)>& fn,
                            const std::function<std::string(const T&)>& encode = {},
@@ -72,6 +74,7 @@ std::vector<T> run_members(Index count, Index threads, const std::function<T(Ind
   const auto work = [&]() {
     for (std::size_t i = next++; i < here.size(); i = next++) {
       const Index j = here[i];
+      if (stop_requested()) break;  // stopped by a signal: members not begun stay default-constructed
       try {
         results[static_cast<std::size_t>(j)] = fn(j);
       } catch (...) {

@@ -42,6 +42,7 @@ struct ViResult {
   Vec mu, rho;
   std::vector<double> elbo;  ///< per-epoch ELBO estimate
   bool analytic_kl = false;  ///< whether the closed-form KL was used
+  bool interrupted = false;  ///< a stop signal ended the epochs early (core/stop_signal.hpp)
   std::shared_ptr<const DiagonalGaussianPosterior> approximation;  ///< q with sigma = softplus(rho)
 };
 

@@ -2,8 +2,10 @@
 /// @file Numeric CSV tables: one header row of column names, then rows of finite numbers.
 ///
 /// Accepted input: comma-separated fields, LF or CRLF line endings, optional UTF-8 byte-order
-/// mark, spaces around fields, header names optionally in double quotes (RFC 4180, `""` inside a
-/// quoted name is a literal quote), blank lines ignored (as pandas does). Every data field must be a
+/// mark, spaces around fields, fields optionally in double quotes (RFC 4180: `""` inside a quoted
+/// field is a literal quote, and a quoted field may hold commas and line breaks), blank lines ignored
+/// (as pandas does). Bounds, so that a wrong file (a binary, /dev/zero) is an error and not an
+/// exhausted memory: a line of at most kCsvMaxLineBytes, at most kCsvMaxColumns columns. Every data field must be a
 /// finite decimal number; missing values, NaN and infinity are rejected with an InputError naming the
 /// file, the line (1-based, the header is line 1), the column and the offending text, e.g.
 /// `data.csv:17: column 'x2' (3rd field): 'abc' is not a number`.
@@ -18,6 +20,10 @@
 #include "uqnn/core/types.hpp"
 
 namespace uqnn {
+
+/// The longest line read_csv accepts (64 MiB) and the most columns (one million).
+inline constexpr std::size_t kCsvMaxLineBytes = std::size_t{64} << 20;
+inline constexpr std::size_t kCsvMaxColumns = 1'000'000;
 
 /// A numeric table read from a CSV file: `values(row, column)`, rows are the data rows in file order.
 struct CsvTable {
@@ -44,6 +50,11 @@ CsvTable read_csv(const std::filesystem::path& path);
 /// valid). Returns false and sets `error` for an unterminated quote or text after a closing quote.
 bool split_csv_fields(std::string_view line, std::vector<std::string_view>& fields, std::vector<std::string>& unquoted,
                       std::string& error);
+
+/// Where the CSV record that starts at `pos` ends: at the first line feed outside a quoted field, or
+/// at text.size(). `quote_open` (when given) tells whether a quoted field is still open there, i.e.
+/// the record continues on the next line.
+std::size_t csv_record_end(std::string_view text, std::size_t pos = 0, bool* quote_open = nullptr);
 
 /// A name as a CSV field: in double quotes (`"` doubled) when it holds a comma, quote or line break
 /// or starts or ends with a space; as is otherwise.

@@ -32,6 +32,7 @@ struct TrainResult {
   Index best_epoch = -1;
   double best_validation_loss = 0.0;
   bool stopped_early = false;
+  bool interrupted = false;  ///< a stop signal ended the epochs early (core/stop_signal.hpp)
   TrainHistory history;
 };
 

@@ -56,6 +56,17 @@ void plot_parity(const std::filesystem::path& path, const VecIn& y_true, const V
                  const std::optional<Vec>& y_sd = std::nullopt, const std::string& title = "",
                  int width = 0, int height = 0);
 
+/// One panel of plot_parity_grid: a method's predictions against the truth.
+struct ParityPanel {
+  std::string title;
+  Vec y_true, y_pred;
+  std::optional<Vec> y_sd;
+};
+
+/// Writes one parity panel (as plot_parity) per entry, side by side (up to 3 in a row), with the
+/// same axes in every panel so that methods compare at a glance.
+void plot_parity_grid(const std::filesystem::path& path, const std::vector<ParityPanel>& panels, const std::string& title = "");
+
 /// Named series in drawing order (a std::map converts: `SeriesList(m.begin(), m.end())`).
 using SeriesList = std::vector<std::pair<std::string, std::vector<double>>>;
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "uqnn/core/reporter.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 
 namespace uqnn {
@@ -65,9 +66,9 @@ class ProgressObserver : public Observer {
   std::unique_ptr<ProgressTracker> tracker_;
 };
 
-/// Installs SIGINT, SIGTERM and SIGHUP handlers in on_begin (restored in on_end) that set an atomic
-/// flag; once set, on_iteration returns Stop so every chain ends cleanly and keeps its draws. A
-/// second signal while stopping restores the default behaviour (the process is terminated).
+/// Holds a StopSignalScope (core/stop_signal.hpp) from on_begin to on_end: SIGINT, SIGTERM and
+/// SIGHUP set a flag, and once it is set on_iteration returns Stop so every chain ends cleanly and
+/// keeps its draws. A second signal while stopping gets the default action (the process ends).
 class InterruptObserver : public Observer {
  public:
   void on_begin(const RunConfig& config) override;
@@ -80,6 +81,9 @@ class InterruptObserver : public Observer {
   static int stop_signal();
   /// Sets the flag as the handler does (for tests and for embedding applications).
   static void request_interrupt();
+
+ private:
+  std::unique_ptr<StopSignalScope> scope_;
 };
 
 /// Calls `write(chain, draw_index, position, stats)` for every kept draw, from the worker threads

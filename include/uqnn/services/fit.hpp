@@ -119,6 +119,7 @@ struct FitContext {
   const FitConfig& config;
   std::shared_ptr<const Posterior> posterior;
   Mat validation_inputs, validation_targets;  ///< standardised; equal to training data when no split
+  bool has_validation = false;                ///< a validation split or --valid file (else the above are the training data)
   std::shared_ptr<Reporter> reporter;  ///< messages and progress (never null)
   void log(const std::string& message) const { reporter->message(MessageLevel::Info, message); }
   /// The point training and chains start from: config.start when given, else the network
@@ -163,6 +164,10 @@ struct FitReport {
 /// Runs the fit; `method`, when given, replaces the registered method's runner (uqnn merge reads the
 /// parts' draws through it, so the rest of the pipeline is the fit's own).
 FitReport run_fit(const FitConfig& config, const MethodRunner& method = {});
+
+/// The rows of each split for `n` rows: split files (--train-indices / --test-indices), else the
+/// fractions with --split-seed, else every row for training. Throws InputError when both are given.
+Split choose_split(const DataConfig& config, Index n);
 
 /// What a fit works on, before any method runs: the data, its split, the standardiser fitted on the
 /// training rows, the posterior (standardised units) and the standardised validation data. run_fit

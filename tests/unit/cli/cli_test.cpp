@@ -204,6 +204,30 @@ TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
   }
 }
 
+TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
+  for (const auto& [method, options] : {std::pair{"map", "--epochs 1000000000"}, {"vi", "--epochs 1000000000"},
+                                        {"ens", "--ens-members 40 --epochs 1000000000 --threads 1"}}) {
+    const fs::path out = dir_ / method, log = dir_ / (std::string(method) + ".log");
+    const std::string fit = std::string(UQNN_CLI_PATH) + " demo --figure none --method " + method + " " + options + " --out " +
+                            out.string() + " 2>" + log.string();
+    const std::string script = fit + " & pid=$!; for i in $(seq 600); do grep -q \"uqnn fit:\" " + log.string() +
+                               " && break; sleep 0.1; done; sleep 1; kill -TERM $pid; wait $pid; echo exit=$?; cat " + log.string();
+    FILE* pipe = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
+    std::string output;
+    std::array<char, 4096> buffer{};
+    while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+    pclose(pipe);
+    EXPECT_NE(output.find("exit=143"), std::string::npos) << method << "\n" << output;
+    ASSERT_TRUE(fs::exists(out / "model.json")) << method << "\n" << output;
+    const auto metrics = json(out / "metrics.json");
+    EXPECT_TRUE(metrics.at("info").at("interrupted").get<bool>()) << method;
+    if (std::string(method) == "ens") {
+      EXPECT_GE(metrics.at("info").at("members").get<int>(), 1);
+      EXPECT_LT(metrics.at("info").at("members").get<int>(), 40) << "members not begun are not run";
+    }
+  }
+}
+
 TEST_F(Cli, TestIndicesAloneLeaveEveryOtherRowForTrainingAndFilesWithFractionsAreAnError) {
   std::string csv = "x,y\n";
   for (int i = 0; i < 30; ++i) csv += fmt::format("{},{}\n", 0.1 * i, std::sin(0.3 * i));
@@ -254,6 +278,17 @@ TEST_F(Cli, CompareKeepsGoingWhenOneMethodFails) {
                          (dir_ / "bad").string());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_FALSE(fs::exists(dir_ / "bad" / "map" / "model.json"));
+}
+
+TEST_F(Cli, CompareOnSeveralInputsDrawsAParityPanelPerMethod) {
+  std::string csv = "a,b,y\n";
+  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{},{}\n", -1 + 0.05 * i, std::sin(3.0 * i), 2 * (-1 + 0.05 * i) - std::sin(3.0 * i));
+  write("d.csv", csv);
+  const CliRun r = run("compare --quiet --epochs 200 --arch 8 --ens-members 2 --test-fraction 0.25 --methods map,ens --data " +
+                       (dir_ / "d.csv").string() + " --out " + (dir_ / "c").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(fs::exists(dir_ / "c" / "compare.png")) << r.output;
+  EXPECT_GT(fs::file_size(dir_ / "c" / "compare.png"), 10000u);
 }
 
 TEST_F(Cli, AFigureThatCannotBeDrawnIsAWarningAfterTheDataFiles) {

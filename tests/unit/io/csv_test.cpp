@@ -105,6 +105,49 @@ TEST(Csv, NonNumericFieldNamesLineColumnAndText) {
             "data.csv:2: column 'b' (2nd field): '1e999' is out of the range of a double (about 1e-308 to 1e308 in magnitude)");
 }
 
+TEST(Csv, QuotedFieldsMayHoldLineBreaksAndLaterLinesKeepTheirNumbers) {
+  TempDir dir;
+  const auto file = dir.write("data.csv", "\"inlet\r\ntemp, K\",\"y \"\"raw\"\"\"\r\n\"1\",2\r\n3,4\r\n");
+  const auto table = read_csv(file);
+  EXPECT_EQ(table.column_names, (std::vector<std::string>{"inlet\r\ntemp, K", "y \"raw\""}));
+  ASSERT_EQ(table.values.rows(), 2);
+  EXPECT_EQ(table.values(0, 0), 1.0);
+  EXPECT_EQ(table.values(1, 1), 4.0);
+  // The header spans lines 1-2, so the bad row is line 4.
+  EXPECT_EQ(read_error("\"a\nb\",c\n1,2\n3,x\n"), "data.csv:4: column 'c' (2nd field): 'x' is not a number");
+  // A quote inside an unquoted field opens nothing: the next line is the next record.
+  EXPECT_EQ(read_error("a,b\"c\n1,2\n3,\n"),
+            "data.csv:3: column 'b\"c' (2nd field): empty field is not a number (missing values are not supported)");
+  // A quote that never closes names the line it opened on.
+  EXPECT_EQ(read_error("a,b\n1,2\n\"3,4\n5,6\n"), "data.csv:3: unterminated quote in the 1st field");
+  // What write_csv quotes reads back.
+  Mat values(1, 2);
+  values << 1.5, -2;
+  write_csv(dir.path() / "out.csv", {"line\nbreak", "plain"}, values);
+  EXPECT_EQ(read_csv(dir.path() / "out.csv").column_names, (std::vector<std::string>{"line\nbreak", "plain"}));
+}
+
+TEST(Csv, AFileWithoutLineBreaksStopsAtTheLineBound) {
+  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  try {
+    read_csv("/dev/zero");
+    FAIL() << "/dev/zero was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "/dev/zero:1: line longer than 64 MiB: is this a CSV file?");
+  }
+}
+
+TEST(Csv, MoreColumnsThanTheBoundIsAnError) {
+  std::string header = "c0";
+  for (std::size_t j = 1; j <= kCsvMaxColumns; ++j) header += ",c" + std::to_string(j);
+  try {
+    parse_csv(header + "\n", "wide.csv");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "wide.csv:1: header: 1000001 columns, more than the 1000000 uqnn reads");
+  }
+}
+
 TEST(Csv, NanAndInfinityAreRejected) {
   for (const std::string token : {"nan", "NaN", "inf", "-inf", "Infinity"}) {
     EXPECT_EQ(read_error("a,b\n1,2\n3," + token + "\n"),

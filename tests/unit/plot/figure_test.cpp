@@ -198,14 +198,24 @@ TEST(Figure, AutoLegendAvoidsData) {
     fig.panel().line(x, x, "rising");
     EXPECT_NE(fig.script("o.png").find("set key inside top left"), std::string::npos);
   }
-  {  // data filling the whole frame: the legend goes below the axes
+  Vec xs(400), ys(400);
+  for (int i = 0; i < 400; ++i) {
+    xs[i] = (i % 20) / 19.0;
+    ys[i] = (i / 20) / 19.0;
+  }
+  {  // data filling the whole frame: the y axis grows to free the top right corner (a legend below
+     // would touch the x label)
     Figure fig;
-    Vec xs(400), ys(400);
-    for (int i = 0; i < 400; ++i) {
-      xs[i] = (i % 20) / 19.0;
-      ys[i] = (i / 20) / 19.0;
-    }
     fig.panel().points(xs, ys, "grid");
+    const std::string script = fig.script("o.png");
+    EXPECT_NE(script.find("set key inside top right"), std::string::npos) << script;
+    const auto at = script.find("set yrange [0:");
+    ASSERT_NE(at, std::string::npos) << script;
+    EXPECT_GT(std::stod(script.substr(at + 14)), 1.1) << "headroom above the data";
+  }
+  {  // ... unless the y range is fixed: then below the axes
+    Figure fig;
+    fig.panel().y_range(0, 1).points(xs, ys, "grid");
     EXPECT_NE(fig.script("o.png").find("set key below"), std::string::npos);
   }
   {  // an explicit position is kept
