@@ -16,10 +16,12 @@ require_bench_data() {
   fi
 }
 
-# build_bench_target TARGET...: configures $build (Release) if needed and builds the targets.
+# build_bench_target TARGET...: configures $build (Release, with the benchmarks) and builds the targets.
 build_bench_target() {
   if [[ ! -f "$build/CMakeCache.txt" ]]; then
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DUQNN_BUILD_BENCH=ON >/dev/null
+  else
+    cmake "$build" -DUQNN_BUILD_BENCH=ON >/dev/null
   fi
   cmake --build "$build" --target "$@" -j2 >/dev/null
 }

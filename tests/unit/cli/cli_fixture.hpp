@@ -20,16 +20,22 @@ struct CliRun {
   std::string output;  // stdout and stderr
 };
 
-/// Runs `uqnn ARGS` (UQNN_CLI_PATH, set by CMake) and collects its output and exit code.
-inline CliRun run_cli(const std::string& args) {
-  const std::string command = std::string(UQNN_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
+/// Runs a shell command line and collects its output (stdout and stderr) and exit code.
+inline CliRun run_command(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   std::string output;
   std::array<char, 4096> buffer{};
   while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
+
+/// Runs `uqnn ARGS` (UQNN_CLI_PATH, set by CMake) and collects its output and exit code.
+inline CliRun run_cli(const std::string& args) { return run_command(std::string(UQNN_CLI_PATH) + " " + args); }
+
+/// Runs `script` with `sh -c` (it must not hold single quotes): for tests that start `uqnn` in the
+/// background and send it signals.
+inline std::string run_script(const std::string& script) { return run_command("sh -c '" + script + "'").output; }
 
 /// A fresh temporary directory `dir_` per test (named after the process and the test), removed after.
 class CliTest : public ::testing::Test {

@@ -190,11 +190,7 @@ TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
     const std::string script = fit + " & pid=$!; for i in $(seq 600); do grep -q \"init random\" " + log.string() +
                                " && break; sleep 0.1; done; sleep 1; kill -" + signal_name + " $pid; wait $pid; echo exit=$?; cat " +
                                log.string();
-    FILE* pipe = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
-    std::string output;
-    std::array<char, 4096> buffer{};
-    while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-    pclose(pipe);
+    const std::string output = testing::run_script(script);
     EXPECT_NE(output.find("exit=" + std::to_string(code)), std::string::npos) << signal_name << " threads " << threads << "\n" << output;
     ASSERT_TRUE(fs::exists(out / "metrics.json")) << output;
     const auto metrics = json(out / "metrics.json");
@@ -212,11 +208,7 @@ TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
                             out.string() + " 2>" + log.string();
     const std::string script = fit + " & pid=$!; for i in $(seq 600); do grep -q \"uqnn fit:\" " + log.string() +
                                " && break; sleep 0.1; done; sleep 1; kill -TERM $pid; wait $pid; echo exit=$?; cat " + log.string();
-    FILE* pipe = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
-    std::string output;
-    std::array<char, 4096> buffer{};
-    while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-    pclose(pipe);
+    const std::string output = testing::run_script(script);
     EXPECT_NE(output.find("exit=143"), std::string::npos) << method << "\n" << output;
     ASSERT_TRUE(fs::exists(out / "model.json")) << method << "\n" << output;
     const auto metrics = json(out / "metrics.json");
@@ -294,11 +286,7 @@ TEST_F(Cli, CompareOnSeveralInputsDrawsAParityPanelPerMethod) {
 TEST_F(Cli, AFigureThatCannotBeDrawnIsAWarningAfterTheDataFiles) {
   const std::string command = "UQNN_GNUPLOT=/nonexistent/gnuplot " + std::string(UQNN_CLI_PATH) +
                               " demo --quiet --method map --epochs 20 --out " + (dir_ / "o").string() + " 2>&1; echo exit=$?";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  pclose(pipe);
+  const std::string output = testing::run_command(command).output;
   EXPECT_NE(output.find("exit=0"), std::string::npos) << output;
   EXPECT_NE(output.find("warning: fit.png not written:"), std::string::npos) << output;
   EXPECT_NE(output.find("UQNN_GNUPLOT"), std::string::npos) << "the message says how to get figures\n" << output;

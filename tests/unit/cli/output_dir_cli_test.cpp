@@ -2,10 +2,7 @@
 // warning about inputs outside the training range.
 #include <fmt/format.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 
 #include "unit/cli/cli_fixture.hpp"
 
@@ -17,15 +14,6 @@ using testing::CliRun;
 using OutputDirCli = testing::CliTest;
 
 CliRun run(const std::string& args) { return testing::run_cli(args); }
-
-std::string shell(const std::string& script) {
-  FILE* pipe = popen(("sh -c '" + script + "' 2>&1").c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  pclose(pipe);
-  return output;
-}
 
 TEST_F(OutputDirCli, AnOutThatIsAFileIsAnErrorBeforeTheFitStarts) {
   write("run", "not a directory");
@@ -58,7 +46,7 @@ TEST_F(OutputDirCli, ASecondRunIntoTheSameOutIsRefusedAndAKilledRunLeavesNothing
                             out.string() + " 2>" + log.string();
   const std::string second = std::string(UQNN_CLI_PATH) + " demo --quiet --method map --epochs 5 --figure none --out " + out.string();
   // The second run starts while the first samples; then the first is killed (no chance to write).
-  const std::string output = shell(first + " & pid=$!; for i in $(seq 600); do grep -q \"init \" " + log.string() +
+  const std::string output = testing::run_script(first + " & pid=$!; for i in $(seq 600); do grep -q \"init \" " + log.string() +
                                    " && break; sleep 0.1; done; " + second + "; echo second=$?; kill -KILL $pid; wait $pid; echo first=$?");
   EXPECT_NE(output.find("second=2"), std::string::npos) << output;
   EXPECT_NE(output.find("is in use by another uqnn run (process "), std::string::npos) << output;
