@@ -53,9 +53,17 @@ FittedModel FittedModel::load(const std::filesystem::path& dir) {
     f.likelihood_ = make_likelihood(f.json_.at("likelihood"));
     f.input_names_ = f.json_.at("input_names").get<std::vector<std::string>>();
     f.target_names_ = f.json_.at("target_names").get<std::vector<std::string>>();
+    if (const auto it = f.json_.find("input_range"); it != f.json_.end()) {  // runs before it was recorded lack it
+      f.input_min_ = it->at("min").get<std::vector<double>>();
+      f.input_max_ = it->at("max").get<std::vector<double>>();
+      if (f.input_min_.size() != f.input_names_.size() || f.input_max_.size() != f.input_names_.size())
+        throw InputError(fmt::format("{}: field 'input_range' has {} / {} entries for {} inputs", model_path.string(),
+                                     f.input_min_.size(), f.input_max_.size(), f.input_names_.size()));
+    }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(model_path.string() + ": " + e.what());
   }
+  if (!f.json_.contains("standardizer")) throw InputError(model_path.string() + ": field 'standardizer' is missing");
   f.standardizer_ = Standardizer::from_json(f.json_.at("standardizer"), model_path.string());
   f.layout_ = f.model_->layout();
   f.layout_.append(f.likelihood_->extra_layout(), "");

@@ -16,16 +16,14 @@ namespace uqnn {
 namespace {
 
 /// A warning when rows of `inputs` ([input, row]) lie outside the training rows' range recorded in
-/// model.json ("input_range"; runs written before it was recorded are not checked): the network
+/// model.json (runs written before it was recorded are not checked): the network
 /// extrapolates there, and a BNN's bands need not widen enough to say so. Returns the message and
 /// the number of such rows.
-std::optional<std::pair<std::string, Index>> outside_training_range(const nlohmann::json& model_json,
-                                                                    const std::vector<std::string>& input_names, const Mat& inputs) {
-  if (!model_json.contains("input_range")) return std::nullopt;
-  const auto lo = model_json.at("input_range").at("min").get<std::vector<double>>();
-  const auto hi = model_json.at("input_range").at("max").get<std::vector<double>>();
-  if (lo.size() != input_names.size() || hi.size() != input_names.size())
-    throw InputError(fmt::format("model.json: input_range has {} / {} entries for {} inputs", lo.size(), hi.size(), input_names.size()));
+std::optional<std::pair<std::string, Index>> outside_training_range(const FittedModel& fitted, const Mat& inputs) {
+  const auto& lo = fitted.input_min();
+  const auto& hi = fitted.input_max();
+  const auto& input_names = fitted.input_names();
+  if (lo.empty()) return std::nullopt;
   std::vector<bool> outside(static_cast<std::size_t>(inputs.cols()), false);
   std::string columns;
   Index shown = 0;
@@ -110,7 +108,7 @@ FitReport run_predict(const PredictConfig& cfg) {
   FitReport report;
   report.files.push_back(out);
   report.metrics = {{"num_draws", draws.size()}, {"n", inputs.cols()}};
-  if (const auto w = outside_training_range(fitted.model_json(), input_names, inputs)) {
+  if (const auto w = outside_training_range(fitted, inputs)) {
     report.metrics["rows_outside_training_range"] = w->second;
     report.metrics["warnings"] = nlohmann::json::array({{{"code", "outside_training_range"}, {"message", w->first}}});
   }

@@ -33,6 +33,10 @@ class FittedModel {
   const ParamLayout& layout() const { return layout_; }
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::vector<std::string>& target_names() const { return target_names_; }
+  /// Per input, the smallest and largest value of the training rows (empty for runs written before
+  /// model.json recorded them).
+  const std::vector<double>& input_min() const { return input_min_; }
+  const std::vector<double>& input_max() const { return input_max_; }
   /// Draws in the order of draws.csv, and the chain (or member) of each.
   const std::vector<Vec>& draws() const { return draws_; }
   const std::vector<Index>& chain_of_draw() const { return chain_of_draw_; }
@@ -63,6 +67,7 @@ class FittedModel {
   Standardizer standardizer_;
   ParamLayout layout_;
   std::vector<std::string> input_names_, target_names_;
+  std::vector<double> input_min_, input_max_;
   std::vector<Vec> draws_;
   std::vector<Index> chain_of_draw_;
 };
