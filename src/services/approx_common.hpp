@@ -34,11 +34,6 @@ struct ViOptions {
 };
 const OptionSchema<ViOptions>& vi_options();
 
-/// True when the fit has a validation split (the context then holds data other than the training set).
-inline bool has_validation_split(const FitContext& c) {
-  const Mat& X = c.posterior->inputs();
-  return !(c.validation_inputs.cols() == X.cols() && c.validation_inputs == X && c.validation_targets == c.posterior->targets());
-}
 
 /// The ensemble's settings with the fit's --threads and training.
 inline EnsembleParams ensemble_params(const FitContext& c) {

@@ -16,7 +16,7 @@ MethodResult run_deep_ensemble(const FitContext& c) {
   // al. (2017).
   const std::string kind = c.posterior->likelihood().kind();
   if (kind != "gaussian" && kind != "gaussian_learned_sigma") p.loss = "nll";
-  const bool split = detail::has_validation_split(c);
+  const bool split = c.has_validation;
   const auto fits = fit_deep_ensemble(*c.posterior, p, c.config.seed, split ? c.validation_inputs : Mat(),
                                       split ? c.validation_targets : Mat());
   MethodResult r = detail::ensemble_result(fits, p.loss == "nll" ? "NLL" : "MSE");

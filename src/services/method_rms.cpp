@@ -16,7 +16,7 @@ const OptionSchema<RandomizedMapParams>& rms_options() {
 MethodResult run_randomized_map(const FitContext& c) {
   RandomizedMapParams p = rms_options().read(c.config.method_settings);
   p.ensemble = detail::ensemble_params(c);
-  const bool split = detail::has_validation_split(c);
+  const bool split = c.has_validation;
   const auto fits = fit_randomized_map(*c.posterior, p, c.config.seed, split ? c.validation_inputs : Mat(),
                                        split ? c.validation_targets : Mat());
   MethodResult r = detail::ensemble_result(fits, "anchored -log posterior / |D_j|");
