@@ -51,7 +51,8 @@ class BNN:
     prior : gaussian, fan-in, mixture or laplace; prior_sigma its scale.
     standardize : standardise X and y on the training rows (priors then act in standardised units).
     method : any method of ``uqnn fit`` (``uqnn.method_names()``): nuts, hmc, mala, amcmc, slice,
-        sgld, sghmc, psgld, fsgld, fsghmc, map, ens, rms, swag, vi, laplace, dropout, vi-hmc, dei-nuts.
+        mclmc, sgld, sghmc, psgld, fsgld, fsghmc, map, ens, rms, swag, vi, laplace, dropout, vi-hmc, dei-nuts,
+        mile.
     seed : the same seed gives the same draws, whatever ``threads``.
     threads : threads for chains and members; 0 = automatic.
     progress : a progress bar (tqdm when installed; log lines through ``logging`` otherwise). Messages

@@ -30,8 +30,10 @@ void DeiMcmcParams::validate() const {
   ensemble.validate();
   require(warmup >= 0, "warmup", ">= 0");
   require(draws >= 1, "draws", ">= 1");
+  require(thin >= 1, "thin", ">= 1");
   require(threads >= 0, "threads", ">= 0 (0 = one per chain up to the hardware threads)");
   nuts.warmup.validate();
+  if (mclmc) mclmc->tuning.validate();
   monitor.validate();
 }
 
@@ -61,8 +63,11 @@ DeiMcmcResult run_dei_mcmc(std::shared_ptr<const Posterior> posterior, const Dei
   InitialPoints initial;
   const auto t0 = std::chrono::steady_clock::now();
   if (params.start == "ensemble") {
-    // No validation data: the members must not see the held-out set that judges them.
-    result.members = fit_deep_ensemble(*posterior, params.ensemble, seed);
+    // DEI-MCMC: no validation data, the members must not see the held-out set that judges them.
+    // MILE: members stop early on it (Sommer et al. 2025, App. B).
+    result.members = params.members_see_held_out
+                         ? fit_deep_ensemble(*posterior, params.ensemble, seed, held_out_inputs, held_out_targets)
+                         : fit_deep_ensemble(*posterior, params.ensemble, seed);
     std::vector<Vec> starts;
     for (const auto& m : result.members) starts.push_back(m.theta);
     initial = starts;
@@ -85,12 +90,19 @@ DeiMcmcResult run_dei_mcmc(std::shared_ptr<const Posterior> posterior, const Dei
   run.num_threads = params.threads;
   run.num_warmup = params.warmup;
   run.num_draws = params.draws;
+  run.thin = params.thin;
   run.seed = seed + 1;  // the ensemble used Rng(seed, j); chains get their own streams
-  NutsConfig nuts = params.nuts;
-  nuts.kernel.metric = make_unit_metric(posterior->dim());  // the warmup adapts it
+  SamplerFactory sampler;
+  if (params.mclmc) {
+    sampler = make_mclmc_factory(posterior, *params.mclmc);
+  } else {
+    NutsConfig nuts = params.nuts;
+    nuts.kernel.metric = make_unit_metric(posterior->dim());  // the warmup adapts it
+    sampler = make_sampler_factory(posterior, nuts);
+  }
   LppdMonitor monitor(posterior, held_out_inputs, held_out_targets, params.monitor);
   observers.push_back(&monitor);
-  result.run = run_chains(run, make_sampler_factory(posterior, nuts), initial, observers);
+  result.run = run_chains(run, sampler, initial, observers);
   result.sampling_seconds = result.run.seconds;
 
   // 3. Function-space summaries and the dying-sampler filter (seed 003 sec. 4: RMSE vs the LM).

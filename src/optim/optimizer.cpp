@@ -7,7 +7,7 @@
 namespace uqnn {
 
 void OptimizerParams::validate() const {
-  require(name == "adam" || name == "sgd", "optimizer", "'adam' or 'sgd'");
+  require(name == "adam" || name == "adamw" || name == "sgd", "optimizer", "'adam', 'adamw' or 'sgd'");
   require(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", "a finite number > 0");
   require(weight_decay >= 0, "weight_decay", ">= 0");
   require(momentum >= 0 && momentum < 1, "momentum", "in [0, 1)");
@@ -35,14 +35,17 @@ class Sgd : public Optimizer {
   Vec velocity_;
 };
 
-/// Kingma & Ba (2015), Algorithm 1, with bias correction, as torch.optim.Adam.
+/// Kingma & Ba (2015), Algorithm 1, with bias correction, as torch.optim.Adam; with `decoupled`
+/// the weight decay shrinks theta by lr * weight_decay outside the moments (Loshchilov & Hutter
+/// 2019, Algorithm 2), as torch.optim.AdamW.
 class Adam : public Optimizer {
  public:
-  Adam(const OptimizerParams& p, Index dim) : p_(p), m_(Vec::Zero(dim)), v_(Vec::Zero(dim)) {}
+  Adam(const OptimizerParams& p, Index dim, bool decoupled) : p_(p), decoupled_(decoupled), m_(Vec::Zero(dim)), v_(Vec::Zero(dim)) {}
   void step(Vec& theta, const Vec& grad, double lr) override {
     ++t_;
     Vec g = grad;
-    if (p_.weight_decay > 0) g += p_.weight_decay * theta;
+    if (decoupled_) theta *= 1.0 - lr * p_.weight_decay;
+    else if (p_.weight_decay > 0) g += p_.weight_decay * theta;
     m_ = p_.beta1 * m_ + (1 - p_.beta1) * g;
     v_ = p_.beta2 * v_ + (1 - p_.beta2) * g.cwiseAbs2();
     const double c1 = 1 - std::pow(p_.beta1, static_cast<double>(t_));
@@ -52,6 +55,7 @@ class Adam : public Optimizer {
 
  private:
   OptimizerParams p_;
+  bool decoupled_;
   Vec m_, v_;
   Index t_ = 0;
 };
@@ -61,7 +65,7 @@ class Adam : public Optimizer {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerParams& params, Index dim) {
   params.validate();
   if (params.name == "sgd") return std::make_unique<Sgd>(params, dim);
-  return std::make_unique<Adam>(params, dim);
+  return std::make_unique<Adam>(params, dim, params.name == "adamw");
 }
 
 void ScheduleParams::validate() const {

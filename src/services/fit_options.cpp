@@ -128,10 +128,10 @@ const OptionSchema<TrainParams>& training_schema() {
   static const auto s =
       OptionSchema<T>("training", "Training (MAP and every method's pre-training)")
           .add_nested("optimizer", [](T& t) -> std::string& { return t.optimizer.name; }, "optimiser")
-          .one_of({"adam", "sgd"})
+          .one_of({"adam", "adamw", "sgd"})
           .add_nested("lr", [](T& t) -> double& { return t.optimizer.learning_rate; }, "learning rate")
           .above(0)
-          .add_nested("weight_decay", [](T& t) -> double& { return t.optimizer.weight_decay; }, "L2 weight decay added to the gradient")
+          .add_nested("weight_decay", [](T& t) -> double& { return t.optimizer.weight_decay; }, "weight decay: L2 added to the gradient (adam, sgd), decoupled (adamw)")
           .at_least(0)
           .add_nested("momentum", [](T& t) -> double& { return t.optimizer.momentum; }, "sgd momentum")
           .at_least(0)

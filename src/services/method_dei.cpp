@@ -1,6 +1,8 @@
-// `uqnn fit --method dei-nuts`: Deep Ensemble Initialized MCMC (seed 003 sec. 7.2) through
-// include/uqnn/hybrid/dei_mcmc.hpp. Its options are DeiOptions below; the members' optimiser comes
-// from the training options (with seed 003 App. D's defaults for this method), the held-out set
+// `uqnn fit --method dei-nuts`: Deep Ensemble Initialized MCMC (seed 003 sec. 7.2), and `--method
+// mile`: Microcanonical Langevin Ensembles (Sommer et al. 2025: the same ensemble starts, tuned MCLMC
+// chains instead of NUTS, members stopped early on the held-out set), both through
+// include/uqnn/hybrid/dei_mcmc.hpp. Their options are DeiOptions and MileOptions below; the members' optimiser comes
+// from the training options (seed 003 App. D's defaults for dei-nuts, MILE's for mile), the held-out set
 // from --valid or the validation split (loaded by the fit service).
 //
 // Besides the merged draws (chain identity kept in chain_of_draw), the runner writes
@@ -8,6 +10,8 @@
 // eq. 9 convergence time and the expanding-window LPPD trace (read by `uqnn diagnose DIR`).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -19,6 +23,7 @@
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/services/fit_output.hpp"
 #include "uqnn/services/methods.hpp"
+#include "sampler_options.hpp"
 
 namespace uqnn {
 
@@ -32,46 +37,109 @@ struct DeiOptions {
   std::filesystem::path dei_init;
 };
 
+/// MILE's settings (Sommer et al. 2025, experiments/replicate_uci/mclmc.yaml of their code): 12
+/// members, 50,000 warmup steps split 80/10/10 over MCLMC's three tuning phases, 10,000 steps thinned
+/// by 10 to 1,000 draws per chain, no preconditioning, Var[E]/d from 0.5 down to 0.1, 100 effective
+/// samples, initial step size 1e-3 and L = max(sqrt(K), 15).
+struct MileOptions : DeiOptions {
+  MclmcTuningParams tuning = mile_tuning();
+  std::optional<double> energy_variance_end = 0.1;
+  MileOptions() {
+    params.warmup = 50000;
+    params.draws = 10000;
+    params.thin = 10;
+  }
+  static MclmcTuningParams mile_tuning() {
+    MclmcTuningParams t;
+    t.energy_variance_start = 0.5;
+    t.energy_variance_end = 0.1;
+    t.num_effective_samples = 100;
+    t.diagonal_preconditioning = false;
+    t.variance_fraction = 0.1;
+    t.ess_fraction = 0.1;
+    t.initial_step_size = 1e-3;
+    return t;
+  }
+};
+
+/// The options every ensemble-initialised sampler shares: members and where chains start.
+template <typename O>
+OptionSchema<O>& add_starts(OptionSchema<O>& s, const std::string& sampler) {
+  return s
+      .add_nested("members", [](O& o) -> std::optional<Index>& { return o.members; },
+                  "ensemble members M = " + sampler + " chains (unset: 12, or one chain per network with --dei-start given)")
+      .at_least(1)
+      .cite("Sommer et al., sec. 7.2")
+      .add_nested("dei_start", [](O& o) -> std::string& { return o.params.start; },
+                  "chain starts: ensemble (DEI-MCMC) | prior (cold start) | given (--dei-init)")
+      .one_of({"ensemble", "prior", "given"})
+      .add_nested("dei_init", [](O& o) -> std::filesystem::path& { return o.dei_init; },
+                  "with --dei-start given: the output directory of an earlier fit on the same data and model (e.g. --method "
+                  "map or ens) or its draws.csv; one chain per network, or --members chains cycling through them")
+      .existing();
+}
+
+/// ... and the held-out LPPD monitor (seed 003 eq. 8-9) with the dying-sampler filter.
+template <typename O>
+OptionSchema<O>& add_monitor(OptionSchema<O>& s) {
+  return s.add_nested("lppd_window", [](O& o) -> Index& { return o.params.monitor.window; }, "window of the LPPD stopping rule")
+      .at_least(1)
+      .cite("Sommer et al., eq. 9")
+      .add_nested("lppd_epsilon", [](O& o) -> double& { return o.params.monitor.epsilon; }, "epsilon of the LPPD stopping rule")
+      .above(0)
+      .add_nested("lppd_min_draws", [](O& o) -> Index& { return o.params.monitor.min_draws; },
+                  "with --stop-converged, never stop a chain before this many draws")
+      .at_least(0)
+      .add_nested("stop_converged", [](O& o) -> bool& { return o.params.monitor.stop_converged; },
+                  "end a chain once its held-out LPPD has converged (eq. 9)")
+      .add_nested("drop_dying", [](O& o) -> bool& { return o.params.drop_dying; },
+                  "drop chains whose held-out RMSE is worse than a linear model's (always counted)");
+}
+
 const OptionSchema<DeiOptions>& dei_options() {
   using O = DeiOptions;
-  static const auto s =
-      OptionSchema<O>("dei", "DEI-MCMC (Deep Ensemble Initialized NUTS)")
-          .add("members", &O::members,
-               "ensemble members M = NUTS chains (unset: 12, or one chain per network with --dei-start given)")
-          .at_least(1)
-          .cite("Sommer et al., sec. 7.2")
-          .add_nested("dei_start", [](O& o) -> std::string& { return o.params.start; },
-                      "chain starts: ensemble (DEI-MCMC) | prior (cold start) | given (--dei-init)")
-          .one_of({"ensemble", "prior", "given"})
-          .add("dei_init", &O::dei_init,
-               "with --dei-start given: the output directory of an earlier fit on the same data and model (e.g. --method "
-               "map or ens) or its draws.csv; one chain per network, or --members chains cycling through them")
-          .existing()
-          .add_nested("warmup", [](O& o) -> long& { return o.params.warmup; }, "NUTS warmup iterations per chain")
-          .at_least(0)
-          .cite("Sommer et al., App. C.4")
-          .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "kept draws per chain")
-          .at_least(0)
-          .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_depth; }, "NUTS maximum tree depth")
-          .at_least(1)
-          .at_most(30)
-          .add_nested("target_accept", [](O& o) -> double& { return o.params.nuts.warmup.dual_averaging.target_accept; },
-                      "warmup's target acceptance statistic")
-          .above(0)
-          .below(1)
-          .cite("Sommer et al., sec. 3")
-          .add_nested("lppd_window", [](O& o) -> Index& { return o.params.monitor.window; }, "window of the LPPD stopping rule")
-          .at_least(1)
-          .cite("Sommer et al., eq. 9")
-          .add_nested("lppd_epsilon", [](O& o) -> double& { return o.params.monitor.epsilon; }, "epsilon of the LPPD stopping rule")
-          .above(0)
-          .add_nested("lppd_min_draws", [](O& o) -> Index& { return o.params.monitor.min_draws; },
-                      "with --stop-converged, never stop a chain before this many draws")
-          .at_least(0)
-          .add_nested("stop_converged", [](O& o) -> bool& { return o.params.monitor.stop_converged; },
-                      "end a chain once its held-out LPPD has converged (eq. 9)")
-          .add_nested("drop_dying", [](O& o) -> bool& { return o.params.drop_dying; },
-                      "drop chains whose held-out RMSE is worse than a linear model's (always counted)");
+  static const auto s = [] {
+    auto schema = OptionSchema<O>("dei", "DEI-MCMC (Deep Ensemble Initialized NUTS)");
+    add_starts(schema, "NUTS")
+        .add_nested("warmup", [](O& o) -> long& { return o.params.warmup; }, "NUTS warmup iterations per chain")
+        .at_least(0)
+        .cite("Sommer et al., App. C.4")
+        .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "kept draws per chain")
+        .at_least(0)
+        .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_depth; }, "NUTS maximum tree depth")
+        .at_least(1)
+        .at_most(30)
+        .add_nested("target_accept", [](O& o) -> double& { return o.params.nuts.warmup.dual_averaging.target_accept; },
+                    "warmup's target acceptance statistic")
+        .above(0)
+        .below(1)
+        .cite("Sommer et al., sec. 3");
+    add_monitor(schema);
+    return schema;
+  }();
+  return s;
+}
+
+MclmcTuningParams& tuning_of(MileOptions& o) { return o.tuning; }
+std::optional<double>& end_of(MileOptions& o) { return o.energy_variance_end; }
+
+const OptionSchema<MileOptions>& mile_options() {
+  using O = MileOptions;
+  static const auto s = [] {
+    auto schema = OptionSchema<O>("mile", "MILE (Microcanonical Langevin Ensembles)");
+    add_starts(schema, "MCLMC")
+        .add_nested("warmup", [](O& o) -> long& { return o.params.warmup; },
+                    "MCLMC tuning steps per chain (80% step size, 10% variances, 10% L)")
+        .at_least(0)
+        .cite("Sommer et al. 2025, App. B")
+        .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "sampling steps per chain")
+        .at_least(0)
+        .add_nested("thin", [](O& o) -> long& { return o.params.thin; }, "keep every thin-th step")
+        .at_least(1);
+    detail::add_mclmc_tuning(schema, &tuning_of, &end_of);
+    add_monitor(schema);
+    return schema;
+  }();
   return s;
 }
 
@@ -84,10 +152,16 @@ nlohmann::json dei_training_defaults() {
 
 }  // namespace
 
-MethodResult run_dei_nuts(const FitContext& context) {
+/// MILE's members (Sommer et al. 2025, App. B): AdamW with learning rate 1e-3 and weight decay 1e-3,
+/// minibatches of 32, at most 500 epochs, stopped after 10 without improvement on the held-out set.
+nlohmann::json mile_training_defaults() {
+  return {{"epochs", 500}, {"weight_decay", 1e-3}, {"lr", 1e-3}, {"optimizer", "adamw"}, {"batch_size", 32}, {"early_stopping", 10}};
+}
+
+/// DEI-MCMC and MILE: train the ensemble, run one chain per member, monitor and merge them.
+MethodResult run_ensemble_initialized(const FitContext& context, const DeiOptions& o, DeiMcmcParams p,
+                                      const std::string& method, const std::string& sampler) {
   const FitConfig& cfg = context.config;
-  const DeiOptions o = dei_options().read(cfg.method_settings);
-  DeiMcmcParams p = o.params;
   if (o.members) p.ensemble.members = *o.members;
   p.ensemble.threads = cfg.threads;
   p.ensemble.training = cfg.training;  // seed 003 App. D's defaults: dei_training_defaults()
@@ -107,7 +181,7 @@ MethodResult run_dei_nuts(const FitContext& context) {
     if (!o.members) p.ensemble.members = static_cast<Index>(networks.size());
     for (Index c = 0; c < p.ensemble.members; ++c)
       given.push_back(networks[static_cast<std::size_t>(c) % networks.size()]);
-    context.log(fmt::format("dei-nuts: {} chains start at the {} network(s) of {}", p.ensemble.members, networks.size(),
+    context.log(fmt::format("{}: {} chains start at the {} network(s) of {}", method, p.ensemble.members, networks.size(),
                             path.string()));
   } else if (!o.dei_init.empty()) {
     throw InputError("--dei-init is used with --dei-start given only");
@@ -115,9 +189,9 @@ MethodResult run_dei_nuts(const FitContext& context) {
   try {
     p.validate();
   } catch (const std::invalid_argument& e) {
-    throw InputError(std::string("dei-nuts: ") + e.what());
+    throw InputError(method + ": " + e.what());
   }
-  context.log(fmt::format("dei-nuts: {} members/chains from {}, {} warmup + {} draws each", p.ensemble.members, p.start,
+  context.log(fmt::format("{}: {} members/chains from {}, {} warmup + {} draws each", method, p.ensemble.members, p.start,
                           p.warmup, p.draws));
   const DeiMcmcResult r =
       run_dei_mcmc(context.posterior, p, cfg.seed, context.validation_inputs, context.validation_targets, given);
@@ -153,7 +227,7 @@ MethodResult run_dei_nuts(const FitContext& context) {
                       {"lppd_trace", r.lppd_traces[ci]},
                       {"log_pointwise_likelihood", r.log_pointwise_likelihood[ci]}});
   }
-  result.info = {{"sampler", "nuts"},
+  result.info = {{"sampler", sampler},
                  {"start", p.start},
                  {"chains", r.run.num_chains()},
                  {"chains_kept", kept},
@@ -163,6 +237,7 @@ MethodResult run_dei_nuts(const FitContext& context) {
                  {"linear_model_rmse", r.linear_model_rmse},
                  {"warmup", p.warmup},
                  {"draws_per_chain", common},
+                 {"thin", p.thin},
                  {"lppd_window", p.monitor.window},
                  {"lppd_epsilon", p.monitor.epsilon},
                  {"divergences", r.run.num_divergent()},
@@ -171,7 +246,7 @@ MethodResult run_dei_nuts(const FitContext& context) {
                  {"held_out", "function-space monitoring uses the --valid file, the validation split, or else the training data"},
                  {"tuned", r.run.sampler_descriptions}};
   if (r.num_dying > 0)
-    context.log(fmt::format("dei-nuts: {} of {} chains have a held-out RMSE worse than the linear model ({:.4g}){}",
+    context.log(fmt::format("{}: {} of {} chains have a held-out RMSE worse than the linear model ({:.4g}){}", method,
                             r.num_dying, r.run.num_chains(), r.linear_model_rmse,
                             p.drop_dying ? "; dropped" : " (kept; --drop-dying drops them)"));
   if (!world_communicator()->is_root()) return result;  // rank 0 alone writes files (MPI)
@@ -204,9 +279,27 @@ MethodResult run_dei_nuts(const FitContext& context) {
   if (cfg.figure_format != "none") {
     const auto path = cfg.out_dir / ("lppd_traces." + cfg.figure_format);
     plot_lppd_traces(path, r.lppd_traces, r.converged_at, r.dying,
-                     fmt::format("dei-nuts ({} start): chain-wise expanding-window LPPD (Sommer et al. eq. 8)", p.start));
+                     fmt::format("{} ({} start): chain-wise expanding-window LPPD (Sommer et al. eq. 8)", method, p.start));
   }
   return result;
+}
+
+MethodResult run_dei_nuts(const FitContext& context) {
+  const DeiOptions o = dei_options().read(context.config.method_settings);
+  return run_ensemble_initialized(context, o, o.params, "dei-nuts", "nuts");
+}
+
+MethodResult run_mile(const FitContext& context) {
+  const MileOptions o = mile_options().read(context.config.method_settings);
+  DeiMcmcParams p = o.params;
+  MclmcConfig mclmc;
+  mclmc.tuning = o.tuning;
+  mclmc.tuning.energy_variance_end = o.energy_variance_end.value_or(o.tuning.energy_variance_start);
+  // MILE starts L at max(sqrt(K), 15) (Sommer et al. 2025, App. B).
+  mclmc.tuning.initial_L = std::max(std::sqrt(static_cast<double>(context.posterior->dim())), 15.0);
+  p.mclmc = mclmc;
+  p.members_see_held_out = true;
+  return run_ensemble_initialized(context, o, p, "mile", "mclmc");
 }
 
 }  // namespace uqnn
@@ -215,5 +308,8 @@ namespace uqnn {
 namespace {
 const bool registered = register_method({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
                                          "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
+const bool registered_mile =
+    register_method({"mile", "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",
+                     "Sommer et al. 2025 (MILE)", {&mile_options().group()}, mile_training_defaults(), &run_mile});
 }  // namespace
 }  // namespace uqnn

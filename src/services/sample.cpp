@@ -45,9 +45,14 @@ std::vector<std::string> sample_method_names() {
 }
 
 std::vector<OptionGroup> sample_option_groups(const std::string& method) {
+  const MethodSpec& spec = sampler_method(method);
   std::vector<OptionGroup> groups{run_options().group()};
-  for (const OptionGroup* g : sampler_method(method).groups)
+  for (const OptionGroup* g : spec.groups)
     if (g != &detail::chain_start_options().group()) groups.push_back(*g);
+  // The method's own run lengths (mclmc's 10,000 steps) apply here as in `uqnn fit`.
+  for (auto& g : groups)
+    for (auto& o : g.options)
+      if (spec.fit_defaults.contains(o.name)) o.default_value = spec.fit_defaults.at(o.name);
   return groups;
 }
 

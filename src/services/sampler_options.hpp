@@ -11,6 +11,7 @@
 #include "uqnn/adaptation/stan_warmup.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/run/chain_samplers.hpp"
+#include "uqnn/run/mclmc_sampler.hpp"
 #include "uqnn/services/options.hpp"
 
 namespace uqnn::detail {
@@ -58,6 +59,43 @@ void apply_step_options(const StepOptions& step, Config& config) {
   else if (!step.adapt) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
   config.warmup.adapt_step_size = step.adapt;
   if (!step.adapt) config.warmup.metric = MetricAdaptation::None;
+}
+
+/// MCLMC's tuning as options (mclmc, mile): `access` reaches the MclmcTuningParams inside Options,
+/// whose defaults are the method's (BlackJAX's for mclmc, MILE's for mile); `end` is the energy
+/// variance at the end of warmup, unset = the start value.
+template <typename Options>
+OptionSchema<Options>& add_mclmc_tuning(OptionSchema<Options>& s, MclmcTuningParams& (*access)(Options&),
+                                        std::optional<double>& (*end)(Options&)) {
+  return s
+      .add_nested("mclmc_energy_variance", [access](Options& o) -> double& { return access(o).energy_variance_start; },
+                  "energy error variance per parameter, Var[E]/d, that warmup tunes the step size to (the bias tolerance)")
+      .above(0)
+      .cite("Robnik et al. 2023, sec. 3.3")
+      .add_nested("mclmc_energy_variance_end", end,
+                  "Var[E]/d at the end of the step-size phases, reached linearly (unset: no schedule)")
+      .above(0)
+      .cite("Sommer et al. 2025 (MILE), App. B")
+      .add_nested("mclmc_preconditioning", [access](Options& o) -> bool& { return access(o).diagonal_preconditioning; },
+                  "diagonal preconditioner from warmup's variance estimates")
+      .add_nested("mclmc_effective_samples", [access](Options& o) -> double& { return access(o).num_effective_samples; },
+                  "memory of the step-size average, in steps")
+      .above(1)
+      .add_nested("mclmc_trust", [access](Options& o) -> double& { return access(o).trust_in_estimate; },
+                  "how far from the target a step's energy error may be and still count")
+      .above(0)
+      .add_nested("mclmc_variance_fraction", [access](Options& o) -> double& { return access(o).variance_fraction; },
+                  "share of warmup that estimates the variances (L, preconditioner)")
+      .at_least(0)
+      .below(1)
+      .add_nested("mclmc_ess_fraction", [access](Options& o) -> double& { return access(o).ess_fraction; },
+                  "share of warmup that sets L from the chain's effective sample size")
+      .at_least(0)
+      .below(1)
+      .add_nested("mclmc_l_factor", [access](Options& o) -> double& { return access(o).L_factor; },
+                  "L = factor x step size x steps per effective sample")
+      .above(0)
+      .cite("Robnik et al. 2023, sec. 3.3; BlackJAX's Lfactor");
 }
 
 /// Runs the method's chains (chain options and starts from the method's settings) on `factory`

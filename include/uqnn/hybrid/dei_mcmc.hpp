@@ -19,6 +19,7 @@
 
 #include "uqnn/approx/ensemble.hpp"
 #include "uqnn/run/chain_samplers.hpp"
+#include "uqnn/run/mclmc_sampler.hpp"
 #include "uqnn/prob/posterior.hpp"
 #include "uqnn/hybrid/lppd_monitor.hpp"
 #include "uqnn/run/run_chains.hpp"
@@ -32,9 +33,15 @@ struct DeiMcmcParams {
   /// 5000 full-batch epochs, Gaussian NLL). `ensemble.members` is the number of chains for every start.
   EnsembleParams ensemble = default_ensemble();
   long warmup = 100;        ///< NUTS warmup per chain (seed 003 App. C.4)
-  long draws = 1000;        ///< kept draws per chain
+  long draws = 1000;        ///< sampling iterations per chain (kept: ceil(draws / thin), as RunConfig)
+  long thin = 1;            ///< keep every thin-th draw
   int threads = 0;          ///< chain threads; 0 = min(chains, hardware)
   NutsConfig nuts;          ///< step size / metric adaptation (target accept 0.8 as seed 003 sec. 3)
+  /// MILE (Sommer et al. 2025): MCLMC chains instead of NUTS, tuned in warmup (`nuts` is unused).
+  std::optional<MclmcConfig> mclmc;
+  /// MILE: the members stop early on the held-out set (patience in ensemble.training) and keep
+  /// their best-validation snapshot. DEI-MCMC's members never see it (it judges the chains).
+  bool members_see_held_out = false;
   LppdMonitorParams monitor;
   bool drop_dying = false;  ///< drop chains with RMSE worse than the linear model from the merge
   void validate() const;

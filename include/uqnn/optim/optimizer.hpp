@@ -10,13 +10,13 @@
 namespace uqnn {
 
 /// Optimiser settings. weight_decay adds weight_decay * theta to the gradient (L2, as
-/// torch.optim.Adam / SGD do; not AdamW's decoupled decay).
+/// torch.optim.Adam / SGD do); "adamw" decouples it (theta *= 1 - lr weight_decay, torch.optim.AdamW).
 struct OptimizerParams {
-  std::string name = "adam";  ///< "adam" or "sgd"
+  std::string name = "adam";  ///< "adam", "adamw" or "sgd"
   double learning_rate = 1e-2;
   double weight_decay = 0.0;
   double momentum = 0.0;  ///< sgd only
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  ///< adam only
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  ///< adam and adamw only
   void validate() const;
 };
 

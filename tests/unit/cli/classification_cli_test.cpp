@@ -62,6 +62,8 @@ const std::map<std::string, std::string>& quick_settings() {
       {"fsghmc", "regression only"},
       {"vi-hmc", "--chains 2 --warmup 40 --draws 20 --num-samples 20"},
       {"dei-nuts", "--members 2 --warmup 40 --draws 20 --max-depth 5"},
+      {"mclmc", "--chains 2 --warmup 60 --draws 20"},
+      {"mile", "--members 2 --warmup 60 --draws 40 --thin 2"},
   };
   return m;
 }

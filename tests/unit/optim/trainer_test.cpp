@@ -137,3 +137,30 @@ TEST(Trainer, MinibatchesCoverEveryExampleOncePerEpoch) {
 
 }  // namespace
 }  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+TEST(Optimizer, AdamwDecaysTheWeightsOutsideTheMoments) {
+  // torch.optim.AdamW, first step: theta <- theta (1 - lr wd), then the bias-corrected Adam step
+  // lr m_hat / (sqrt(v_hat) + eps) = lr g / (|g| + eps). Adam with L2 would instead feed wd theta
+  // into the moments.
+  OptimizerParams p;
+  p.name = "adamw";
+  p.learning_rate = 0.1;
+  p.weight_decay = 0.01;
+  Vec theta(2), grad(2);
+  theta << 1.0, -2.0;
+  grad << 0.5, 0.1;
+  make_optimizer(p, 2)->step(theta, grad, p.learning_rate);
+  EXPECT_NEAR(theta[0], 1.0 * (1 - 0.001) - 0.1 * 0.5 / (0.5 + 1e-8), 1e-12);
+  EXPECT_NEAR(theta[1], -2.0 * (1 - 0.001) - 0.1 * 0.1 / (0.1 + 1e-8), 1e-12);
+  p.name = "adam";
+  Vec coupled(2);
+  coupled << 1.0, -2.0;
+  make_optimizer(p, 2)->step(coupled, grad, p.learning_rate);
+  EXPECT_GT((coupled - theta).cwiseAbs().maxCoeff(), 1e-4) << "adam's L2 decay is not adamw's";
+}
+
+}  // namespace
+}  // namespace uqnn

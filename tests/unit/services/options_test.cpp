@@ -61,10 +61,12 @@ Sample non_default(const OptionSpec& o, const fs::path& existing_file) {
 }
 
 /// A registered method that reads option `name` (fit-level options: "map").
-std::string method_reading(const std::string& name) {
+/// A method that reads option `name` through the group called `group` (mclmc and mile declare the
+/// same options in their own groups, with their own defaults); "map" for the fit's own groups.
+std::string method_reading(const std::string& name, const std::string& group) {
   for (const MethodSpec* m : registered_methods())
     for (const OptionGroup* g : m->groups)
-      if (g->find(name)) return m->name;
+      if (g->name == group && g->find(name)) return m->name;
   return "map";
 }
 
@@ -83,7 +85,7 @@ class Options : public ::testing::Test {
 TEST(OptionRegistry, EveryMethodIsRegisteredAndAnOptionNameHasOneType) {
   const auto names = method_names();
   for (const char* m : {"map", "nuts", "hmc", "mala", "amcmc", "sgld", "sghmc", "psgld", "fsgld", "fsghmc", "ens", "rms", "vi",
-                        "laplace", "swag", "dropout", "vi-hmc", "dei-nuts", "slice"})
+                        "laplace", "swag", "dropout", "vi-hmc", "dei-nuts", "slice", "mclmc", "mile"})
     EXPECT_NE(std::find(names.begin(), names.end(), m), names.end()) << m;
   std::map<std::string, OptionType> type_of;
   std::size_t count = 0;
@@ -107,7 +109,7 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
       if (o.name == "method") continue;  // the method is chosen below
       // --part's text is "k/n", checked against the method (tests/unit/run/scale_out_test.cpp).
       const Sample v = o.name == "part" ? Sample{"1/2", "\"1/2\""} : non_default(o, dir_ / "file.csv");
-      const std::string method = o.name == "part" ? "nuts" : method_reading(o.name);  // map runs whole
+      const std::string method = o.name == "part" ? "nuts" : method_reading(o.name, g.name);  // map runs whole
       const nlohmann::json from_cli = o.parse_text(v.cli, o.flag());
       // The CLI door: text -> value -> config.
       FitRequest cli;
