@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# MILE's UCI comparison (Sommer et al. 2025, Table 2's setting): uqnn's mile against uqnn's dei-nuts
+# and against bde (scikit-learn-contrib's MILE in JAX/BlackJAX, pip) on the same 80/10/10 splits of
+# airfoil, concrete, energy and yacht, 2x16 ReLU heteroscedastic network, 12 members, each method at
+# its own defaults. Reports test LPPD, RMSE (original units) and CPU seconds (user + system, all
+# threads). Prints a markdown table and saves it to bench/results/mile_vs_dei.md.
+#
+# Usage: bench/mile_vs_dei.sh [--datasets yacht,concrete] [--splits 3] [--methods mile,dei-nuts,bde] [--quick]
+#        (env: BUILD_DIR=build, UQNN_SHARED_DIR=<repo>/../shared, THREADS=2)
+# First run: creates bench/.venv (gitignored) with sklearn-contrib-bde; see bench/python_env.sh.
+set -euo pipefail
+
+# shellcheck source=bench_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
+if [[ ! -f "$shared/data/uci/yacht.csv" ]]; then
+  echo "mile_vs_dei: no UCI data in $shared/data/uci; skipping" >&2
+  exit 0
+fi
+export BENCH_PYTHON_MODULES="bde pandas"
+export BENCH_PYTHON_EXTRA="sklearn-contrib-bde pandas"
+# shellcheck source=python_env.sh
+. "$here/python_env.sh"
+
+build_bench_target uqnn_cli
+"$venv/bin/python" "$here/mile_vs_dei.py" --uqnn "$build/uqnn" --data-dir "$shared/data/uci" \
+  --work "$results/mile_vs_dei" --threads "${THREADS:-2}" --out "$results/mile_vs_dei.md" "$@"
+echo "(saved to $results/mile_vs_dei.md)" >&2
