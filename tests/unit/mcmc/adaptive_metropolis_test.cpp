@@ -131,31 +131,14 @@ TEST(McmcAdaptiveMetropolis, DefaultsRecoverACorrelatedGaussianWithScales100xApa
 TEST(McmcAdaptiveMetropolis, DefaultsRecoverAnIllConditionedLinearRegression) {
   // y = w1 x1 + w2 x2 + w3 x3 + w4 x4 + b + N(0, 0.3^2) with x2 = x1 + small noise: w1 and w2 are
   // strongly negatively correlated a posteriori; prior N(0, 3^2); 5 parameters.
-  const Index n = 40;
-  const double sigma = 0.3, tau = 3.0;
-  Rng rng(5);
-  Mat X(4, n), Y(1, n);
-  for (Index i = 0; i < n; ++i) {
-    X(0, i) = rng.uniform(-1.0, 1.0);
-    X(1, i) = X(0, i) + 0.15 * rng.normal();
-    X(2, i) = rng.uniform(0.0, 3.0);
-    X(3, i) = 0.01 * rng.normal();  // a weakly identified input: its weight's sd is set by the prior
-    Y(0, i) = 0.8 * X(0, i) + 0.5 * X(1, i) - 0.3 * X(2, i) + 1.0 + sigma * rng.normal();
-  }
-  auto model = std::make_shared<Mlp>(Mlp::linear(4, 1));
-  const auto posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(sigma),
-                                                     GaussianPrior::isotropic(model->num_params(), tau), X, Y);
-  Mat phi(n, 5);
-  phi.leftCols(4) = X.transpose();
-  phi.col(4).setOnes();
-  const Mat precision = phi.transpose() * phi / (sigma * sigma) + Mat::Identity(5, 5) / (tau * tau);
-  const Mat covariance = precision.inverse();
-  const Vec mean = covariance * (phi.transpose() * Y.row(0).transpose()) / (sigma * sigma);
+  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
+  const Mat& covariance = target.covariance;
+  const Vec& mean = target.mean;
   const double correlation = covariance(0, 1) / std::sqrt(covariance(0, 0) * covariance(1, 1));
   ASSERT_LT(correlation, -0.9);  // the hard part
   const Vec sds = covariance.diagonal().cwiseSqrt();
   ASSERT_GT(sds.maxCoeff() / sds.minCoeff(), 20.0);
-  const RunResult run = run_defaults(posterior, mean, 0.05, 12);
+  const RunResult run = run_defaults(target.posterior, mean, 0.05, 12);
   testing::expect_matches_gaussian(run, mean, covariance);
 }
 

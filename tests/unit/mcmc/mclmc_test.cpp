@@ -11,8 +11,6 @@
 
 #include "unit/mcmc/test_models.hpp"
 #include "uqnn/mcmc/mclmc.hpp"
-#include "uqnn/nn/mlp.hpp"
-#include "uqnn/prob/posterior.hpp"
 #include "uqnn/run/mclmc_sampler.hpp"
 #include "uqnn/run/run_chains.hpp"
 
@@ -109,30 +107,10 @@ TEST(MclmcSampler, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {
 }
 
 TEST(MclmcSampler, DefaultsRecoverAnIllConditionedLinearRegression) {
-  // As adaptive Metropolis's test: w1 and w2 correlated below -0.9, sds more than 20x apart.
-  const Index n = 40;
-  const double sigma = 0.3, tau = 3.0;
-  Rng rng(5);
-  Mat X(4, n), Y(1, n);
-  for (Index i = 0; i < n; ++i) {
-    X(0, i) = rng.uniform(-1.0, 1.0);
-    X(1, i) = X(0, i) + 0.15 * rng.normal();
-    X(2, i) = rng.uniform(0.0, 3.0);
-    X(3, i) = 0.01 * rng.normal();
-    Y(0, i) = 0.8 * X(0, i) + 0.5 * X(1, i) - 0.3 * X(2, i) + 1.0 + sigma * rng.normal();
-  }
-  auto model = std::make_shared<Mlp>(Mlp::linear(4, 1));
-  const auto posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(sigma),
-                                                     GaussianPrior::isotropic(model->num_params(), tau), X, Y);
-  Mat phi(n, 5);
-  phi.leftCols(4) = X.transpose();
-  phi.col(4).setOnes();
-  const Mat precision = phi.transpose() * phi / (sigma * sigma) + Mat::Identity(5, 5) / (tau * tau);
-  const Mat covariance = precision.inverse();
-  const Vec mean = covariance * (phi.transpose() * Y.row(0).transpose()) / (sigma * sigma);
-  ASSERT_LT(covariance(0, 1) / std::sqrt(covariance(0, 0) * covariance(1, 1)), -0.9);
-  const RunResult run = run_defaults(posterior, mean, 0.05, 12);
-  testing::expect_matches_gaussian(run, mean, covariance);
+  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
+  ASSERT_LT(target.covariance(0, 1) / std::sqrt(target.covariance(0, 0) * target.covariance(1, 1)), -0.9);
+  const RunResult run = run_defaults(target.posterior, target.mean, 0.05, 12);
+  testing::expect_matches_gaussian(run, target.mean, target.covariance);
 }
 
 /// A unit Gaussian whose log density is NaN beyond |x_0| > 8: a too-long step diverges.

@@ -14,6 +14,40 @@
 
 namespace uqnn::testing {
 
+/// Bayesian linear regression y = w1 x1 + w2 x2 + w3 x3 + w4 x4 + b + N(0, 0.3^2), prior N(0, 3^2),
+/// with x2 = x1 + small noise and a weakly identified x4: w1 and w2 correlate below -0.9 a
+/// posteriori and the sds are more than 20x apart. Its exact Gaussian posterior comes with it.
+struct IllConditionedRegression {
+  std::shared_ptr<Posterior> posterior;
+  Vec mean;
+  Mat covariance;
+};
+
+inline IllConditionedRegression ill_conditioned_regression() {
+  const Index n = 40;
+  const double sigma = 0.3, tau = 3.0;
+  Rng rng(5);
+  Mat X(4, n), Y(1, n);
+  for (Index i = 0; i < n; ++i) {
+    X(0, i) = rng.uniform(-1.0, 1.0);
+    X(1, i) = X(0, i) + 0.15 * rng.normal();
+    X(2, i) = rng.uniform(0.0, 3.0);
+    X(3, i) = 0.01 * rng.normal();  // a weakly identified input: its weight's sd is set by the prior
+    Y(0, i) = 0.8 * X(0, i) + 0.5 * X(1, i) - 0.3 * X(2, i) + 1.0 + sigma * rng.normal();
+  }
+  auto model = std::make_shared<Mlp>(Mlp::linear(4, 1));
+  IllConditionedRegression r;
+  r.posterior = std::make_shared<Posterior>(model, make_gaussian_likelihood(sigma),
+                                            GaussianPrior::isotropic(model->num_params(), tau), X, Y);
+  Mat phi(n, 5);
+  phi.leftCols(4) = X.transpose();
+  phi.col(4).setOnes();
+  const Mat precision = phi.transpose() * phi / (sigma * sigma) + Mat::Identity(5, 5) / (tau * tau);
+  r.covariance = precision.inverse();
+  r.mean = r.covariance * (phi.transpose() * Y.row(0).transpose()) / (sigma * sigma);
+  return r;
+}
+
 /// log N(x | mean, covariance) up to a constant.
 class GaussianDensity : public LogDensity {
  public:
