@@ -144,6 +144,8 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
     throw InputError("unknown model kind '" + kind + "': valid are mlp, rnet, deeponet, linearized");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // a constructor's range check (e.g. input_dim 0)
+    throw InputError(std::string("invalid model description: ") + e.what());
   }
 }
 

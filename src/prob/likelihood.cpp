@@ -283,6 +283,8 @@ std::shared_ptr<Likelihood> make_likelihood(const nlohmann::json& d) {
                      "': valid are gaussian, gaussian_learned_sigma, heteroscedastic, bernoulli, categorical");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid likelihood description: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // a constructor's range check (e.g. sigma <= 0)
+    throw InputError(std::string("invalid likelihood description: ") + e.what());
   }
 }
 

@@ -57,10 +57,14 @@ FittedModel FittedModel::load(const std::filesystem::path& dir) {
       f.input_min_ = it->at("min").get<std::vector<double>>();
       f.input_max_ = it->at("max").get<std::vector<double>>();
       if (f.input_min_.size() != f.input_names_.size() || f.input_max_.size() != f.input_names_.size())
-        throw InputError(fmt::format("{}: field 'input_range' has {} / {} entries for {} inputs", model_path.string(),
-                                     f.input_min_.size(), f.input_max_.size(), f.input_names_.size()));
+        throw InputError(fmt::format("field 'input_range' has {} / {} entries for {} inputs", f.input_min_.size(),
+                                     f.input_max_.size(), f.input_names_.size()));
     }
   } catch (const nlohmann::json::exception& e) {
+    throw InputError(model_path.string() + ": " + e.what());
+  } catch (const std::invalid_argument& e) {  // a range check of the model or likelihood it describes
+    throw InputError(model_path.string() + ": " + e.what());
+  } catch (const InputError& e) {  // the model or likelihood reader's own message, without the file
     throw InputError(model_path.string() + ": " + e.what());
   }
   if (!f.json_.contains("standardizer")) throw InputError(model_path.string() + ": field 'standardizer' is missing");

@@ -1,6 +1,7 @@
 // Reloading a run directory (what `uqnn predict` and uqnn.load read): the training input range is
 // read back, and a model.json with a field missing or malformed is an InputError naming the file
-// and field, never another exception (fuzzing found `standardizer` missing ending in std::terminate).
+// and field, never another exception (fuzzing found `standardizer` missing and `input_dim` 0 ending in
+// std::terminate).
 #include "uqnn/services/fitted_model.hpp"
 
 #include <gtest/gtest.h>
@@ -62,6 +63,14 @@ TEST(FittedModel, MissingOrMalformedFieldsAreInputErrors) {
   j = good;
   j["input_range"] = {{"max", {1.0}}};
   EXPECT_NE(load_error(dir, j).find("model.json: "), std::string::npos);
+  j = good;
+  j["model"]["input_dim"] = 0;  // a range check of the network (fuzzing found this ending in std::terminate)
+  EXPECT_NE(load_error(dir, j).find("model.json: invalid model description: mlp input_dim must be >= 1"), std::string::npos)
+      << load_error(dir, j);
+  j = good;
+  j["likelihood"] = {{"kind", "gaussian"}, {"sigma", -1.0}};
+  EXPECT_NE(load_error(dir, j).find("model.json: invalid likelihood description: likelihood sigma must be"), std::string::npos)
+      << load_error(dir, j);
   j = good;
   j.erase("input_range");  // a run written before the range was recorded
   EXPECT_EQ(load_error(dir, j), "");
