@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/optim/optimizer.hpp"
 
 namespace uqnn {
@@ -97,16 +98,24 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
                                            t, initial_loss, loss));
     optimizer->step(w, grad, params.learning_rate);
     result.loss.push_back(loss);
-    if (t % params.snapshot_every != 0) continue;
-    const double nn = static_cast<double>(n);
-    mean = (nn * mean + w) / (nn + 1);
-    second = (nn * second + w.array().square().matrix()) / (nn + 1);
-    ++n;
-    if (params.low_rank) {
-      last.push_back(w - mean);
-      if (static_cast<Index>(last.size()) > params.rank) last.pop_front();
+    if (t % params.snapshot_every == 0) {
+      const double nn = static_cast<double>(n);
+      mean = (nn * mean + w) / (nn + 1);
+      second = (nn * second + w.array().square().matrix()) / (nn + 1);
+      ++n;
+      if (params.low_rank) {
+        last.push_back(w - mean);
+        if (static_cast<Index>(last.size()) > params.rank) last.pop_front();
+      }
+    }
+    if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep the moments of the snapshots taken so far
+      result.interrupted = true;
+      break;
     }
   }
+  // The low-rank part divides by (columns - 1): with fewer than two deviations (a run stopped early)
+  // only the diagonal part is kept.
+  if (last.size() < 2) last.clear();
   if (!w.allFinite()) throw std::runtime_error("swag: SGD diverged: lower --swag-lr");
   Vec variance = second - mean.array().square().matrix();
   for (Index k = 0; k < K; ++k)

@@ -54,6 +54,7 @@ struct SwagResult {
   Index num_snapshots = 0;          ///< including w_0
   Index num_clamped_variances = 0;  ///< entries of w2bar - wbar^2 that were < 0 and set to 0
   std::vector<double> loss;         ///< loss of each SGD step
+  bool interrupted = false;         ///< a stop signal ended the SGD steps early (core/stop_signal.hpp)
 };
 
 /// The default SWAG learning rate 1 / lambda_max, lambda_max the largest eigenvalue of the Hessian of

@@ -3,6 +3,7 @@
 #include "unit/approx/blr_fixture.hpp"
 #include "uqnn/approx/ensemble.hpp"
 #include "uqnn/approx/swag.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/data/synthetic.hpp"
 #include "uqnn/predictive/predictive.hpp"
 
@@ -213,6 +214,29 @@ TEST(Swag, DivergingSgdIsAClearError) {
         }
       },
       std::runtime_error);
+}
+
+TEST(Swag, AStopSignalEndsTheSgdStepsAndKeepsTheSnapshotsTaken) {
+  const auto blr = make_blr();
+  NegativeLogPosteriorObjective objective(blr.posterior);
+  SwagParams p;
+  p.learning_rate = 0.5 * swag_default_learning_rate(*blr.posterior, blr.mean, blr.posterior->num_data());
+  p.steps = 400;
+  p.snapshot_every = 1;
+  Rng rng(1, 0);
+  SwagResult r;
+  {
+    StopSignalScope scope;
+    request_stop();  // as the handler of SIGINT / SIGTERM / SIGHUP does
+    r = fit_swag(objective, blr.mean, p, rng);
+  }
+  { StopSignalScope clear; }  // an outermost scope clears the flag for the tests that follow
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.loss.size(), 1u);         // the step in progress is finished, no further one begins
+  EXPECT_EQ(r.num_snapshots, 2);        // w_0 and the first step's iterate
+  ASSERT_NE(r.approximation, nullptr);  // one deviation is too few for the low-rank part: diagonal only
+  EXPECT_EQ(r.approximation->deviations().cols(), 0);
+  EXPECT_TRUE(r.approximation->mean().allFinite());
 }
 
 TEST(MixturePosterior, StratifiedDrawsAndLawOfTotalVariance) {
