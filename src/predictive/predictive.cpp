@@ -24,6 +24,43 @@ PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, 
   return out;
 }
 
+namespace {
+
+/// The p-quantile of the Gaussian mixture (1/S) sum_k N(mu_k, sd_k^2): the root of
+/// F(y) = (1/S) sum_k Phi((y - mu_k) / sd_k) - p, by Newton's method from `start` inside a bracket
+/// that it keeps, falling back to bisection when a step leaves it (components with sd 0 make F a
+/// step function there). F is monotone, so the root is unique up to the flat parts of F.
+double mixture_quantile(const double* mu, const double* sd, Index S, double p, double start) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (Index k = 0; k < S; ++k) {
+    lo = std::min(lo, mu[k] - 12.0 * sd[k]);  // Phi(-12) ~ 2e-33: F(lo) < p and F(hi) > p
+    hi = std::max(hi, mu[k] + 12.0 * sd[k]);
+  }
+  if (!(hi > lo)) return lo;  // every component a point mass at the same value
+  const double inv_sqrt2 = 1.0 / std::numbers::sqrt2, inv_sqrt2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
+  double y = std::clamp(start, lo, hi);
+  for (int iteration = 0; iteration < 200; ++iteration) {
+    double cdf = 0.0, density = 0.0;
+    for (Index k = 0; k < S; ++k) {
+      if (sd[k] > 0) {
+        const double z = (y - mu[k]) / sd[k];
+        cdf += 0.5 * std::erfc(-z * inv_sqrt2);
+        density += inv_sqrt2pi * std::exp(-0.5 * z * z) / sd[k];
+      } else {
+        cdf += y >= mu[k] ? 1.0 : 0.0;
+      }
+    }
+    const double excess = cdf / static_cast<double>(S) - p;
+    (excess < 0 ? lo : hi) = y;
+    if (std::abs(excess) < 1e-13 || hi - lo <= 1e-13 * std::max(1.0, std::abs(y))) break;
+    const double newton = density > 0 ? y - excess * static_cast<double>(S) / density : lo - 1.0;
+    y = newton > lo && newton < hi ? newton : 0.5 * (lo + hi);
+  }
+  return y;
+}
+
+}  // namespace
+
 PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::vector<double>& levels, Rng& rng) {
   const Index S = draws.num_draws();
   require(S >= 1, "number of draws", ">= 1");
@@ -45,12 +82,50 @@ PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::
   s.epistemic_sd = epistemic.cwiseSqrt();
   s.sd = (epistemic + noise).cwiseSqrt();
   if (levels.empty()) return s;
-  for (double level : levels) require(level > 0 && level < 1, "interval level", "in (0, 1)");
-  // Samples of the predictive mixture: draw s, then y = mu_s + sqrt(noise_s) z.
+  std::vector<double> probabilities;  // each level's lower and upper tail probability
+  for (double level : levels) {
+    require(level > 0 && level < 1, "interval level", "in (0, 1)");
+    s.intervals[level] = {Mat(t, n), Mat(t, n)};
+    probabilities.push_back(0.5 - level / 2);
+    probabilities.push_back(0.5 + level / 2);
+  }
+  std::vector<double> quantiles(probabilities.size());
+  const auto store = [&](Index o, Index i) {
+    std::size_t j = 0;
+    for (double level : levels) {
+      s.intervals[level].first(o, i) = quantiles[j++];
+      s.intervals[level].second(o, i) = quantiles[j++];
+    }
+  };
+  if (S <= kExactQuantileMaxDraws) {
+    // Few draws: the predictive is a mixture of S Gaussians, and its quantiles are computed exactly,
+    // starting from those of the moment-matched Gaussian (mean, sd above).
+    std::vector<double> mu(static_cast<std::size_t>(S)), sd(static_cast<std::size_t>(S));
+    for (Index o = 0; o < t; ++o)
+      for (Index i = 0; i < n; ++i) {
+        for (Index k = 0; k < S; ++k) {
+          mu[static_cast<std::size_t>(k)] = draws.means[static_cast<std::size_t>(k)](o, i);
+          sd[static_cast<std::size_t>(k)] = std::sqrt(draws.noise_variance[static_cast<std::size_t>(k)](o, i));
+        }
+        for (std::size_t j = 0; j < probabilities.size(); ++j) {
+          // Start: the logistic approximation of the normal quantile, Phi(z) ~ 1 / (1 + exp(-1.702 z)).
+          const double z = std::log(probabilities[j] / (1 - probabilities[j])) / 1.702;
+          quantiles[j] = mixture_quantile(mu.data(), sd.data(), S, probabilities[j], s.mean(o, i) + s.sd(o, i) * z);
+        }
+        store(o, i);
+      }
+    return s;
+  }
+  // Many draws: samples of the predictive mixture (draw s, then y = mu_s + sqrt(noise_s) z), at
+  // least 2000 in all, and their type-7 quantiles. Only the order statistics the quantiles need are
+  // selected (nth_element on shrinking ranges), not the whole sample sorted.
   const Index per_draw = std::max<Index>(1, (2000 + S - 1) / S);
   const Index total = per_draw * S;
   std::vector<double> samples(static_cast<std::size_t>(total));
-  for (double level : levels) s.intervals[level] = {Mat(t, n), Mat(t, n)};
+  std::vector<std::pair<std::size_t, std::size_t>> ranks;  // (order statistic lo, slot) sorted by lo
+  for (std::size_t j = 0; j < probabilities.size(); ++j)
+    ranks.emplace_back(static_cast<std::size_t>(std::floor((static_cast<double>(total) - 1) * probabilities[j])), j);
+  std::sort(ranks.begin(), ranks.end());
   for (Index o = 0; o < t; ++o)
     for (Index i = 0; i < n; ++i) {
       std::size_t m = 0;
@@ -59,18 +134,20 @@ PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::
         const double sd = std::sqrt(draws.noise_variance[static_cast<std::size_t>(k)](o, i));
         for (Index r = 0; r < per_draw; ++r) samples[m++] = mu + sd * rng.normal();
       }
-      std::sort(samples.begin(), samples.end());
-      for (double level : levels) {
-        // Type-7 quantiles of the pooled samples.
-        const auto q = [&](double p) {
-          const double h = (static_cast<double>(total) - 1) * p;
-          const auto lo = static_cast<std::size_t>(std::floor(h));
-          const std::size_t hi = std::min(lo + 1, samples.size() - 1);
-          return samples[lo] + (h - std::floor(h)) * (samples[hi] - samples[lo]);
-        };
-        s.intervals[level].first(o, i) = q(0.5 - level / 2);
-        s.intervals[level].second(o, i) = q(0.5 + level / 2);
+      auto first = samples.begin();
+      for (const auto& [lo, j] : ranks) {
+        const auto nth = samples.begin() + static_cast<std::ptrdiff_t>(lo);
+        if (nth >= first) {
+          std::nth_element(first, nth, samples.end());
+          first = nth + 1;
+        }
+        const std::size_t hi = std::min(lo + 1, samples.size() - 1);
+        // The next order statistic is the smallest value after the lo-th (all of them are >= it).
+        const double next = hi == lo ? samples[lo] : *std::min_element(samples.begin() + static_cast<std::ptrdiff_t>(hi), samples.end());
+        const double h = (static_cast<double>(total) - 1) * probabilities[j];
+        quantiles[j] = samples[lo] + (h - std::floor(h)) * (next - samples[lo]);
       }
+      store(o, i);
     }
   return s;
 }

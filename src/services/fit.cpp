@@ -152,10 +152,15 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   // Data, split, standardisation (fitted on the training rows only).
   p.data = cfg.data.dataset ? *cfg.data.dataset : load_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
   p.split = choose_split(cfg.data, p.data.size());
-  const Dataset train = p.data.subset(p.split.train);
-  p.standardizer = cfg.data.standardize ? Standardizer::fit(train) : Standardizer::identity(train);
-  if (is_classification(cfg.probability.likelihood) && cfg.data.standardize) p.standardizer = inputs_only(p.standardizer);
-  const Dataset train_std = p.standardizer.transform(train);
+  // One copy of the training rows outlives this function, the posterior's (large data: every copy
+  // of the rows counts).
+  Dataset train_std;
+  {
+    const Dataset train = p.data.subset(p.split.train);
+    p.standardizer = cfg.data.standardize ? Standardizer::fit(train) : Standardizer::identity(train);
+    if (is_classification(cfg.probability.likelihood) && cfg.data.standardize) p.standardizer = inputs_only(p.standardizer);
+    train_std = p.standardizer.transform(train);
+  }
 
   // Model and posterior, in standardised units.
   const auto& standardizer = p.standardizer;
@@ -164,9 +169,9 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   const auto model = build_model(cfg.model, p.data.input_dim(), likelihood->model_outputs(p.data.target_dim()));
   check_fit_memory(cfg, fit_size(cfg.model, *model, p.data, p.split));  // before anything of size K is allocated
   const auto prior = build_prior(cfg.probability, model->layout());
-  p.posterior = std::make_shared<Posterior>(model, likelihood, prior, train_std.inputs, train_std.targets);
+  p.posterior = std::make_shared<Posterior>(model, likelihood, prior, std::move(train_std.inputs), std::move(train_std.targets));
 
-  p.validation_std = p.split.validation.empty() ? train_std : standardizer.transform(p.data.subset(p.split.validation));
+  if (!p.split.validation.empty()) p.validation_std = standardizer.transform(p.data.subset(p.split.validation));
   if (!cfg.data.validation_path.empty()) {
     // A held-out file (--valid): same columns, standardised with the training rows' statistics.
     const Dataset held_out = load_dataset(cfg.data.validation_path, p.data.target_names, p.data.input_names);
@@ -229,7 +234,8 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
     log(fmt::format("uqnn fit: {} MPI ranks share out the chains / members", layout.world->size()));
   }
   const bool has_validation = !split.validation.empty() || !cfg.data.validation_path.empty();
-  const FitContext context{cfg, posterior, problem.validation_std.inputs, problem.validation_std.targets, has_validation, reporter};
+  const FitContext context{cfg, posterior, has_validation ? problem.validation_std.inputs : posterior->inputs(),
+                           has_validation ? problem.validation_std.targets : posterior->targets(), has_validation, reporter};
   MethodResult result = method ? method(context) : run_method(context);
   posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
   if (result.draws.empty() && stop_requested())

@@ -22,7 +22,8 @@ nlohmann::json read_model_json(const std::filesystem::path& path, const std::fil
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path.string() + ": not valid JSON: " + e.what());
   }
-  if (!j.is_object() || j.value("format", std::string()) != "uqnn-fit")
+  const auto format = j.is_object() ? j.find("format") : j.end();  // value() would throw for a non-string
+  if (!j.is_object() || format == j.end() || !format->is_string() || format->get<std::string>() != "uqnn-fit")
     throw InputError(path.string() + ": field 'format' must be \"uqnn-fit\"");
   return j;
 }

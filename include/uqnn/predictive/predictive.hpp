@@ -33,8 +33,16 @@ struct PredictiveSummary {
   std::map<double, std::pair<Mat, Mat>> intervals;
 };
 
-/// Summarises draws; interval quantiles come from `samples_per_draw` noisy samples per draw
-/// (Gaussian noise), at least 2000 samples in all, drawn from `rng`.
+/// Up to this many draws, summarize_predictive's interval bounds are the exact quantiles of the
+/// predictive Gaussian mixture; above it, they are quantiles of samples from it.
+inline constexpr Index kExactQuantileMaxDraws = 32;
+
+/// Summarises draws: mean, epistemic and total sd, and the central intervals at `levels`. Each
+/// draw's predictive is N(mean, noise variance), so the predictive is a mixture of S Gaussians. With
+/// at most kExactQuantileMaxDraws draws the interval bounds are its exact quantiles (Newton's method
+/// on the mixture's CDF; `rng` is not used). With more, they are type-7 quantiles of max(S, 2000)
+/// samples of the mixture drawn from `rng` (equally many per draw): exact evaluation would cost S
+/// normal CDFs per Newton step and point, more than the samples.
 PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::vector<double>& levels, Rng& rng);
 
 /// Applies an affine target transform y = mean + scale * y_std to a summary (sd scaled by |scale|).

@@ -118,7 +118,10 @@ FitConfig fit_config_from_options(const nlohmann::json& options);
 struct FitContext {
   const FitConfig& config;
   std::shared_ptr<const Posterior> posterior;
-  Mat validation_inputs, validation_targets;  ///< standardised; equal to training data when no split
+  /// Standardised; the posterior's training data when there is no validation split (references:
+  /// the data are not copied for each method).
+  const Mat& validation_inputs;
+  const Mat& validation_targets;
   bool has_validation = false;                ///< a validation split or --valid file (else the above are the training data)
   std::shared_ptr<Reporter> reporter;  ///< messages and progress (never null)
   void log(const std::string& message) const { reporter->message(MessageLevel::Info, message); }
@@ -177,7 +180,7 @@ struct FitProblem {
   Split split;
   Standardizer standardizer;
   std::shared_ptr<Posterior> posterior;  ///< not const: --shards distributes its rows
-  Dataset validation_std;  ///< the training rows when there is no validation split
+  Dataset validation_std;  ///< empty when there is no validation split (then the posterior's training rows serve)
 };
 FitProblem make_fit_problem(const FitConfig& config);
 

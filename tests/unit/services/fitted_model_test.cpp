@@ -64,6 +64,9 @@ TEST(FittedModel, MissingOrMalformedFieldsAreInputErrors) {
   j["input_range"] = {{"max", {1.0}}};
   EXPECT_NE(load_error(dir, j).find("model.json: "), std::string::npos);
   j = good;
+  j["format"] = nlohmann::json::object();  // fuzzing found this ending in std::terminate (a json type_error)
+  EXPECT_NE(load_error(dir, j).find("model.json: field 'format' must be \"uqnn-fit\""), std::string::npos) << load_error(dir, j);
+  j = good;
   j["model"]["input_dim"] = 0;  // a range check of the network (fuzzing found this ending in std::terminate)
   EXPECT_NE(load_error(dir, j).find("model.json: invalid model description: mlp input_dim must be >= 1"), std::string::npos)
       << load_error(dir, j);
