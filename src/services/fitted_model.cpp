@@ -63,8 +63,6 @@ FittedModel FittedModel::load(const std::filesystem::path& dir) {
     }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(model_path.string() + ": " + e.what());
-  } catch (const std::invalid_argument& e) {  // a range check of the model or likelihood it describes
-    throw InputError(model_path.string() + ": " + e.what());
   } catch (const InputError& e) {  // the model or likelihood reader's own message, without the file
     throw InputError(model_path.string() + ": " + e.what());
   }
