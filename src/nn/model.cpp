@@ -4,6 +4,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
@@ -99,6 +100,8 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
       s.init = parse_init_scheme(d.value("init", std::string("glorot")));
       return std::make_unique<Mlp>(s);
     }
+    if (kind == "linear_no_bias")
+      return std::make_unique<LinearNoBias>(d.at("input_dim").get<Index>(), d.at("output_dim").get<Index>());
     if (kind == "rnet") {
       RNetSpec s;
       s.input_dim = d.at("input_dim").get<Index>();
@@ -141,7 +144,7 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
                                      center.size(), base->kind(), base->num_params()));
       return std::make_unique<LinearizedModel>(std::move(base), Eigen::Map<const Vec>(center.data(), static_cast<Index>(center.size())));
     }
-    throw InputError("unknown model kind '" + kind + "': valid are mlp, rnet, deeponet, linearized");
+    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, deeponet, linearized");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
   } catch (const std::invalid_argument& e) {  // a constructor's range check (e.g. input_dim 0)

@@ -47,10 +47,11 @@ class LikelihoodBase : public Likelihood {
 /// Gaussian with sigma fixed or learned (extra = log sigma).
 class Gaussian : public LikelihoodBase<Gaussian> {
  public:
-  Gaussian(bool learned, double sigma, double prior_mean, double prior_sd)
-      : learned_(learned), sigma_(sigma), prior_mean_(prior_mean), prior_sd_(prior_sd) {
+  Gaussian(bool learned, double sigma, NoiseSdPrior prior) : learned_(learned), sigma_(sigma), prior_(prior) {
     require(sigma > 0 && std::isfinite(sigma), "likelihood sigma", "a finite number > 0");
-    require(prior_sd > 0, "log-sigma prior sd", "> 0");
+    require(prior.kind == NoiseSdPrior::Kind::Flat || (prior.scale > 0 && std::isfinite(prior.scale)),
+            "noise-sd prior scale", "a finite number > 0");
+    require(std::isfinite(prior.location), "noise-sd prior location", "a finite number");
   }
   std::string kind() const override { return learned_ ? "gaussian_learned_sigma" : "gaussian"; }
   Index model_outputs(Index target_dim) const override { return target_dim; }
@@ -62,12 +63,11 @@ class Gaussian : public LikelihoodBase<Gaussian> {
   Vec initial_extra() const override { return learned_ ? Vec::Constant(1, std::log(sigma_)) : Vec(0); }
   double extra_log_prior(const Vec& extra, Vec* grad) const override {
     if (!learned_) return 0.0;
-    const double z = (extra[0] - prior_mean_) / prior_sd_;
-    if (grad) (*grad)[0] -= z / prior_sd_;
-    return -0.5 * z * z - std::log(prior_sd_) - kHalfLog2Pi;
+    return prior_.log_density(extra[0], grad ? &(*grad)[0] : nullptr);
   }
   Vec extra_prior_hessian_diagonal(const Vec& extra) const override {
-    return Vec::Constant(extra.size(), -1.0 / (prior_sd_ * prior_sd_));
+    if (!learned_) return Vec(0);
+    return Vec::Constant(1, prior_.second_derivative(extra[0]));
   }
 
   template <typename T>
@@ -100,13 +100,16 @@ class Gaussian : public LikelihoodBase<Gaussian> {
   }
   nlohmann::json to_json() const override {
     if (!learned_) return {{"kind", "gaussian"}, {"sigma", sigma_}};
-    return {{"kind", "gaussian_learned_sigma"}, {"initial_sigma", sigma_}, {"log_sigma_prior_mean", prior_mean_},
-            {"log_sigma_prior_sd", prior_sd_}};
+    if (prior_.kind == NoiseSdPrior::Kind::LogNormal)
+      return {{"kind", "gaussian_learned_sigma"}, {"initial_sigma", sigma_}, {"log_sigma_prior_mean", prior_.location},
+              {"log_sigma_prior_sd", prior_.scale}};
+    return {{"kind", "gaussian_learned_sigma"}, {"initial_sigma", sigma_}, {"noise_prior", prior_.to_string()}};
   }
 
  private:
   bool learned_;
-  double sigma_, prior_mean_, prior_sd_;
+  double sigma_;
+  NoiseSdPrior prior_;
 };
 
 /// Heteroscedastic Gaussian: rows [0, t) of Y are the mean, rows [t, 2t) log sigma.
@@ -259,11 +262,110 @@ class Categorical : public LikelihoodBase<Categorical> {
 
 }  // namespace
 
+double NoiseSdPrior::log_density(double s, double* grad) const {
+  switch (kind) {
+    case Kind::LogNormal: {
+      const double z = (s - location) / scale;
+      if (grad) *grad -= z / scale;
+      return -0.5 * z * z - std::log(scale) - kHalfLog2Pi;
+    }
+    case Kind::HalfNormal: {  // log(2 N(e^s; 0, S)) + s
+      const double u = std::exp(2.0 * s) / (scale * scale);
+      if (grad) *grad += 1.0 - u;
+      return -0.5 * u + s + std::log(2.0 / scale) - kHalfLog2Pi;
+    }
+    case Kind::HalfCauchy: {  // log(2 / (pi S (1 + u))) + s with u = (e^s / S)^2
+      const double u = std::exp(2.0 * s) / (scale * scale);
+      if (grad) *grad += 1.0 - 2.0 * u / (1.0 + u);
+      return -std::log1p(u) + s + std::log(2.0 / (std::numbers::pi * scale));
+    }
+    case Kind::Flat:
+      if (grad) *grad += 1.0;
+      return s;
+  }
+  return 0.0;
+}
+
+double NoiseSdPrior::second_derivative(double s) const {
+  const double u = kind == Kind::LogNormal || kind == Kind::Flat ? 0.0 : std::exp(2.0 * s) / (scale * scale);
+  switch (kind) {
+    case Kind::LogNormal: return -1.0 / (scale * scale);
+    case Kind::HalfNormal: return -2.0 * u;
+    case Kind::HalfCauchy: return -4.0 * u / ((1.0 + u) * (1.0 + u));
+    case Kind::Flat: return 0.0;
+  }
+  return 0.0;
+}
+
+NoiseSdPrior NoiseSdPrior::in_units_of(double unit) const {
+  NoiseSdPrior p = *this;
+  if (kind == Kind::LogNormal) p.location -= std::log(unit);
+  if (kind == Kind::HalfNormal || kind == Kind::HalfCauchy) p.scale /= unit;
+  return p;
+}
+
+NoiseSdPrior NoiseSdPrior::parse(const std::string& text, const std::string& flag) {
+  const auto bad = [&](const std::string& why) {
+    return InputError(flag + " '" + text + "': " + why +
+                      "; valid forms are lognormal:M,S (log sigma ~ N(M, S^2)), halfnormal:S, halfcauchy:S and flat, "
+                      "with S > 0 in the target's units");
+  };
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  const std::string args = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const auto number = [&](const std::string& t) {
+    std::size_t used = 0;
+    double v = 0.0;
+    try {
+      v = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (t.empty() || used != t.size() || !std::isfinite(v)) throw bad("'" + t + "' is not a finite number");
+    return v;
+  };
+  NoiseSdPrior p;
+  if (name == "flat") {
+    if (colon != std::string::npos) throw bad("flat takes no parameters");
+    p.kind = Kind::Flat;
+    p.scale = 1.0;
+    return p;
+  }
+  if (name == "halfnormal" || name == "halfcauchy") {
+    if (colon == std::string::npos || args.find(',') != std::string::npos) throw bad(name + " takes one scale S");
+    p.kind = name == "halfnormal" ? Kind::HalfNormal : Kind::HalfCauchy;
+    p.scale = number(args);
+  } else if (name == "lognormal") {
+    const auto comma = args.find(',');
+    if (colon == std::string::npos || comma == std::string::npos) throw bad("lognormal takes a location and a scale, M,S");
+    p.kind = Kind::LogNormal;
+    p.location = number(args.substr(0, comma));
+    p.scale = number(args.substr(comma + 1));
+  } else {
+    throw bad("'" + name + "' is not a known prior");
+  }
+  if (!(p.scale > 0)) throw bad("the scale must be > 0");
+  return p;
+}
+
+std::string NoiseSdPrior::to_string() const {
+  switch (kind) {
+    case Kind::LogNormal: return fmt::format("lognormal:{},{}", location, scale);
+    case Kind::HalfNormal: return fmt::format("halfnormal:{}", scale);
+    case Kind::HalfCauchy: return fmt::format("halfcauchy:{}", scale);
+    case Kind::Flat: return "flat";
+  }
+  return "";
+}
+
 std::shared_ptr<Likelihood> make_gaussian_likelihood(double sigma) {
-  return std::make_shared<Gaussian>(false, sigma, 0.0, 1.0);
+  return std::make_shared<Gaussian>(false, sigma, NoiseSdPrior{});
 }
 std::shared_ptr<Likelihood> make_learned_sigma_likelihood(double initial_sigma, double prior_mean, double prior_sd) {
-  return std::make_shared<Gaussian>(true, initial_sigma, prior_mean, prior_sd);
+  return make_learned_sigma_likelihood(initial_sigma, NoiseSdPrior{NoiseSdPrior::Kind::LogNormal, prior_mean, prior_sd});
+}
+std::shared_ptr<Likelihood> make_learned_sigma_likelihood(double initial_sigma, const NoiseSdPrior& prior) {
+  return std::make_shared<Gaussian>(true, initial_sigma, prior);
 }
 std::shared_ptr<Likelihood> make_heteroscedastic_likelihood() { return std::make_shared<Heteroscedastic>(); }
 std::shared_ptr<Likelihood> make_bernoulli_likelihood() { return std::make_shared<Bernoulli>(); }
@@ -273,6 +375,9 @@ std::shared_ptr<Likelihood> make_likelihood(const nlohmann::json& d) {
   try {
     const std::string kind = d.at("kind").get<std::string>();
     if (kind == "gaussian") return make_gaussian_likelihood(d.at("sigma").get<double>());
+    if (kind == "gaussian_learned_sigma" && d.contains("noise_prior"))
+      return make_learned_sigma_likelihood(d.at("initial_sigma").get<double>(),
+                                           NoiseSdPrior::parse(d.at("noise_prior").get<std::string>(), "noise_prior"));
     if (kind == "gaussian_learned_sigma")
       return make_learned_sigma_likelihood(d.at("initial_sigma").get<double>(), d.at("log_sigma_prior_mean").get<double>(),
                                            d.at("log_sigma_prior_sd").get<double>());

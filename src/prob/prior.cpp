@@ -132,6 +132,10 @@ Vec LaplacePrior::sample(Rng& rng) const {
 
 nlohmann::json LaplacePrior::to_json() const { return {{"kind", "laplace"}, {"dim", dim_}, {"scale", scale_}}; }
 
+Vec FlatPrior::sample(Rng& /*rng*/) const {
+  throw InputError("a flat prior (--prior flat) is improper and has no draws: start chains elsewhere than at prior draws");
+}
+
 std::shared_ptr<Prior> make_prior(const nlohmann::json& d) {
   try {
     const std::string kind = d.at("kind").get<std::string>();
@@ -145,7 +149,8 @@ std::shared_ptr<Prior> make_prior(const nlohmann::json& d) {
       return std::make_shared<ScaleMixturePrior>(d.at("dim").get<Index>(), d.at("pi").get<double>(),
                                                  d.at("sigma1").get<double>(), d.at("sigma2").get<double>());
     if (kind == "laplace") return std::make_shared<LaplacePrior>(d.at("dim").get<Index>(), d.at("scale").get<double>());
-    throw InputError("unknown prior '" + kind + "': valid are gaussian, scale_mixture, laplace");
+    if (kind == "flat") return std::make_shared<FlatPrior>(d.at("dim").get<Index>());
+    throw InputError("unknown prior '" + kind + "': valid are gaussian, scale_mixture, laplace, flat");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid prior description: ") + e.what());
   }

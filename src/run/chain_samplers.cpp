@@ -21,10 +21,15 @@ DrawStats stats_of(const GradientState& s, const NutsInfo& info) {
   return DrawStats{s.log_density, info.accept_prob, info.step_size, info.tree_depth, info.num_leapfrog_steps,
                    info.is_divergent, info.energy};
 }
+DrawStats stats_of(const GradientState& s, const MalaInfo& info) {
+  return DrawStats{s.log_density, info.accept_prob, info.step_size, 0, 1, info.is_divergent, kNaN};
+}
 double accept_of(const HmcInfo& info) { return info.accept_prob; }
+double accept_of(const MalaInfo& info) { return info.accept_prob; }
 double accept_of(const NutsInfo& info) { return info.accept_prob; }
 
-/// The shared warmup/transition logic of HmcSampler and NutsSampler (Stan's adapt_*_nuts::transition).
+/// The shared warmup/transition logic of NutsSampler, HmcSampler and MalaSampler (Stan's
+/// adapt_*_nuts::transition).
 template <typename Kernel, typename Params>
 DrawStats hamiltonian_transition(const Kernel& kernel, const LogDensity& density, Rng& rng, bool warmup,
                                  GradientState& state, Params& params, StanWarmup& adaptation, long num_warmup,
@@ -102,6 +107,8 @@ std::string HamiltonianSampler<Kernel, Config>::describe() const {
   if constexpr (std::is_same_v<Kernel, Nuts>)
     return fmt::format("nuts: step_size={:.6g}, max_depth={}, {}", config_.kernel.step_size,
                        config_.kernel.max_depth, describe_metric(config_.kernel.metric));
+  else if constexpr (std::is_same_v<Kernel, Mala>)
+    return fmt::format("mala: step_size={:.6g}, {}", config_.kernel.step_size, describe_metric(config_.kernel.metric));
   else
     return fmt::format("hmc: step_size={:.6g}, num_leapfrog_steps={}, {}", config_.kernel.step_size,
                        config_.kernel.num_leapfrog_steps, describe_metric(config_.kernel.metric));
@@ -109,50 +116,7 @@ std::string HamiltonianSampler<Kernel, Config>::describe() const {
 
 template class HamiltonianSampler<Nuts, NutsConfig>;
 template class HamiltonianSampler<Hmc, HmcConfig>;
-
-// ---------------------------------------------------------------- MALA
-MalaSampler::MalaSampler(std::shared_ptr<const LogDensity> density, MalaConfig config)
-    : density_(std::move(density)), config_(std::move(config)), kernel_(*density_),
-      averaging_(config_.step_size_adaptation) {
-  config_.validate();
-}
-
-void MalaSampler::init(const Vec& position) { state_ = kernel_.init(position); }
-
-void MalaSampler::begin_warmup(Index num_warmup) {
-  num_warmup_ = static_cast<long>(num_warmup);
-  warmup_done_ = 0;
-  finished_warmup_ = num_warmup_ <= 0 || !config_.adapt_step_size;
-  need_step_size_init_ = !finished_warmup_;
-}
-
-DrawStats MalaSampler::transition(Rng& rng, bool warmup) {
-  const bool adapting = warmup && !finished_warmup_;
-  if (!warmup && !finished_warmup_) {
-    if (averaging_.iterations() > 0) config_.kernel.step_size = averaging_.final_step_size();
-    finished_warmup_ = true;
-  }
-  if (adapting && need_step_size_init_) {
-    // A MALA proposal is one leapfrog step with the unit metric, so Stan's heuristic applies as is.
-    config_.kernel.step_size =
-        initial_step_size(*density_, make_unit_metric(density_->dim()), state_.position, config_.kernel.step_size, rng);
-    averaging_.restart(config_.kernel.step_size);
-    need_step_size_init_ = false;
-  }
-  const double used = config_.kernel.step_size;
-  MalaStep step = kernel_.step(rng, state_, config_.kernel);
-  state_ = std::move(step.state);
-  if (adapting) {
-    config_.kernel.step_size = averaging_.update(step.info.accept_prob);
-    if (++warmup_done_ >= num_warmup_) {
-      config_.kernel.step_size = averaging_.final_step_size();
-      finished_warmup_ = true;
-    }
-  }
-  return DrawStats{state_.log_density, step.info.accept_prob, used, 0, 1, step.info.is_divergent, kNaN};
-}
-
-std::string MalaSampler::describe() const { return fmt::format("mala: step_size={:.6g}", config_.kernel.step_size); }
+template class HamiltonianSampler<Mala, MalaConfig>;
 
 // ---------------------------------------------------------------- adaptive Metropolis
 AdaptiveMetropolisSampler::AdaptiveMetropolisSampler(std::shared_ptr<const LogDensity> density,

@@ -16,6 +16,7 @@
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/io/staged_output_dir.hpp"
+#include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
 #include "uqnn/plot/plots.hpp"
@@ -31,6 +32,9 @@ std::shared_ptr<Model> build_network(const ModelConfig& c, Index input_dim, Inde
   const Activation activation = parse_activation(c.activation);
   const bool automatic = c.init == "auto";
   const InitScheme init = automatic ? default_init_scheme(activation) : parse_init_scheme(c.init);
+  if (!c.bias && (c.kind != "mlp" || !c.hidden.empty()))
+    throw InputError("--no-bias applies to the Linear model only (--model mlp --arch ''): hidden layers keep their biases");
+  if (c.kind == "mlp" && !c.bias) return std::make_shared<LinearNoBias>(input_dim, output_dim);
   if (c.kind == "mlp") return std::make_shared<Mlp>(MlpSpec{input_dim, c.hidden, output_dim, activation, init});
   if (c.kind == "rnet") {
     RNetSpec s;
@@ -55,6 +59,8 @@ std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index 
 }
 
 std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double target_scale) {
+  if (!c.noise_prior.empty() && (c.likelihood != "gaussian" || c.noise))
+    throw InputError("--noise-prior applies to a learned noise sd (--likelihood gaussian without --noise)");
   if (c.likelihood == "gaussian") {
     if (c.noise) {
       if (!(*c.noise > 0) || !std::isfinite(*c.noise))
@@ -62,7 +68,8 @@ std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double 
       return make_gaussian_likelihood(*c.noise / target_scale);
     }
     // Unknown noise: learn log sigma, starting at 0.1 standard deviations of the target.
-    return make_learned_sigma_likelihood(0.1);
+    if (c.noise_prior.empty()) return make_learned_sigma_likelihood(0.1);
+    return make_learned_sigma_likelihood(0.1, NoiseSdPrior::parse(c.noise_prior, "--noise-prior").in_units_of(target_scale));
   }
   if (c.likelihood == "heteroscedastic") return make_heteroscedastic_likelihood();
   if (c.likelihood == "bernoulli") return make_bernoulli_likelihood();
@@ -78,7 +85,8 @@ std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const ParamLayout
   if (c.prior == "mixture")
     return std::make_shared<ScaleMixturePrior>(layout.size(), c.mixture_pi, c.mixture_sigma1, c.mixture_sigma2);
   if (c.prior == "laplace") return std::make_shared<LaplacePrior>(layout.size(), c.prior_sigma);
-  throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace");
+  if (c.prior == "flat") return std::make_shared<FlatPrior>(layout.size());
+  throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace, flat");
 }
 
 Split choose_split(const DataConfig& c, Index n) {

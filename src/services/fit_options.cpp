@@ -80,6 +80,9 @@ const OptionSchema<ModelConfig>& model_schema() {
           .one_of({"mlp", "rnet"})
           .add("arch", &ModelConfig::hidden, "hidden widths, comma separated; empty (--arch '') gives the Linear model")
           .at_least(1)
+          .add("bias", &ModelConfig::bias,
+               "intercept of the Linear model (--no-bias: f(x) = W x, as in posteriordb's Bayesian linear regressions; "
+               "needs --arch '')")
           .add("activation", &ModelConfig::activation, "activation of the hidden layers")
           .one_of({"tanh", "relu", "silu", "sigmoid", "sine", "identity"})
           .add("init", &ModelConfig::init, "initialisation: auto = glorot for tanh-like, he for relu-like activations")
@@ -106,10 +109,16 @@ const OptionSchema<ProbabilityConfig>& probability_schema() {
           .add("noise", &ProbabilityConfig::noise,
                "Gaussian noise sd in the target's units (unset: learned, with log sigma ~ N(0, 3^2) in standardised units)")
           .above(0)
+          .add("noise_prior", &ProbabilityConfig::noise_prior,
+               "prior on a learned noise sd, in the target's units: lognormal:M,S (log sigma ~ N(M, S^2)), halfnormal:S, "
+               "halfcauchy:S or flat (improper), with the Jacobian of the log transform; empty: log sigma ~ N(0, 3^2) in "
+               "standardised units")
           .add("classes", &ProbabilityConfig::num_classes, "number of classes (categorical)")
           .at_least(2)
-          .add("prior", &ProbabilityConfig::prior, "prior on the weights: fan-in is sigma / sqrt(fan_in) per layer")
-          .one_of({"gaussian", "fan-in", "mixture", "laplace"})
+          .add("prior", &ProbabilityConfig::prior,
+               "prior on the weights: fan-in is sigma / sqrt(fan_in) per layer; flat is improper (p = 1, Stan's default), "
+               "for models whose likelihood alone is proper such as a full-rank linear regression")
+          .one_of({"gaussian", "fan-in", "mixture", "laplace", "flat"})
           .add("prior_sigma", &ProbabilityConfig::prior_sigma, "prior sd (gaussian), scale (fan-in, laplace)")
           .above(0)
           .add("mixture_pi", &ProbabilityConfig::mixture_pi, "scale-mixture weight pi")

@@ -1,24 +1,34 @@
 #pragma once
-/// @file Metropolis-adjusted Langevin algorithm (seed 001): proposal
-/// w' = w + eps^2/2 grad log p(w) + eps xi, xi ~ N(0, I), accepted with the full Metropolis-Hastings
-/// ratio of the asymmetric proposal, log alpha = log p(w') - log p(w) + log q(w | w') - log q(w' | w),
-/// log q(b | a) = -|b - a - eps^2/2 grad log p(a)|^2 / (2 eps^2).
+/// @file Metropolis-adjusted Langevin algorithm (seed 001), preconditioned by a diagonal inverse
+/// metric D (unit when empty): proposal
+/// w' = w + eps^2/2 D grad log p(w) + eps D^(1/2) xi, xi ~ N(0, I), accepted with the full
+/// Metropolis-Hastings ratio of the asymmetric proposal,
+/// log alpha = log p(w') - log p(w) + log q(w | w') - log q(w' | w),
+/// log q(b | a) = -sum_i (b - a - eps^2/2 D grad log p(a))_i^2 / (2 eps^2 D_i).
+/// With D = I it is seed 001's MALA; D is what Stan's warmup learns for HMC (MALA is HMC with one
+/// leapfrog step, Neal 2011 sec. 5.2), so badly scaled posteriors do not force eps down to the
+/// smallest scale.
 ///
-/// References: seed 001 ("MALA"); Roberts & Tweedie (1996), Bernoulli 2(4), 341-363; BlackJAX `mala`.
-#include "uqnn/mcmc/gradient_state.hpp"
+/// References: seed 001 ("MALA"); Roberts & Tweedie (1996), Bernoulli 2(4), 341-363; Girolami &
+/// Calderhead (2011) for preconditioned MALA; BlackJAX `mala`.
 #include "uqnn/core/rng.hpp"
+#include "uqnn/mcmc/gradient_state.hpp"
+#include "uqnn/mcmc/metric.hpp"
 
 namespace uqnn {
 
 struct MalaParams {
-  double step_size = 0.1;  ///< eps > 0
-  void validate() const;
+  double step_size = 0.1;           ///< eps > 0
+  Metric metric = DiagonalMetric{};  ///< diagonal only; dimension 0 means the unit metric
+  /// Throws std::invalid_argument naming the parameter and its valid range; `dim` checks the metric.
+  void validate(Index dim) const;
 };
 
 struct MalaInfo {
   double accept_prob = 0.0;  ///< min(1, exp(log alpha)); 0 for a non-finite proposal
   bool is_accepted = false;
   bool is_divergent = false; ///< the proposal's log density or gradient was not finite
+  double step_size = 0.0;    ///< the eps used
 };
 
 struct MalaStep {
@@ -37,7 +47,9 @@ class Mala {
   const LogDensity* density_;
 };
 
-/// log q(to | from) up to a constant for MALA with step size eps and gradient grad_from at `from`.
-double mala_log_proposal(const Vec& to, const Vec& from, const Vec& grad_from, double step_size);
+/// log q(to | from) up to a constant for MALA with step size eps, gradient grad_from at `from` and
+/// diagonal inverse metric `inverse_metric` (empty: unit).
+double mala_log_proposal(const Vec& to, const Vec& from, const Vec& grad_from, double step_size,
+                         const Vec& inverse_metric = Vec());
 
 }  // namespace uqnn

@@ -46,12 +46,40 @@ class Likelihood {
   virtual nlohmann::json to_json() const = 0;
 };
 
+/// Prior on a learned Gaussian noise sd sigma. The sampler's coordinate is s = log sigma, so the
+/// density of s carries the Jacobian of the log transform: log p_s(s) = log p_sigma(e^s) + s.
+/// For the log-normal, p_s is N(location, scale^2) itself.
+struct NoiseSdPrior {
+  enum class Kind {
+    LogNormal,   ///< log sigma ~ N(location, scale^2)
+    HalfNormal,  ///< sigma ~ N(0, scale^2) truncated to sigma > 0 (Stan's `sigma ~ normal(0, S)` on <lower=0>)
+    HalfCauchy,  ///< sigma ~ Cauchy(0, scale) truncated to sigma > 0 (Gelman 2006)
+    Flat,        ///< p(sigma) = 1 on sigma > 0 (improper; Stan's default for <lower=0>)
+  };
+  Kind kind = Kind::LogNormal;
+  double location = 0.0;
+  double scale = 3.0;
+
+  /// log p_s(s) with its normalising constant (none for Flat); adds d/ds to `grad` when given.
+  double log_density(double s, double* grad) const;
+  /// d^2/ds^2 log p_s(s).
+  double second_derivative(double s) const;
+  /// The same prior for sigma measured in units `unit` times larger (sigma' = sigma / unit): what a
+  /// prior stated in the target's units is on standardised targets.
+  NoiseSdPrior in_units_of(double unit) const;
+  /// "lognormal:M,S", "halfnormal:S", "halfcauchy:S" or "flat"; throws InputError naming `flag`.
+  static NoiseSdPrior parse(const std::string& text, const std::string& flag);
+  std::string to_string() const;
+};
+
 /// y ~ N(f(x), sigma^2) with sigma fixed.
 std::shared_ptr<Likelihood> make_gaussian_likelihood(double sigma);
 /// y ~ N(f(x), sigma^2) with log sigma a parameter (extra "likelihood.log_sigma"), prior
 /// log sigma ~ N(log_sigma_prior_mean, log_sigma_prior_sd^2).
 std::shared_ptr<Likelihood> make_learned_sigma_likelihood(double initial_sigma, double log_sigma_prior_mean = 0.0,
                                                           double log_sigma_prior_sd = 3.0);
+/// The same with any prior on sigma.
+std::shared_ptr<Likelihood> make_learned_sigma_likelihood(double initial_sigma, const NoiseSdPrior& prior);
 /// y ~ N(f_mean(x), exp(f_logsigma(x))^2): the network outputs mean and log-sigma (2 t outputs).
 std::shared_ptr<Likelihood> make_heteroscedastic_likelihood();
 /// y in {0, 1} ~ Bernoulli(sigmoid(f(x))): one output, a logit.

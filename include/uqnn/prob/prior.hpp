@@ -76,6 +76,22 @@ class LaplacePrior : public Prior {
   double scale_;
 };
 
+/// p(theta) = 1: the improper flat prior (Stan's default for an unbounded parameter without a
+/// prior statement). The posterior is proper only when the likelihood alone is integrable, e.g. a
+/// linear regression with full-rank inputs. It has no draws: sample() throws InputError.
+class FlatPrior : public Prior {
+ public:
+  explicit FlatPrior(Index dim) : dim_(dim) {}
+  Index dim() const override { return dim_; }
+  double log_density(const Vec& /*theta*/, Vec* /*grad*/) const override { return 0.0; }
+  Vec hessian_diagonal(const Vec& /*theta*/) const override { return Vec::Zero(dim_); }
+  Vec sample(Rng& rng) const override;
+  nlohmann::json to_json() const override { return {{"kind", "flat"}, {"dim", dim_}}; }
+
+ private:
+  Index dim_;
+};
+
 /// Rebuilds a prior from `to_json()`.
 std::shared_ptr<Prior> make_prior(const nlohmann::json& description);
 

@@ -16,6 +16,7 @@
 #include "uqnn/adaptation/stan_warmup.hpp"
 #include "uqnn/adaptation/welford.hpp"
 #include "uqnn/adaptation/window_adaptation.hpp"
+#include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/adaptive_metropolis.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/mcmc/hmc.hpp"
@@ -36,11 +37,17 @@ struct HmcConfig {
   void validate(Index dim) const { kernel.validate(dim); warmup.validate(); }
 };
 
+/// MALA adapts as HMC does in Stan's warmup (it is HMC with one leapfrog step): the step size by
+/// dual averaging, toward MALA's optimal acceptance 0.574 (Roberts & Rosenthal 1998), and a
+/// diagonal metric in the doubling windows. warmup.metric = None keeps seed 001's unit metric.
 struct MalaConfig {
   MalaParams kernel;
-  bool adapt_step_size = true;
-  DualAveragingParams step_size_adaptation{0.574, 0.05, 10.0, 0.75};
-  void validate() const { kernel.validate(); step_size_adaptation.validate(); }
+  StanWarmupParams warmup{true, MetricAdaptation::Diagonal, DualAveragingParams{0.574, 0.05, 10.0, 0.75}, {}};
+  void validate(Index dim) const {
+    kernel.validate(dim);
+    warmup.validate();
+    require(warmup.metric != MetricAdaptation::Dense, "MALA metric adaptation", "none or diagonal");
+  }
 };
 
 /// How adaptive Metropolis learns its proposal during warmup.
@@ -104,25 +111,7 @@ class HamiltonianSampler : public ChainSampler {
 using NutsSampler = HamiltonianSampler<Nuts, NutsConfig>;
 using HmcSampler = HamiltonianSampler<Hmc, HmcConfig>;
 
-class MalaSampler : public ChainSampler {
- public:
-  MalaSampler(std::shared_ptr<const LogDensity> density, MalaConfig config);
-  void init(const Vec& position) override;
-  void begin_warmup(Index num_warmup) override;
-  DrawStats transition(Rng& rng, bool warmup) override;
-  const Vec& position() const override { return state_.position; }
-  std::string describe() const override;
-  const MalaParams& params() const { return config_.kernel; }
-
- private:
-  std::shared_ptr<const LogDensity> density_;
-  MalaConfig config_;
-  Mala kernel_;
-  GradientState state_;
-  DualAveraging averaging_;
-  long num_warmup_ = 0, warmup_done_ = 0;
-  bool need_step_size_init_ = false, finished_warmup_ = true;
-};
+using MalaSampler = HamiltonianSampler<Mala, MalaConfig>;
 
 class AdaptiveMetropolisSampler : public ChainSampler {
  public:

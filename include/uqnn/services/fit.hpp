@@ -28,6 +28,7 @@ namespace uqnn {
 struct ModelConfig {
   std::string kind = "mlp";          ///< mlp | rnet
   std::vector<Index> hidden{10, 10};  ///< mlp hidden widths (empty: Linear model)
+  bool bias = true;                  ///< false: the Linear model f(x) = W x (needs hidden empty)
   std::string activation = "tanh";
   std::string init = "auto";         ///< auto (glorot for tanh-like, he for relu-like) | glorot | he | torch
   Index rnet_width = 3, rnet_layers = 3;
@@ -39,6 +40,9 @@ struct ModelConfig {
 struct ProbabilityConfig {
   std::string likelihood = "gaussian";  ///< gaussian | heteroscedastic | bernoulli | categorical
   std::optional<double> noise;          ///< Gaussian noise sd in the targets' units; unset = learned
+  /// Prior on a learned noise sd in the targets' units (NoiseSdPrior::parse); empty = log sigma ~
+  /// N(0, 3^2) in standardised units.
+  std::string noise_prior;
   Index num_classes = 2;                ///< categorical
   std::string prior = "gaussian";       ///< gaussian | fan-in | mixture | laplace
   double prior_sigma = 1.0;             ///< gaussian sd, fan-in scale, or laplace scale

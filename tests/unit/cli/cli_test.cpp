@@ -151,6 +151,19 @@ TEST_F(Cli, BadInputGetsALocatedMessageAndExitCodeTwo) {
   r = run("predict --model " + dir_.string() + " --data " + (dir_ / "ok.csv").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("model.json"), std::string::npos) << r.output;
+  // The posteriordb model options: each misuse names its flag.
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --no-bias --arch 4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--no-bias applies to the Linear model only"), std::string::npos) << r.output;
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --noise 0.5 --noise-prior halfnormal:1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--noise-prior applies to a learned noise sd"), std::string::npos) << r.output;
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --noise-prior halfnormal:-2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--noise-prior 'halfnormal:-2': the scale must be > 0"), std::string::npos) << r.output;
+  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nuts --prior flat --chain-init prior");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("improper and has no draws"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, AFitTooLargeForTheMachineStopsBeforeItStartsWithExitTwo) {

@@ -98,34 +98,15 @@ TEST(McmcAdaptiveMetropolis, CholeskyFallbackAndValidation) {
 // What `uqnn fit --method amcmc` and uqnn.sample(method="amcmc") run: 4 chains x (1000 warmup +
 // 1000 draws), the windowed adaptation from the curvature at the start.
 RunResult run_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed) {
-  RunConfig config;
-  config.num_chains = 4;
-  config.num_threads = 2;
-  config.num_warmup = 1000;
-  config.num_draws = 1000;
-  config.seed = seed;
-  InitialPointFn init = [start, spread](int, Rng& rng) {
-    Vec x = start;
-    for (Index i = 0; i < x.size(); ++i) x[i] += spread * rng.uniform(-1.0, 1.0);
-    return x;
-  };
-  return run_chains(config, make_sampler_factory(std::move(target), AdaptiveMetropolisConfig{}), init);
+  return testing::run_at_defaults(std::move(target), AdaptiveMetropolisConfig{}, start, spread, seed);
 }
 
 TEST(McmcAdaptiveMetropolis, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {
-  // sds 100, 1 and 5; corr(x0, x1) = 0.98, corr(x0, x2) = -0.3, corr(x1, x2) = -0.2.
-  Vec mean(3), sd(3);
-  mean << 50.0, -1.0, 3.0;
-  sd << 100.0, 1.0, 5.0;
-  Mat corr(3, 3);
-  corr << 1.0, 0.98, -0.3, 0.98, 1.0, -0.2, -0.3, -0.2, 1.0;
-  const Mat covariance = sd.asDiagonal() * corr * sd.asDiagonal();
-  const auto target = std::make_shared<testing::GaussianDensity>(mean, covariance);
+  const auto target = testing::hard_gaussian();
   // Chains start up to 2 sds from the mean in every coordinate, as from rough MAP fits.
-  Vec start = mean;
-  const RunResult run = run_defaults(target, start, 2.0, 11);
+  const RunResult run = run_defaults(target, target->mean(), 2.0, 11);
   // (spread 2 is in units of the smallest sd; the curvature is the same everywhere for a Gaussian)
-  testing::expect_matches_gaussian(run, mean, covariance);
+  testing::expect_matches_gaussian(run, target->mean(), target->covariance());
 }
 
 TEST(McmcAdaptiveMetropolis, DefaultsRecoverAnIllConditionedLinearRegression) {

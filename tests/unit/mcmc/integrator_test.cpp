@@ -223,7 +223,12 @@ TEST(HmcKernel, ParamsValidateNamesTheParameter) {
   NutsParams n;
   n.max_depth = 0;
   EXPECT_THROW(n.validate(3), std::invalid_argument);
-  EXPECT_THROW(MalaParams{0.0}.validate(), std::invalid_argument);
+  EXPECT_THROW(MalaParams{0.0}.validate(3), std::invalid_argument);
+  MalaParams m;
+  m.metric = make_unit_metric(2);
+  EXPECT_THROW(m.validate(3), std::invalid_argument);
+  m.metric = make_dense_metric(Mat::Identity(3, 3));
+  EXPECT_THROW(m.validate(3), std::invalid_argument);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "uqnn/diagnostics/normal_quantile.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/prob/posterior.hpp"
+#include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/run_chains.hpp"
 
 namespace uqnn::testing {
@@ -117,6 +118,35 @@ inline LinearRegression linear_regression(std::uint64_t seed = 7, Precision arit
 /// normal quantile at family-wise level alpha. MCSE is diagnostics::mcse_mean of x, of (x - mu)^2
 /// and of (x0 - mu0)(x1 - mu1). Also requires each MCSE below 10% of the target's sd so a test
 /// cannot pass on a useless chain. Returns the largest |error| / MCSE.
+/// The hard Gaussian of the defaults tests: sds 100, 1 and 5 (100x apart), corr(x0, x1) = 0.98,
+/// corr(x0, x2) = -0.3, corr(x1, x2) = -0.2.
+inline std::shared_ptr<GaussianDensity> hard_gaussian() {
+  Vec mean(3), sd(3);
+  mean << 50.0, -1.0, 3.0;
+  sd << 100.0, 1.0, 5.0;
+  Mat corr(3, 3);
+  corr << 1.0, 0.98, -0.3, 0.98, 1.0, -0.2, -0.3, -0.2, 1.0;
+  return std::make_shared<GaussianDensity>(mean, sd.asDiagonal() * corr * sd.asDiagonal());
+}
+
+/// What `uqnn fit` runs at its defaults: 4 chains x (1000 warmup + 1000 draws) of `config`, each
+/// starting at `start` plus U(-spread, spread) in every coordinate.
+inline RunResult run_at_defaults(std::shared_ptr<const LogDensity> target, const SamplerConfig& config, const Vec& start,
+                                 double spread, std::uint64_t seed) {
+  RunConfig run;
+  run.num_chains = 4;
+  run.num_threads = 2;
+  run.num_warmup = 1000;
+  run.num_draws = 1000;
+  run.seed = seed;
+  InitialPointFn init = [start, spread](int, Rng& rng) {
+    Vec x = start;
+    for (Index i = 0; i < x.size(); ++i) x[i] += spread * rng.uniform(-1.0, 1.0);
+    return x;
+  };
+  return run_chains(run, make_sampler_factory(std::move(target), config), init);
+}
+
 inline double expect_matches_gaussian(const RunResult& run, const Vec& mean, const Mat& covariance,
                                       double alpha = 0.01) {
   const Index d = mean.size();

@@ -6,6 +6,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
@@ -31,6 +32,7 @@ std::vector<Case> all_cases() {
   // packets, or packets plus leftover rows, in float and in double.
   cases.push_back({"mlp_relu_wide", std::make_shared<Mlp>(MlpSpec{3, {16, 20}, 2, Activation::Relu, InitScheme::He})});
   cases.push_back({"linear", std::make_shared<Mlp>(Mlp::linear(3, 2))});
+  cases.push_back({"linear_no_bias", std::make_shared<LinearNoBias>(3, 2)});
   for (int order : {0, 2, -1})
     for (bool residual : {true, false})
       for (Activation a : {Activation::Tanh, Activation::Silu}) {
