@@ -262,6 +262,11 @@ class Categorical : public LikelihoodBase<Categorical> {
 
 }  // namespace
 
+namespace {
+/// u = (sigma / S)^2 at s = log sigma: the half-normal's and half-Cauchy's one quantity.
+double squared_ratio(double s, double scale) { return std::exp(2.0 * s) / (scale * scale); }
+}  // namespace
+
 double NoiseSdPrior::log_density(double s, double* grad) const {
   switch (kind) {
     case Kind::LogNormal: {
@@ -270,12 +275,12 @@ double NoiseSdPrior::log_density(double s, double* grad) const {
       return -0.5 * z * z - std::log(scale) - kHalfLog2Pi;
     }
     case Kind::HalfNormal: {  // log(2 N(e^s; 0, S)) + s
-      const double u = std::exp(2.0 * s) / (scale * scale);
+      const double u = squared_ratio(s, scale);
       if (grad) *grad += 1.0 - u;
       return -0.5 * u + s + std::log(2.0 / scale) - kHalfLog2Pi;
     }
-    case Kind::HalfCauchy: {  // log(2 / (pi S (1 + u))) + s with u = (e^s / S)^2
-      const double u = std::exp(2.0 * s) / (scale * scale);
+    case Kind::HalfCauchy: {  // log(2 / (pi S (1 + u))) + s
+      const double u = squared_ratio(s, scale);
       if (grad) *grad += 1.0 - 2.0 * u / (1.0 + u);
       return -std::log1p(u) + s + std::log(2.0 / (std::numbers::pi * scale));
     }
@@ -287,11 +292,13 @@ double NoiseSdPrior::log_density(double s, double* grad) const {
 }
 
 double NoiseSdPrior::second_derivative(double s) const {
-  const double u = kind == Kind::LogNormal || kind == Kind::Flat ? 0.0 : std::exp(2.0 * s) / (scale * scale);
   switch (kind) {
     case Kind::LogNormal: return -1.0 / (scale * scale);
-    case Kind::HalfNormal: return -2.0 * u;
-    case Kind::HalfCauchy: return -4.0 * u / ((1.0 + u) * (1.0 + u));
+    case Kind::HalfNormal: return -2.0 * squared_ratio(s, scale);
+    case Kind::HalfCauchy: {
+      const double u = squared_ratio(s, scale);
+      return -4.0 * u / ((1.0 + u) * (1.0 + u));
+    }
     case Kind::Flat: return 0.0;
   }
   return 0.0;

@@ -18,7 +18,7 @@ std::vector<NoiseSdPrior> proper_priors() {
 
 TEST(NoiseSdPrior, DensityOfLogSigmaIntegratesToOne) {
   // Integrating exp(log p_s) over s checks the Jacobian term and the normalising constant at once:
-  // without the "+ s", the half-normal's integral over s would be sqrt(pi/2)/S... not 1.
+  // without the "+ s" the integrand is a density of sigma, not of log sigma, and the integral is not 1.
   for (const NoiseSdPrior& p : proper_priors()) {
     double total = 0.0;
     const double h = 1e-3;
