@@ -65,7 +65,7 @@ def test_bnn_from_torch_starts_at_the_users_network(data):
     X, y = data
     net = make_net()
     # No training: the MAP is the user's network, so predictions equal torch's outputs.
-    bnn = uqnn.BNN.from_torch(net, method="map", noise=0.3, standardize=False, epochs=1, lr=1e-300, progress=False).fit(X, y)
+    bnn = uqnn.BNN.from_torch(net, method="map", noise=0.3, standardize=False, optimizer="adam", epochs=1, lr=1e-300, progress=False).fit(X, y)
     with torch.no_grad():
         ref = net(torch.tensor(X))[:, 0].numpy()
     np.testing.assert_allclose(bnn.predict(X), ref, rtol=1e-12, atol=1e-12)

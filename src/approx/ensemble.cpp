@@ -46,6 +46,10 @@ std::string member_fit_bytes(const MemberFit& fit) {
   w.put(fit.history.validation_loss);
   w.put(fit.history.learning_rate);
   w.put(to_doubles(fit.anchor));
+  const ConvergenceReport& c = fit.convergence;
+  w.put(std::vector<double>{c.converged ? 1.0 : 0.0, static_cast<double>(c.iterations), c.gradient_norm});
+  w.put(c.optimizer);
+  w.put(c.stop_reason);
   return w.take();
 }
 
@@ -59,6 +63,12 @@ MemberFit member_fit_from_bytes(const std::string& bytes) {
   fit.history.validation_loss = r.get_doubles();
   fit.history.learning_rate = r.get_doubles();
   fit.anchor = to_vec(r.get_doubles());
+  const std::vector<double> numbers = r.get_doubles();
+  fit.convergence.converged = numbers.at(0) != 0.0;
+  fit.convergence.iterations = static_cast<Index>(numbers.at(1));
+  fit.convergence.gradient_norm = numbers.at(2);
+  fit.convergence.optimizer = r.get_string();
+  fit.convergence.stop_reason = r.get_string();
   return fit;
 }
 
@@ -87,6 +97,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
       const TrainResult trained = train(objective, posterior.initial_point(rng), params.training, rng, validation);
       fit.theta = trained.best_theta;
       fit.history = trained.history;
+      fit.convergence = trained.convergence;
       return fit;
     }
     const Vec start = model.initial_params(rng);
@@ -107,6 +118,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     }
     fit.theta.tail(extra.size()) = extra;
     fit.history = trained.history;
+    fit.convergence = trained.convergence;
     return fit;
   };
   return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes);
@@ -148,6 +160,7 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
     const TrainResult trained = train(objective, start, params.ensemble.training, rng, validation);
     fit.theta = trained.best_theta;
     fit.history = trained.history;
+    fit.convergence = trained.convergence;
     return fit;
   };
   return run_members<MemberFit>(params.ensemble.members, params.ensemble.threads, member, member_fit_bytes,

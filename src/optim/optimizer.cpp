@@ -7,7 +7,8 @@
 namespace uqnn {
 
 void OptimizerParams::validate() const {
-  require(name == "adam" || name == "adamw" || name == "sgd", "optimizer", "'adam', 'adamw' or 'sgd'");
+  require(name == "adam" || name == "adamw" || name == "sgd" || name == "lbfgs" || name == "auto", "optimizer",
+          "'auto', 'adam', 'adamw', 'sgd' or 'lbfgs'");
   require(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", "a finite number > 0");
   require(weight_decay >= 0, "weight_decay", ">= 0");
   require(momentum >= 0 && momentum < 1, "momentum", "in [0, 1)");
@@ -64,6 +65,8 @@ class Adam : public Optimizer {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerParams& params, Index dim) {
   params.validate();
+  require(params.name != "lbfgs" && params.name != "auto", "optimizer",
+          "a first-order method (lbfgs and auto are resolved in train())");
   if (params.name == "sgd") return std::make_unique<Sgd>(params, dim);
   return std::make_unique<Adam>(params, dim, params.name == "adamw");
 }

@@ -1,5 +1,9 @@
 #include "uqnn/optim/trainer.hpp"
 
+#include <LBFGS.h>
+
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 
@@ -15,14 +19,188 @@ void TrainParams::validate() const {
   require(batch_size >= 0, "batch_size", ">= 0 (0 = full batch)");
   require(early_stopping_patience >= 0, "early_stopping_patience", ">= 0 (0 = off)");
   require(validate_every >= 1, "validate_every", ">= 1");
+  require(gradient_tolerance > 0, "gradient_tolerance", "> 0");
+  require(convergence_window >= 0, "convergence_window", ">= 0 (0 = off)");
+  require(convergence_tolerance > 0, "convergence_tolerance", "> 0");
 }
+
+std::string chosen_optimizer(const Objective& objective, const TrainParams& params) {
+  if (params.optimizer.name != "auto") return params.optimizer.name;
+  const bool full_batch = params.batch_size == 0 || params.batch_size >= objective.num_data();
+  return objective.wants_exact_minimum() && full_batch && params.early_stopping_patience == 0 ? "lbfgs" : "adam";
+}
+
+namespace {
+
+IndexVec all_rows(Index n) {
+  IndexVec rows(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) rows[static_cast<std::size_t>(i)] = i;
+  return rows;
+}
+
+/// The full objective plus the optimiser's L2 term, as L-BFGS minimises it.
+struct FullObjective {
+  const Objective& objective;
+  IndexVec rows;
+  double weight_decay;
+  double operator()(const Vec& theta, Vec& grad) const {
+    double loss = objective.loss_and_grad(theta, rows, grad);
+    if (weight_decay > 0) {
+      loss += 0.5 * weight_decay * theta.squaredNorm();
+      grad += weight_decay * theta;
+    }
+    return loss;
+  }
+};
+
+struct StopTraining {};  // thrown out of L-BFGS's evaluations by a stop signal or the callback
+struct Stagnated {};     // thrown when the objective stopped falling by more than its rounding
+struct EvaluationLimit {};  // thrown at the --epochs-th evaluation
+
+/// An improvement of the objective by less than this relative amount is rounding, not progress
+/// (Stan's tol_rel_obj default: 1e4 machine epsilons).
+constexpr double kRelativeRounding = 1e4 * std::numeric_limits<double>::epsilon();
+/// Evaluations without progress after which L-BFGS has stagnated (LBFGSpp's line-search budget).
+constexpr Index kStagnantEvaluations = 20;
+
+/// Full-batch L-BFGS (Nocedal & Wright 2006, alg. 7.5; LBFGSpp from Debian's liblbfgspp-dev) with a
+/// backtracking line search to the strong Wolfe conditions, which keep the curvature pairs
+/// positive; stopped when the gradient norm of the full objective is at most
+/// `gradient_tolerance`, when the objective stops falling beyond its rounding, or after `epochs`
+/// evaluations. Every evaluation is a history entry and an "epoch" to the callback, so the
+/// history, the progress bar and the cap all count the line search's work.
+TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams& params,
+                        const std::function<double(const Vec&)>& validation_loss, const EpochCallback& on_epoch) {
+  const Index n = objective.num_data();
+  if (params.batch_size != 0 && params.batch_size < n)
+    throw InputError("--optimizer lbfgs needs full batches (--batch-size 0): L-BFGS's line search and curvature "
+                     "pairs assume the same objective at every step");
+  const FullObjective full{objective, all_rows(n), params.optimizer.weight_decay};
+  TrainResult result;
+  result.best_validation_loss = std::numeric_limits<double>::infinity();
+  Vec best_point = theta;
+  double best_loss = std::numeric_limits<double>::infinity();
+  Index evaluations = 0;
+  Index last_progress = 0;  // the evaluation at which the loss last fell by more than its rounding
+  double progress_reference = std::numeric_limits<double>::infinity();
+  // Non-finite values are +inf to the line search (it then shortens the step); a stop signal or
+  // the callback ends the run by throwing StopTraining, keeping the best point evaluated.
+  auto f = [&](const Vec& x, Vec& grad) {
+    double loss = full(x, grad);
+    if (!std::isfinite(loss) || !grad.allFinite()) {
+      grad.setZero();
+      loss = std::numeric_limits<double>::infinity();
+    }
+    if (loss < best_loss) {
+      best_loss = loss;
+      best_point = x;
+    }
+    if (loss < progress_reference - kRelativeRounding * std::max(1.0, std::abs(loss))) {
+      progress_reference = loss;
+      last_progress = evaluations;
+    }
+    const double val = validation_loss ? validation_loss(x) : loss;
+    result.history.epoch.push_back(evaluations);
+    result.history.train_loss.push_back(loss);
+    result.history.validation_loss.push_back(val);
+    result.history.learning_rate.push_back(std::numeric_limits<double>::quiet_NaN());
+    ++evaluations;
+    if ((on_epoch && !on_epoch(evaluations - 1, loss, val)) || stop_requested()) {
+      result.interrupted = stop_requested();
+      throw StopTraining{};
+    }
+    if (evaluations - last_progress > kStagnantEvaluations) throw Stagnated{};
+    if (evaluations >= params.epochs) throw EvaluationLimit{};
+    return loss;
+  };
+  LBFGSpp::LBFGSParam<double> lbfgs;
+  lbfgs.epsilon = params.gradient_tolerance;
+  lbfgs.epsilon_rel = 0.0;
+  lbfgs.max_iterations = static_cast<int>(params.epochs);
+  lbfgs.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
+  LBFGSpp::LBFGSSolver<double> solver(lbfgs);
+  double value = 0.0;
+  Vec x = theta;
+  try {
+    solver.minimize(f, x, value);
+    result.convergence.stop_reason = "gradient norm or iteration limit";
+  } catch (const EvaluationLimit&) {
+    result.convergence.stop_reason = "evaluation limit";
+  } catch (const Stagnated&) {
+    result.convergence.stop_reason = fmt::format("no decrease beyond the objective's rounding in {} evaluations",
+                                                 kStagnantEvaluations);
+  } catch (const StopTraining&) {
+    result.convergence.stop_reason = result.interrupted ? "stop signal" : "stopped by the callback";
+  } catch (const std::runtime_error& e) {  // the line search found no acceptable step
+    result.convergence.stop_reason = std::string("line search: ") + e.what();
+  } catch (const std::logic_error& e) {  // a direction uphill: the curvature pairs went wrong
+    result.convergence.stop_reason = std::string("line search: ") + e.what();
+  }
+  if (!std::isfinite(best_loss)) throw std::runtime_error("training diverged (no finite loss from the start)");
+  // The solver's last point where its loss is the best one up to rounding: there the best loss
+  // is decided by rounding error, and the solver's point is the one its gradient test judged.
+  Vec grad(theta.size());
+  if (x.allFinite()) {
+    const double last_loss = full(x, grad);
+    if (std::isfinite(last_loss) && last_loss <= best_loss + kRelativeRounding * std::max(1.0, std::abs(best_loss)))
+      best_point = x;
+  }
+  full(best_point, grad);
+  ConvergenceReport& report = result.convergence;
+  report.optimizer = "lbfgs";
+  report.iterations = evaluations;
+  report.gradient_norm = grad.norm();
+  const bool solver_returned = report.stop_reason == "gradient norm or iteration limit";
+  const bool at_precision = report.stop_reason.rfind("line search", 0) == 0 || report.stop_reason.rfind("no decrease", 0) == 0;
+  if (report.gradient_norm <= params.gradient_tolerance) {
+    report.converged = true;
+    report.stop_reason = fmt::format("gradient norm <= {:g}", params.gradient_tolerance);
+  } else if (at_precision && report.gradient_norm <= 1000 * params.gradient_tolerance) {
+    // No step along the search direction lowers the objective in double precision: a change of
+    // g^2 / (2 lambda) is below f's rounding once the gradient is ~sqrt(eps |f| lambda_max), which
+    // for stiff networks is above the tolerance. Converged as far as f can tell; a failure with
+    // a larger gradient (a kink of a ReLU network, a bad curvature pair) is not.
+    report.converged = true;
+    report.stop_reason = fmt::format("at the precision of double arithmetic ({})", report.stop_reason);
+  } else if (solver_returned) {
+    report.stop_reason = "iteration limit";
+  }
+  result.best_theta = best_point;
+  result.last_theta = x;
+  result.best_epoch = evaluations - 1;
+  result.best_validation_loss = validation_loss ? validation_loss(best_point) : best_loss;
+  return result;
+}
+
+/// Mean of history[first, first + count).
+double window_mean(const std::vector<double>& history, std::size_t first, std::size_t count) {
+  double sum = 0;
+  for (std::size_t i = first; i < first + count; ++i) sum += history[i];
+  return sum / static_cast<double>(count);
+}
+
+/// The first-order optimisers' convergence monitor: the mean training loss of the last window of
+/// epochs against that of the window before, relative to the loss (an MSE of 1e-3 still falling by
+/// 1e-5 per window has not converged).
+bool loss_has_levelled_off(const std::vector<double>& losses, const TrainParams& params) {
+  const auto w = static_cast<std::size_t>(params.convergence_window);
+  if (w == 0 || losses.size() < 2 * w) return false;
+  const double last = window_mean(losses, losses.size() - w, w);
+  const double before = window_mean(losses, losses.size() - 2 * w, w);
+  return std::abs(last - before) <= params.convergence_tolerance * std::abs(last);
+}
+
+}  // namespace
 
 TrainResult train(const Objective& objective, Vec theta, const TrainParams& params, Rng& rng,
                   const std::function<double(const Vec&)>& validation_loss, const EpochCallback& on_epoch) {
   params.validate();
+  OptimizerParams chosen = params.optimizer;
+  chosen.name = chosen_optimizer(objective, params);
+  if (chosen.name == "lbfgs") return train_lbfgs(objective, std::move(theta), params, validation_loss, on_epoch);
   const Index n = objective.num_data();
   const Index batch = (params.batch_size == 0 || params.batch_size > n) ? n : params.batch_size;
-  auto optimizer = make_optimizer(params.optimizer, theta.size());
+  auto optimizer = make_optimizer(chosen, theta.size());
   LearningRateSchedule schedule(params.schedule, params.optimizer.learning_rate);
   const double nan = std::numeric_limits<double>::quiet_NaN();
 
@@ -79,9 +257,28 @@ TrainResult train(const Objective& objective, Vec theta, const TrainParams& para
       result.stopped_early = true;
       break;
     }
+    if (params.stop_when_converged && loss_has_levelled_off(result.history.train_loss, params)) {
+      result.convergence.converged = true;
+      break;
+    }
   }
+  if (!result.convergence.converged) result.convergence.converged = loss_has_levelled_off(result.history.train_loss, params);
   result.last_theta = theta;
   if (result.best_epoch < 0) result.best_theta = theta;
+  // The full gradient's norm at the kept point, for the report (the monitor decided convergence).
+  ConvergenceReport& report = result.convergence;
+  report.optimizer = chosen.name;
+  report.iterations = static_cast<Index>(result.history.epoch.size());
+  Vec full_grad(theta.size());
+  FullObjective{objective, all_rows(n), params.optimizer.weight_decay}(result.best_theta, full_grad);
+  report.gradient_norm = full_grad.norm();
+  report.stop_reason = result.interrupted     ? "stop signal"
+                       : result.stopped_early ? "early stopping"
+                       : report.iterations < params.epochs ? "training loss levelled off"
+                                                           : "epoch limit";
+  if (report.converged && report.stop_reason == "epoch limit")
+    report.stop_reason += fmt::format(", the training loss levelled off (relative change <= {:g} between the last two "
+                                      "windows of {} epochs)", params.convergence_tolerance, params.convergence_window);
   return result;
 }
 

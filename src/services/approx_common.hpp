@@ -48,8 +48,10 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
 inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const std::string& loss_name) {
   MethodResult r;
   std::size_t present = 0, rows = 0;
+  std::vector<ConvergenceReport> reports;
   for (std::size_t j = 0; j < fits.size(); ++j) {
     if (fits[j].theta.size() == 0) continue;  // a member of another part (--part k/n)
+    reports.push_back(fits[j].convergence);
     r.draws.push_back(fits[j].theta);
     r.chain_of_draw.push_back(static_cast<Index>(j));
     if (present++ < 8) r.history.emplace_back(fmt::format("member {} {}", j, loss_name), fits[j].history.train_loss);
@@ -58,6 +60,8 @@ inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const st
   r.history_label = loss_name;
   r.info["members"] = present;
   r.info["member_rows"] = rows;
+  r.info["optimizer"] = training_info(reports);
+  if (const auto w = not_converged_warning(reports, "members' fits")) r.warnings.push_back(*w);
   return r;
 }
 

@@ -136,8 +136,24 @@ const OptionSchema<TrainParams>& training_schema() {
   using T = TrainParams;
   static const auto s =
       OptionSchema<T>("training", "Training (MAP and every method's pre-training)")
-          .add_nested("optimizer", [](T& t) -> std::string& { return t.optimizer.name; }, "optimiser")
-          .one_of({"adam", "adamw", "sgd"})
+          .add_nested("optimizer", [](T& t) -> std::string& { return t.optimizer.name; },
+                      "optimiser; auto = lbfgs for a posterior mode on full batches without early stopping (map, "
+                      "rms, laplace, swag's pre-training, MCMC's MAP start), adam otherwise. lbfgs (full batch "
+                      "only) stops when the gradient norm reaches --gradient-tolerance, --epochs capping its iterations")
+          .one_of({"auto", "adam", "adamw", "sgd", "lbfgs"})
+          .cite("Nocedal & Wright 2006, alg. 7.5 (lbfgs)")
+          .add("gradient_tolerance", &T::gradient_tolerance,
+               "lbfgs converges when the gradient norm of the loss per data point is at most this")
+          .above(0)
+          .add("convergence_window", &T::convergence_window,
+               "adam/sgd have converged when the mean training loss of the last this many epochs is within "
+               "--convergence-tolerance x |loss| of the window before's; 0 = not judged")
+          .at_least(0)
+          .add("convergence_tolerance", &T::convergence_tolerance, "relative change that counts as levelled off (adam/sgd)")
+          .above(0)
+          .add("stop_when_converged", &T::stop_when_converged,
+               "adam/sgd stop at the first window where the loss levelled off, instead of running every epoch and "
+               "judging at the end (a network's loss can be flat for a while before it falls again)")
           .add_nested("lr", [](T& t) -> double& { return t.optimizer.learning_rate; }, "learning rate")
           .above(0)
           .add_nested("weight_decay", [](T& t) -> double& { return t.optimizer.weight_decay; }, "weight decay: L2 added to the gradient (adam, sgd), decoupled (adamw)")

@@ -375,6 +375,7 @@ FitReport write_fit_output(const FitOutput& o) {
     report.not_finite = true;
   }
   if (const auto w = constant_inputs_warning(o.standardizer)) warnings.push_back(*w);
+  warnings.insert(warnings.end(), o.result.warnings.begin(), o.result.warnings.end());
 
   // metrics.json
   nlohmann::json metrics{{"method", cfg.method},

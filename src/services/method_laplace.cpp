@@ -75,7 +75,10 @@ MethodResult run_laplace(const FitContext& c) {
   LaplaceApproximation laplace(c.posterior, theta, p);
   MethodResult r;
   r.info = {{"curvature", to_string(p.backend)}, {"structure", to_string(p.structure)},
-            {"covariance_scale", p.covariance_scale}, {"log_marginal_likelihood", laplace.log_marginal_likelihood()}};
+            {"covariance_scale", p.covariance_scale}, {"log_marginal_likelihood", laplace.log_marginal_likelihood()},
+            {"optimizer", training_info(trained.convergence)}};
+  if (const auto w = not_converged_warning({trained.convergence}, "the MAP fit under the Laplace approximation"))
+    r.warnings.push_back(*w);
   if (o.laplace_tune || o.laplace_tune_noise) {
     const LaplaceTuning t = laplace.tune(o.laplace_tune_noise);
     r.info["tuning"] = {{"prior_precision_factor", t.prior_precision_factor},

@@ -23,6 +23,49 @@ std::function<bool(Index, double, double)> epoch_progress(const FitContext& cont
   };
 }
 
+nlohmann::json training_info(const ConvergenceReport& r) {
+  return {{"optimizer", r.optimizer},
+          {"converged", r.converged},
+          {"iterations", r.iterations},
+          {"gradient_norm", r.gradient_norm},
+          {"stop_reason", r.stop_reason}};
+}
+
+nlohmann::json training_info(const std::vector<ConvergenceReport>& reports) {
+  Index converged = 0;
+  double largest_norm = 0;
+  nlohmann::json each = nlohmann::json::array();
+  for (const auto& r : reports) {
+    converged += r.converged ? 1 : 0;
+    largest_norm = std::max(largest_norm, r.gradient_norm);
+    each.push_back(training_info(r));
+  }
+  return {{"converged", converged == static_cast<Index>(reports.size())},
+          {"members_converged", converged},
+          {"largest_gradient_norm", largest_norm},
+          {"members", each}};
+}
+
+std::optional<diagnostics::Warning> not_converged_warning(const std::vector<ConvergenceReport>& reports,
+                                                          const std::string& what) {
+  std::vector<const ConvergenceReport*> failed;
+  for (const auto& r : reports)
+    if (!r.converged && r.stop_reason != "stop signal" && r.stop_reason != "early stopping") failed.push_back(&r);
+  if (failed.empty()) return std::nullopt;
+  const ConvergenceReport& r = *failed.front();
+  const std::string which =
+      reports.size() == 1 ? what : fmt::format("{} of {} {}", failed.size(), reports.size(), what);
+  const bool lbfgs = r.optimizer == "lbfgs";
+  const std::string advice = lbfgs ? "more --epochs (L-BFGS's cap on evaluations) or a larger --gradient-tolerance"
+                                 : "more --epochs, a learning-rate schedule, or --optimizer lbfgs for a full-batch "
+                                   "posterior mode";
+  return diagnostics::Warning{
+      "not_converged",
+      fmt::format("{} did not converge ({}: {} after {} {}; the gradient norm of the objective per data point "
+                  "is {:.3g}). The estimate is not the optimum: try {}.",
+                  which, r.optimizer, r.stop_reason, r.iterations, lbfgs ? "evaluations" : "epochs", r.gradient_norm, advice)};
+}
+
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress) {
   const auto& post = context.posterior;
   NegativeLogPosteriorObjective objective(post);
@@ -44,7 +87,9 @@ MethodResult run_map(const FitContext& context) {
   result.info = {{"best_epoch", trained.best_epoch},
                  {"best_validation_nll", trained.best_validation_loss},
                  {"epochs_run", trained.history.epoch.size()},
-                 {"stopped_early", trained.stopped_early}};
+                 {"stopped_early", trained.stopped_early},
+                 {"optimizer", training_info(trained.convergence)}};
+  if (const auto w = not_converged_warning({trained.convergence}, "the MAP fit")) result.warnings.push_back(*w);
   result.history = {{"training loss (-log posterior / N)", trained.history.train_loss}};
   // Without a validation split the "validation" loss is the training NLL: not a curve to show as one.
   if (context.has_validation) result.history.emplace_back("validation NLL per point", trained.history.validation_loss);

@@ -93,7 +93,9 @@ MethodResult run_swag(const FitContext& c) {
   for (Index s = 0; s < static_cast<Index>(r.draws.size()); ++s) r.chain_of_draw.push_back(s % J);  // MixturePosterior's stratification
   nlohmann::json learning_rates = nlohmann::json::array(), snapshots = nlohmann::json::array();
   Index clamped = 0;
+  std::vector<ConvergenceReport> pretraining;
   for (std::size_t j = 0; j < members.size(); ++j) {
+    pretraining.push_back(members[j].pretraining.convergence);
     if (j < 8) r.history.emplace_back(fmt::format("member {} pre-training loss (-log posterior / N)", j), members[j].pretraining.history.train_loss);
     learning_rates.push_back(members[j].learning_rate);
     snapshots.push_back(members[j].swag.num_snapshots);
@@ -104,7 +106,9 @@ MethodResult run_swag(const FitContext& c) {
             {"clamped_negative_variances", clamped},
             {"deviation_columns", members.front().approximation->deviations().cols()},
             {"swag_lr", learning_rates},
-            {"swag_lr_rule", o.swag_lr > 0 ? "given" : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"}};
+            {"swag_lr_rule", o.swag_lr > 0 ? "given" : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"},
+            {"optimizer", training_info(pretraining)}};
+  if (const auto w = not_converged_warning(pretraining, "members' pre-training MAP fits")) r.warnings.push_back(*w);
   return r;
 }
 

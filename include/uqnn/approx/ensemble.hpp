@@ -46,6 +46,7 @@ struct MemberFit {
   Vec theta;
   IndexVec rows;
   TrainHistory history;
+  ConvergenceReport convergence;
   Vec anchor;  ///< randomized MAP only
 };
 

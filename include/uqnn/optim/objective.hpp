@@ -14,6 +14,12 @@ class Objective {
   virtual Index num_data() const = 0;
   /// Loss on the examples `batch` (an estimate of the full loss) and its gradient (overwritten).
   virtual double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const = 0;
+  /// Whether the estimate wanted is this objective's exact minimiser, so that the default optimiser
+  /// is full-batch L-BFGS run to a small gradient: true for a posterior mode. False for stochastic
+  /// objectives (dropout) and for unregularised losses (deep-ensemble members' NLL or MSE), whose
+  /// minimiser interpolates the data: those are trained for a budget of Adam epochs, as seed 001
+  /// and Lakshminarayanan et al. (2017) train them.
+  virtual bool wants_exact_minimum() const { return false; }
 };
 
 /// -log p(theta | D) / N estimated on a minibatch: -(1/n) sum_batch log lik - log prior / N.
@@ -25,6 +31,7 @@ class NegativeLogPosteriorObjective : public Objective {
   Index dim() const override { return density_->dim(); }
   Index num_data() const override { return density_->num_data(); }
   double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+  bool wants_exact_minimum() const override { return true; }
 
  private:
   std::shared_ptr<const StochasticLogDensity> density_;

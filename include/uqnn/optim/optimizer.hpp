@@ -12,7 +12,7 @@ namespace uqnn {
 /// Optimiser settings. weight_decay adds weight_decay * theta to the gradient (L2, as
 /// torch.optim.Adam / SGD do); "adamw" decouples it (theta *= 1 - lr weight_decay, torch.optim.AdamW).
 struct OptimizerParams {
-  std::string name = "adam";  ///< "adam", "adamw" or "sgd"
+  std::string name = "adam";  ///< "adam", "adamw" or "sgd"; in TrainParams also "lbfgs" and "auto"
   double learning_rate = 1e-2;
   double weight_decay = 0.0;
   double momentum = 0.0;  ///< sgd only

@@ -17,6 +17,7 @@
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/data/split.hpp"
 #include "uqnn/data/standardizer.hpp"
+#include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
@@ -148,6 +149,9 @@ struct MethodResult {
   nlohmann::json info = nlohmann::json::object();  ///< method summary for metrics.json
   std::vector<std::pair<std::string, std::vector<double>>> history;  ///< curves for history.<ext>
   std::string history_label = "loss";
+  /// Reasons not to trust the result that the method itself found (an optimiser that did not
+  /// converge); metrics.json "warnings" and the console, with the diagnostics' own.
+  std::vector<diagnostics::Warning> warnings;
   /// Predictions evaluate the draws with this model instead of the posterior's (Laplace's GLM
   /// predictive: the network linearised at the MAP); it is also what model.json records.
   std::shared_ptr<const Model> predictive_model;
@@ -157,6 +161,17 @@ using MethodRunner = std::function<MethodResult(const FitContext&)>;
 
 /// Methods `uqnn fit --method` knows, by name (services/methods.hpp registers them).
 std::vector<std::string> method_names();
+
+/// The optimiser's report for metrics.json: converged, iterations, the final gradient norm of the
+/// full objective and why it stopped.
+nlohmann::json training_info(const ConvergenceReport& report);
+/// The reports of several optimisations (ensemble members): how many converged, the largest
+/// final gradient norm, and each member's report.
+nlohmann::json training_info(const std::vector<ConvergenceReport>& reports);
+/// A "not_converged" warning when an optimisation did not converge (a stop signal or early
+/// stopping, both asked for, are not warned about); `what` names what was trained.
+std::optional<diagnostics::Warning> not_converged_warning(const std::vector<ConvergenceReport>& reports,
+                                                          const std::string& what);
 
 /// Summary of a finished fit (also written to out_dir/metrics.json).
 struct FitReport {

@@ -214,7 +214,8 @@ TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
 }
 
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
-  for (const auto& [method, options] : {std::pair{"map", "--epochs 1000000000"}, {"vi", "--epochs 1000000000"},
+  // map with Adam: L-BFGS (its default) finishes this fit in about a second, before the signal.
+  for (const auto& [method, options] : {std::pair{"map", "--optimizer adam --epochs 1000000000"}, {"vi", "--epochs 1000000000"},
                                         {"ens", "--ens-members 40 --epochs 1000000000 --threads 1"}}) {
     const fs::path out = dir_ / method, log = dir_ / (std::string(method) + ".log");
     const std::string fit = std::string(UQNN_CLI_PATH) + " demo --figure none --method " + method + " " + options + " --out " +
@@ -258,8 +259,9 @@ TEST_F(Cli, AConstantInputColumnIsKeptWithAWarning) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 input column is constant in the training rows ('k'): kept with scale 1"), std::string::npos) << r.output;
   const auto warnings = json(dir_ / "o" / "metrics.json").at("warnings");
-  ASSERT_FALSE(warnings.empty());
-  EXPECT_EQ(warnings.back().at("code"), "constant_inputs");
+  bool constant_inputs = false;
+  for (const auto& w : warnings) constant_inputs |= w.at("code") == "constant_inputs";
+  EXPECT_TRUE(constant_inputs) << warnings;
 }
 
 TEST_F(Cli, CompareKeepsGoingWhenOneMethodFails) {

@@ -84,11 +84,16 @@ TEST_F(Cli, AnUntrustworthyFitSaysSo) {
   const auto diagnosed = testing::run_cli("diagnose " + out.string());
   EXPECT_EQ(diagnosed.exit_code, 0);
   EXPECT_NE(diagnosed.output.find("warning: R-hat above 1.01 for "), std::string::npos) << diagnosed.output;
-  // A method without MCMC draws has an empty list.
+  // A method without MCMC draws has none of their warnings; a MAP fit capped at 50 evaluations of
+  // L-BFGS says that it did not converge.
   const auto map_out = dir_ / "map";
   const auto map = testing::run_cli("demo --quiet --method map --epochs 50 --out " + map_out.string());
   ASSERT_EQ(map.exit_code, 0) << map.output;
-  EXPECT_EQ(json(map_out / "metrics.json")["warnings"], nlohmann::json::array());
+  const auto map_warnings = json(map_out / "metrics.json")["warnings"];
+  ASSERT_EQ(map_warnings.size(), 1u) << map_warnings;
+  EXPECT_EQ(map_warnings[0]["code"], "not_converged");
+  EXPECT_NE(map.output.find("the MAP fit did not converge (lbfgs: evaluation limit after 50 evaluations"), std::string::npos)
+      << map.output;
 }
 
 
