@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
                                   {"draws", 1500},
                                   {"thin", 100},
                                   {"chain_init", init},
+                                  {"optimizer", "adam"},  // the MAP start as measured in docs (not L-BFGS)
                                   {"epochs", name == "protein" ? 20 : 1000},
                                   {"batch_size", name == "protein" ? 500 : 0},
                                   {"step_size", langevin ? 1e-3 / static_cast<double>(N) : hamiltonian_step},

@@ -26,6 +26,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t) {
 /// The best of `restarts` Adam fits of -log p / N from the model's initialisation.
 inline Vec map_fit(const std::shared_ptr<const Posterior>& post, Index restarts, Index epochs, double lr, std::uint64_t seed) {
   TrainParams t;
+  t.optimizer.name = "adam";  // the paper's optimiser (the library's default for a MAP is L-BFGS)
   t.epochs = epochs;
   t.optimizer.learning_rate = lr;
   auto objective = std::make_shared<NegativeLogPosteriorObjective>(post);
