@@ -121,19 +121,25 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
   LBFGSpp::LBFGSSolver<double> solver(lbfgs);
   double value = 0.0;
   Vec x = theta;
+  enum class End { SolverReturned, EvaluationLimit, AtPrecision, Stopped };
+  End end = End::Stopped;
   try {
     solver.minimize(f, x, value);
-    result.convergence.stop_reason = "gradient norm or iteration limit";
+    end = End::SolverReturned;
   } catch (const EvaluationLimit&) {
+    end = End::EvaluationLimit;
     result.convergence.stop_reason = "evaluation limit";
   } catch (const Stagnated&) {
+    end = End::AtPrecision;
     result.convergence.stop_reason = fmt::format("no decrease beyond the objective's rounding in {} evaluations",
                                                  kStagnantEvaluations);
   } catch (const StopTraining&) {
     result.convergence.stop_reason = result.interrupted ? "stop signal" : "stopped by the callback";
   } catch (const std::runtime_error& e) {  // the line search found no acceptable step
+    end = End::AtPrecision;
     result.convergence.stop_reason = std::string("line search: ") + e.what();
   } catch (const std::logic_error& e) {  // a direction uphill: the curvature pairs went wrong
+    end = End::AtPrecision;
     result.convergence.stop_reason = std::string("line search: ") + e.what();
   }
   if (!std::isfinite(best_loss)) throw std::runtime_error("training diverged (no finite loss from the start)");
@@ -150,19 +156,17 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
   report.optimizer = "lbfgs";
   report.iterations = evaluations;
   report.gradient_norm = grad.norm();
-  const bool solver_returned = report.stop_reason == "gradient norm or iteration limit";
-  const bool at_precision = report.stop_reason.rfind("line search", 0) == 0 || report.stop_reason.rfind("no decrease", 0) == 0;
   if (report.gradient_norm <= params.gradient_tolerance) {
     report.converged = true;
     report.stop_reason = fmt::format("gradient norm <= {:g}", params.gradient_tolerance);
-  } else if (at_precision && report.gradient_norm <= 1000 * params.gradient_tolerance) {
+  } else if (end == End::AtPrecision && report.gradient_norm <= 1000 * params.gradient_tolerance) {
     // No step along the search direction lowers the objective in double precision: a change of
     // g^2 / (2 lambda) is below f's rounding once the gradient is ~sqrt(eps |f| lambda_max), which
     // for stiff networks is above the tolerance. Converged as far as f can tell; a failure with
     // a larger gradient (a kink of a ReLU network, a bad curvature pair) is not.
     report.converged = true;
     report.stop_reason = fmt::format("at the precision of double arithmetic ({})", report.stop_reason);
-  } else if (solver_returned) {
+  } else if (end == End::SolverReturned) {
     report.stop_reason = "iteration limit";
   }
   result.best_theta = best_point;
