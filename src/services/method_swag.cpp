@@ -1,5 +1,7 @@
 // `uqnn fit --method swag`: J members (QUiNN's NN_SWAG is an ensemble: MultiSWAG), each a MAP
 // pre-training from its own initialisation followed by SWAG (seed 001) on the same loss.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "approx_common.hpp"
@@ -109,6 +111,23 @@ MethodResult run_swag(const FitContext& c) {
             {"swag_lr_rule", o.swag_lr > 0 ? "given" : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"},
             {"optimizer", training_info(pretraining)}};
   if (const auto w = not_converged_warning(pretraining, "members' pre-training MAP fits")) r.warnings.push_back(*w);
+  // SWAG's spread is the SGD iterates' (and members') spread: full-batch SGD from an optimum that
+  // the pre-training reached (and one mode for every member) does not move, and the "posterior" is
+  // a point. That is a property of the method (Maddox et al. 2019 rely on minibatch noise), so the
+  // user is told instead of getting zero-width intervals silently.
+  double largest_sd = 0.0;
+  for (const auto& m : members) largest_sd = std::max(largest_sd, m.approximation->marginal_variance().cwiseSqrt().maxCoeff());
+  double largest_between = 0.0;
+  for (const auto& m : members)
+    largest_between = std::max(largest_between, (m.approximation->mean() - members.front().approximation->mean()).cwiseAbs().maxCoeff());
+  const double scale = std::max(1.0, members.front().approximation->mean().cwiseAbs().maxCoeff());
+  if (std::max(largest_sd, largest_between) <= 1e-5 * scale)
+    r.warnings.push_back({"no_spread",
+                          fmt::format("swag: the draws have no spread (largest sd {:.1e}): the SGD steps did not move from "
+                                      "the pre-trained optimum and the members found the same mode; full-batch SGD at an "
+                                      "optimum has no gradient noise. Use a minibatch (--batch-size), more --swag-members, "
+                                      "or a method whose spread does not depend on it (--method laplace, nuts)",
+                                      largest_sd)});
   return r;
 }
 
