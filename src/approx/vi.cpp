@@ -24,6 +24,7 @@ void ViParams::validate() const {
   require(num_samples >= 1, "vi num_samples (S)", ">= 1");
   require(mu_init_lower <= mu_init_upper, "vi mu_init_lower", "<= mu_init_upper");
   require(rho_init_lower <= rho_init_upper, "vi rho_init_lower", "<= rho_init_upper");
+  require(monitor_window >= 0, "vi monitor_window", ">= 0 (0 = off)");
   schedule.validate();
 }
 
@@ -67,6 +68,10 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
   LearningRateSchedule schedule(params.schedule, params.learning_rate);
   Vec phi(2 * K), grad_phi(2 * K);
   double monitored = std::numeric_limits<double>::quiet_NaN();
+  const Index window = params.monitor_window == 0 ? 0 : std::max(params.monitor_window, params.epochs / 10);
+  const bool monitor = window > 0 && params.epochs >= 2 * window;
+  Vec mu_sum_last = Vec::Zero(K), mu_sum_before = Vec::Zero(K);
+  Index completed = 0;
   for (Index epoch = 0; epoch < params.epochs; ++epoch) {
     const double lr = schedule.next(epoch, monitored);
     const IndexVec order = batch == N ? IndexVec() : rng.permutation(N);
@@ -139,12 +144,20 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     }
     const double elbo = elbo_sum / static_cast<double>(B);
     result.elbo.push_back(elbo);
+    if (monitor && epoch >= params.epochs - window) mu_sum_last += mu;
+    else if (monitor && epoch >= params.epochs - 2 * window) mu_sum_before += mu;
+    completed = epoch + 1;
     monitored = -elbo;
     if (on_epoch && !on_epoch(epoch, elbo)) break;
     if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep q as it stands after this epoch
       result.interrupted = true;
       break;
     }
+  }
+  if (monitor && completed == params.epochs) {
+    result.monitor_window = window;
+    result.mu_last_window = mu_sum_last / static_cast<double>(window);
+    result.mu_window_before = mu_sum_before / static_cast<double>(window);
   }
   result.mu = mu;
   result.rho = rho;

@@ -25,7 +25,7 @@ const OptionSchema<EnsembleParams>& ensemble_options();
 
 /// Bayes by Backprop (vi, vi-hmc): QUiNN NN_VI's defaults, softplus sigma as seed 001 says.
 struct ViOptions {
-  std::string vi_prior = "mixture";  ///< mixture (pi, sigma1, sigma2) | model (the fit's --prior)
+  std::string vi_prior = "model";  ///< model (the fit's --prior) | mixture (pi, sigma1, sigma2: QUiNN's manual)
   double vi_pi = 0.5, vi_sigma1 = 1.0, vi_sigma2 = 1.0;
   Index vi_samples = 1;  ///< S
   double vi_mu_init = 0.2;  ///< mu ~ U(-a, a)

@@ -25,7 +25,7 @@ const OptionSchema<EnsembleParams>& ensemble_options() {
 const OptionSchema<ViOptions>& vi_options() {
   static const auto s =
       OptionSchema<ViOptions>("vi", "Variational inference (Bayes by Backprop)")
-          .add("vi_prior", &ViOptions::vi_prior, "mixture (pi N(0,s1^2) + (1-pi) N(0,s2^2)) | model (the --prior)")
+          .add("vi_prior", &ViOptions::vi_prior, "model: the fit's --prior | mixture: pi N(0,s1^2) + (1-pi) N(0,s2^2) (QUiNN's manual's default)")
           .one_of({"mixture", "model"})
           .cite("Blundell et al. 2015; QUiNN's manual")
           .add("vi_pi", &ViOptions::vi_pi, "scale-mixture weight pi")

@@ -56,14 +56,17 @@ std::optional<diagnostics::Warning> not_converged_warning(const std::vector<Conv
   const std::string which =
       reports.size() == 1 ? what : fmt::format("{} of {} {}", failed.size(), reports.size(), what);
   const bool lbfgs = r.optimizer == "lbfgs";
-  const std::string advice = lbfgs ? "more --epochs (L-BFGS's cap on evaluations) or a larger --gradient-tolerance"
-                                 : "more --epochs, a learning-rate schedule, or --optimizer lbfgs for a full-batch "
-                                   "posterior mode";
+  // A stochastic objective (VI's ELBO estimate) has no exact gradient to report, nor a mode for L-BFGS.
+  const bool has_gradient = std::isfinite(r.gradient_norm);
+  const std::string advice = lbfgs           ? "more --epochs (L-BFGS's cap on evaluations) or a larger --gradient-tolerance"
+                             : !has_gradient ? "more --epochs or a learning-rate schedule"
+                                             : "more --epochs, a learning-rate schedule, or --optimizer lbfgs for a "
+                                               "full-batch posterior mode";
+  const std::string gradient =
+      has_gradient ? fmt::format("; the gradient norm of the objective per data point is {:.3g}", r.gradient_norm) : "";
   return diagnostics::Warning{
-      "not_converged",
-      fmt::format("{} did not converge ({}: {} after {} {}; the gradient norm of the objective per data point "
-                  "is {:.3g}). The estimate is not the optimum: try {}.",
-                  which, r.optimizer, r.stop_reason, r.iterations, lbfgs ? "evaluations" : "epochs", r.gradient_norm, advice)};
+      "not_converged", fmt::format("{} did not converge ({}: {} after {} {}{}). The estimate is not the optimum: try {}.", which,
+                                   r.optimizer, r.stop_reason, r.iterations, lbfgs ? "evaluations" : "epochs", gradient, advice)};
 }
 
 TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress) {

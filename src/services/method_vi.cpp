@@ -1,4 +1,10 @@
 // `uqnn fit --method vi`: Bayes by Backprop (seed 001).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
 #include "approx_common.hpp"
 #include "uqnn/approx/vi.hpp"
 
@@ -26,11 +32,55 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
   p.rho_init_lower = o.vi_rho_init_lower;
   p.rho_init_upper = o.vi_rho_init_upper;
   p.analytic_kl = o.vi_kl == "analytic";
+  p.monitor_window = c.config.training.convergence_window;
   Rng rng(c.config.seed, 0);
   const auto progress = epoch_progress(c, p.epochs, "vi");
   return fit_bayes_by_backprop(post, *prior, p, rng, [&progress](Index e, double elbo) {
     return progress ? progress(e, -elbo, std::nan("")) : true;
   });
+}
+
+ConvergenceReport vi_convergence(const ViResult& fit, const TrainParams& training) {
+  // The first-order optimisers' window monitor (optim/trainer.cpp) compares the training loss of
+  // the last two windows. VI's -ELBO is a Monte Carlo estimate whose noise hides a slow descent
+  // along a correlated posterior's long axis, so two things are checked over the last two windows
+  // of max(--convergence-window, epochs / 10) epochs:
+  //  - -ELBO did not fall by more than the relative tolerance and two standard errors of the
+  //    difference of the window means (a rise, or a fall the noise explains, is no descent);
+  //  - no mean mu_k moved between the windows' averages by more than kMaxDrift of its sd sigma_k.
+  constexpr double kMaxDrift = 0.02;
+  ConvergenceReport report;
+  report.optimizer = "adam";
+  report.iterations = static_cast<Index>(fit.elbo.size());
+  report.gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  if (fit.interrupted) {
+    report.stop_reason = "stop signal";
+    return report;
+  }
+  const auto w = static_cast<std::size_t>(fit.monitor_window);
+  if (w == 0 || fit.mu_last_window.size() == 0) {
+    report.stop_reason = fmt::format("epoch limit, fewer epochs than two monitor windows (--convergence-window {})",
+                                     training.convergence_window);
+    return report;
+  }
+  const auto moments = [&](std::size_t first) {
+    double mean = 0.0, sq = 0.0;
+    for (std::size_t i = first; i < first + w; ++i) mean += -fit.elbo[i] / static_cast<double>(w);
+    for (std::size_t i = first; i < first + w; ++i) sq += (-fit.elbo[i] - mean) * (-fit.elbo[i] - mean);
+    return std::pair{mean, sq / static_cast<double>(w - 1) / static_cast<double>(w)};  // mean, its variance
+  };
+  const auto [last, last_var] = moments(fit.elbo.size() - w);
+  const auto [before, before_var] = moments(fit.elbo.size() - 2 * w);
+  const double fall = before - last, noise = 2.0 * std::sqrt(last_var + before_var);
+  const double tolerance = training.convergence_tolerance * std::abs(last);
+  Index worst = 0;
+  const Vec drift = (fit.mu_last_window - fit.mu_window_before).cwiseAbs().cwiseQuotient(fit.approximation->sd());
+  const double max_drift = drift.maxCoeff(&worst);
+  report.converged = fall <= std::max(tolerance, noise) && max_drift <= kMaxDrift;
+  report.stop_reason = fmt::format("epoch limit; between the last two windows of {} epochs -ELBO fell by {:.4g} (tolerance "
+                                   "{:.3g}, two standard errors {:.3g}) and mean {} moved by {:.3g} of its sd (at most {:g})",
+                                   w, fall, tolerance, noise, worst, max_drift, kMaxDrift);
+  return report;
 }
 
 }  // namespace detail
@@ -47,6 +97,9 @@ MethodResult run_vi(const FitContext& c) {
   r.history_label = "-ELBO";
   r.info = {{"final_elbo", fit.elbo.back()}, {"analytic_kl", fit.analytic_kl}, {"prior", prior->to_json()},
             {"mean_sigma", fit.approximation->sd().mean()}};
+  const ConvergenceReport convergence = detail::vi_convergence(fit, c.config.training);
+  r.info["optimizer"] = training_info(convergence);
+  if (const auto w = not_converged_warning({convergence}, "the variational fit (-ELBO)")) r.warnings.push_back(*w);
   return r;
 }
 

@@ -35,6 +35,9 @@ struct ViParams {
   /// e.g. at a MAP fit (seed 000's VI-HMC examples pre-train).
   Vec initial_mean;
   ScheduleParams schedule;       ///< learning-rate schedule per epoch (monitors -ELBO)
+  /// The convergence monitor's windows: mu is averaged over each of the last two windows of
+  /// max(monitor_window, epochs / 10) epochs (ViResult::mu_last_window); 0 = off.
+  Index monitor_window = 100;
   void validate() const;
 };
 
@@ -44,6 +47,11 @@ struct ViResult {
   bool analytic_kl = false;  ///< whether the closed-form KL was used
   bool interrupted = false;  ///< a stop signal ended the epochs early (core/stop_signal.hpp)
   std::shared_ptr<const DiagonalGaussianPosterior> approximation;  ///< q with sigma = softplus(rho)
+  /// mu averaged over the last window of `monitor_window` epochs and over the window before it
+  /// (empty when the run was shorter than two windows or stopped early): how far the means still
+  /// drift, which -ELBO's noise can hide.
+  Vec mu_last_window, mu_window_before;
+  Index monitor_window = 0;
 };
 
 /// softplus(rho) = log(1 + e^rho), stable for large |rho|.

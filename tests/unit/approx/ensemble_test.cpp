@@ -1,14 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "unit/approx/blr_fixture.hpp"
+#include "unit/approx/linear_fit_fixture.hpp"
 #include "unit/mcmc/test_models.hpp"
 #include "uqnn/approx/ensemble.hpp"
 #include "uqnn/approx/swag.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/data/synthetic.hpp"
 #include "uqnn/predictive/predictive.hpp"
-#include "uqnn/services/fit.hpp"
-#include "uqnn/services/methods.hpp"
 
 namespace uqnn {
 namespace {
@@ -210,28 +209,9 @@ TEST(Swag, MultiSwagSineCaseIIUncertaintyGrowsAwayFromData) {
 // are a point (measured: largest sd 2e-8). The fit says so instead of returning zero-width
 // intervals silently; with minibatches the iterates move and there is no such warning.
 TEST(Swag, AtTheDefaultsDrawsWithoutSpreadAreWarnedAbout) {
-  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
-  Dataset data;
-  data.inputs = target.posterior->inputs();
-  data.targets = target.posterior->targets();
-  data.input_names = {"x1", "x2", "x3", "x4"};
-  data.target_names = {"y"};
-  const auto warnings_of = [&](const nlohmann::json& extra) {
-    nlohmann::json options = {{"method", "swag"}, {"arch", std::vector<Index>{}}, {"noise", 0.3}, {"prior_sigma", 3.0},
-                              {"standardize", false}, {"quiet", true}};
-    options.update(extra);
-    FitConfig config = fit_config_from_options(options);
-    config.data.dataset = data;
-    const FitProblem problem = make_fit_problem(config);
-    const FitContext context{config, problem.posterior, problem.posterior->inputs(), problem.posterior->targets(), false,
-                             make_silent_reporter()};
-    std::vector<std::string> codes;
-    for (const auto& w : run_method(context).warnings) codes.push_back(w.code);
-    return codes;
-  };
-  const auto defaults = warnings_of(nlohmann::json::object());
+  const auto defaults = testing::warning_codes(testing::fit_ill_conditioned_linear("swag"));
   EXPECT_NE(std::find(defaults.begin(), defaults.end(), "no_spread"), defaults.end()) << ::testing::PrintToString(defaults);
-  const auto minibatch = warnings_of({{"batch_size", 8}});
+  const auto minibatch = testing::warning_codes(testing::fit_ill_conditioned_linear("swag", {{"batch_size", 8}}));
   EXPECT_EQ(std::find(minibatch.begin(), minibatch.end(), "no_spread"), minibatch.end()) << ::testing::PrintToString(minibatch);
 }
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "unit/approx/blr_fixture.hpp"
+#include "unit/approx/linear_fit_fixture.hpp"
 #include "uqnn/approx/vi.hpp"
 
 namespace uqnn {
@@ -87,6 +88,42 @@ TEST(BayesByBackprop, ElboHistoryIncreases) {
   EXPECT_GT(last, first);
   // The ELBO is a lower bound on the log evidence (up to Monte Carlo noise).
   EXPECT_LT(last / 20, blr.log_evidence + 1.0);
+}
+
+}  // namespace
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+// `uqnn fit --method vi` at its defaults on the ill-conditioned regression: the prior is the fit's
+// --prior (N(0, 3^2) here, not QUiNN's N(0, 1) mixture, which silently answered another posterior),
+// 2000 epochs of Adam leave the means far from the optimum along the correlated pair, and the fit
+// says that it did not converge. Here -ELBO's last windows are flat within their noise (measured:
+// it rose by 0.36, two standard errors 0.42); the means' drift between the windows is what shows it.
+// At 20,000 epochs the bias's mean still moves 0.05 sd per 2000 epochs (warned); at 100,000 the
+// monitor is satisfied. The means are then within 0.15 posterior sd of the exact ones (printed):
+// what is left is the jitter of Adam's last iterate at lr 0.01, which the monitor does not see, and
+// which is above the issue's 0.05 sd (issue 18, item 2: not done).
+TEST(BayesByBackprop, AtTheDefaultsItUsesTheFitsPriorAndWarnsWhenTheElboIsStillFalling) {
+  const MethodResult short_fit = testing::fit_ill_conditioned_linear("vi");
+  EXPECT_EQ(short_fit.info["prior"]["kind"], "gaussian") << short_fit.info["prior"];
+  EXPECT_DOUBLE_EQ(short_fit.info["prior"]["sd"][0].get<double>(), 3.0) << short_fit.info["prior"];
+  const auto codes = testing::warning_codes(short_fit);
+  EXPECT_NE(std::find(codes.begin(), codes.end(), "not_converged"), codes.end()) << short_fit.info["optimizer"];
+  EXPECT_FALSE(short_fit.info["optimizer"]["converged"].get<bool>());
+  EXPECT_EQ(short_fit.info["optimizer"]["iterations"], 2000);
+
+  const MethodResult long_fit = testing::fit_ill_conditioned_linear("vi", {{"epochs", 100000}});
+  EXPECT_TRUE(long_fit.info["optimizer"]["converged"].get<bool>()) << long_fit.info["optimizer"];
+  EXPECT_TRUE(long_fit.warnings.empty());
+  // Converged, the means are the mean-field optimum's: the exact posterior mean (Gaussian target).
+  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
+  Vec mean = Vec::Zero(5);
+  for (const Vec& d : long_fit.draws) mean += d / static_cast<double>(long_fit.draws.size());
+  const Vec sds = target.covariance.diagonal().cwiseSqrt();
+  std::printf("  vi at 100000 epochs: mean error in posterior sds %s\n",
+              ::testing::PrintToString((mean - target.mean).cwiseQuotient(sds).transpose()).c_str());
 }
 
 }  // namespace
