@@ -27,6 +27,7 @@
 #include "uqnn/core/reporter.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/diagnostics/normal_quantile.hpp"
+#include "uqnn/diagnostics/statistics.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
@@ -60,15 +61,6 @@ Mat features(const Mat& X) {
   return phi;
 }
 
-/// Empirical quantile (linear interpolation between order statistics, R's type 7).
-double quantile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double h = (static_cast<double>(v.size()) - 1.0) * p;
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
 struct Tally {
   std::vector<long> hits = std::vector<long>(kLevels.size(), 0);
   long trials = 0;
@@ -92,25 +84,28 @@ ExactPosterior exact_posterior(const Mat& phi, const Vec& y) {
   return e;
 }
 
-void compare_moments(const std::vector<Vec>& draws, const ExactPosterior& exact, Tally& t) {
-  Vec mean = Vec::Zero(5), sq = Vec::Zero(5);
-  for (const Vec& d : draws) mean += d / static_cast<double>(draws.size());
-  for (const Vec& d : draws) sq += (d - mean).cwiseAbs2() / std::max(1.0, static_cast<double>(draws.size()) - 1.0);
-  const Vec exact_sd = exact.covariance.diagonal().cwiseSqrt();
-  t.abs_mean_error += (mean - exact.mean).cwiseAbs().cwiseQuotient(exact_sd);
-  t.log_sd_ratio += (sq.cwiseSqrt().cwiseQuotient(exact_sd)).array().max(1e-300).log().matrix();
+/// Column k: the draws of parameter k ([draws, 5]; diagnostics' pooled statistics take columns).
+Mat draw_matrix(const std::vector<Vec>& draws) {
+  Mat m(static_cast<Index>(draws.size()), 5);
+  for (std::size_t d = 0; d < draws.size(); ++d) m.row(static_cast<Index>(d)) = draws[d].transpose();
+  return m;
+}
+
+void compare_moments(const Mat& draws, const ExactPosterior& exact, Tally& t) {
+  for (Index k = 0; k < draws.cols(); ++k) {
+    const double exact_sd = std::sqrt(exact.covariance(k, k));
+    t.abs_mean_error[k] += std::abs(diagnostics::mean(draws.col(k)) - exact.mean[k]) / exact_sd;
+    t.log_sd_ratio[k] += std::log(std::max(diagnostics::sd(draws.col(k)) / exact_sd, 1e-300));
+  }
   ++t.replications;
 }
 
-/// Central intervals of each parameter from `draws` ([draw] x 5); adds whether each holds `truth`.
-void count_draws(const std::vector<Vec>& draws, const Vec& truth, Tally& t) {
+/// Central intervals of each parameter's draws (R's type-7 quantiles); adds whether each holds `truth`.
+void count_draws(const Mat& draws, const Vec& truth, Tally& t) {
   for (Index k = 0; k < truth.size(); ++k) {
-    std::vector<double> v;
-    v.reserve(draws.size());
-    for (const Vec& d : draws) v.push_back(d[k]);
     for (std::size_t l = 0; l < kLevels.size(); ++l) {
       const double a = (1.0 - kLevels[l]) / 2.0;
-      t.hits[l] += quantile(v, a) <= truth[k] && truth[k] <= quantile(v, 1.0 - a);
+      t.hits[l] += diagnostics::quantile(draws.col(k), a) <= truth[k] && truth[k] <= diagnostics::quantile(draws.col(k), 1.0 - a);
     }
     ++t.trials;
   }
@@ -199,8 +194,9 @@ int run(int argc, char** argv) {
       const FitContext context{config, problem.posterior, problem.posterior->inputs(), problem.posterior->targets(), false,
                                make_silent_reporter()};
       const MethodResult result = run_method(context);
-      count_draws(result.draws, truth, tallies[m]);
-      compare_moments(result.draws, exact, tallies[m]);
+      const Mat draws = draw_matrix(result.draws);
+      count_draws(draws, truth, tallies[m]);
+      compare_moments(draws, exact, tallies[m]);
       for (const auto& w : result.warnings) tallies[m].warnings.push_back(w.message);
     }
     if ((r + 1) % 20 == 0) std::fprintf(stderr, "replication %ld of %ld\n", r + 1, replications);

@@ -71,7 +71,6 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
   const Index window = params.monitor_window == 0 ? 0 : std::max(params.monitor_window, params.epochs / 10);
   const bool monitor = window > 0 && params.epochs >= 2 * window;
   Vec mu_sum_last = Vec::Zero(K), mu_sum_before = Vec::Zero(K);
-  Index completed = 0;
   for (Index epoch = 0; epoch < params.epochs; ++epoch) {
     const double lr = schedule.next(epoch, monitored);
     const IndexVec order = batch == N ? IndexVec() : rng.permutation(N);
@@ -146,7 +145,6 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     result.elbo.push_back(elbo);
     if (monitor && epoch >= params.epochs - window) mu_sum_last += mu;
     else if (monitor && epoch >= params.epochs - 2 * window) mu_sum_before += mu;
-    completed = epoch + 1;
     monitored = -elbo;
     if (on_epoch && !on_epoch(epoch, elbo)) break;
     if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep q as it stands after this epoch
@@ -154,7 +152,7 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
       break;
     }
   }
-  if (monitor && completed == params.epochs) {
+  if (monitor && static_cast<Index>(result.elbo.size()) == params.epochs) {
     result.monitor_window = window;
     result.mu_last_window = mu_sum_last / static_cast<double>(window);
     result.mu_window_before = mu_sum_before / static_cast<double>(window);

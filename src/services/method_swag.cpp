@@ -115,11 +115,11 @@ MethodResult run_swag(const FitContext& c) {
   // the pre-training reached (and one mode for every member) does not move, and the "posterior" is
   // a point. That is a property of the method (Maddox et al. 2019 rely on minibatch noise), so the
   // user is told instead of getting zero-width intervals silently.
-  double largest_sd = 0.0;
-  for (const auto& m : members) largest_sd = std::max(largest_sd, m.approximation->marginal_variance().cwiseSqrt().maxCoeff());
-  double largest_between = 0.0;
-  for (const auto& m : members)
+  double largest_sd = 0.0, largest_between = 0.0;
+  for (const auto& m : members) {
+    largest_sd = std::max(largest_sd, m.approximation->marginal_variance().cwiseSqrt().maxCoeff());
     largest_between = std::max(largest_between, (m.approximation->mean() - members.front().approximation->mean()).cwiseAbs().maxCoeff());
+  }
   const double scale = std::max(1.0, members.front().approximation->mean().cwiseAbs().maxCoeff());
   if (std::max(largest_sd, largest_between) <= 1e-5 * scale)
     r.warnings.push_back({"no_spread",

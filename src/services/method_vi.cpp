@@ -7,6 +7,7 @@
 
 #include "approx_common.hpp"
 #include "uqnn/approx/vi.hpp"
+#include "uqnn/diagnostics/statistics.hpp"
 
 namespace uqnn {
 
@@ -63,14 +64,14 @@ ConvergenceReport vi_convergence(const ViResult& fit, const TrainParams& trainin
                                      training.convergence_window);
     return report;
   }
-  const auto moments = [&](std::size_t first) {
-    double mean = 0.0, sq = 0.0;
-    for (std::size_t i = first; i < first + w; ++i) mean += -fit.elbo[i] / static_cast<double>(w);
-    for (std::size_t i = first; i < first + w; ++i) sq += (-fit.elbo[i] - mean) * (-fit.elbo[i] - mean);
-    return std::pair{mean, sq / static_cast<double>(w - 1) / static_cast<double>(w)};  // mean, its variance
+  // -ELBO's mean over a window and the variance of that mean (sd^2 / w).
+  const auto window_moments = [&](std::size_t first) {
+    const Mat window = -Eigen::Map<const Vec>(fit.elbo.data() + first, static_cast<Index>(w));
+    const double sd = diagnostics::sd(window);
+    return std::pair{diagnostics::mean(window), sd * sd / static_cast<double>(w)};
   };
-  const auto [last, last_var] = moments(fit.elbo.size() - w);
-  const auto [before, before_var] = moments(fit.elbo.size() - 2 * w);
+  const auto [last, last_var] = window_moments(fit.elbo.size() - w);
+  const auto [before, before_var] = window_moments(fit.elbo.size() - 2 * w);
   const double fall = before - last, noise = 2.0 * std::sqrt(last_var + before_var);
   const double tolerance = training.convergence_tolerance * std::abs(last);
   Index worst = 0;
