@@ -11,14 +11,10 @@ namespace {
 /// The demo's own defaults: the main job is a posterior by NUTS (4 chains, each started from its
 /// own MAP fit); short runs suffice in function space here. Where the general defaults do not suit
 /// this data set: the stochastic-gradient samplers have no automatic step size (1e-6 is stable here;
-/// 1e-5 makes SGLD diverge), and the exact Hessian at a MAP of this small-noise posterior is
-/// indefinite, so Laplace uses the GGN; 121 of its 141 directions keep the prior's variance, which
-/// wrecks a network evaluated at sampled weights (bands of +-20), so Laplace predicts through the
-/// linearised network (GLM predictive).
+/// 1e-5 makes SGLD diverge).
 nlohmann::json demo_preset(const std::string& method) {
   nlohmann::json preset = {{"method", "nuts"}, {"out", "uqnn-demo"}, {"noise", 0.05}, {"epochs", 6000}, {"warmup", 300}, {"draws", 300}};
   if (method == "sgld" || method == "sghmc" || method == "psgld" || method == "fsgld" || method == "fsghmc") preset["step_size"] = 1e-6;
-  if (method == "laplace") preset.update({{"laplace_curvature", "ggn"}, {"laplace_predictive", "glm"}});
   return preset;
 }
 

@@ -14,6 +14,7 @@ void EnsembleParams::validate() const {
   require(data_fraction > 0 && data_fraction <= 1, "data_fraction (delta)", "in (0, 1]");
   require(threads >= 0, "threads", ">= 0 (0 = hardware concurrency)");
   require(loss == "mse" || loss == "nll", "ensemble loss", "mse or nll");
+  require(noise_holdout >= 0 && noise_holdout < 1, "noise_holdout", "in [0, 1)");
   training.validate();
 }
 
@@ -30,6 +31,22 @@ IndexVec member_subset(Index num_data, double data_fraction, Rng& rng) {
   perm.resize(static_cast<std::size_t>(size));
   std::sort(perm.begin(), perm.end());
   return perm;
+}
+
+IndexVec split_off_held_out(IndexVec& rows, double fraction, Rng& rng) {
+  const auto n = static_cast<Index>(rows.size());
+  const Index held = std::max<Index>(1, static_cast<Index>(std::floor(fraction * static_cast<double>(n))));
+  if (held >= n)
+    throw InputError(fmt::format("holding out {} of a member's {} rows for its noise estimate leaves none to train on: "
+                                 "lower --ens-noise-holdout (0 = the training residuals) or give more data",
+                                 held, n));
+  const IndexVec perm = rng.permutation(n);
+  IndexVec held_out, kept;
+  for (Index i = 0; i < n; ++i) (i < held ? held_out : kept).push_back(rows[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])]);
+  std::sort(held_out.begin(), held_out.end());
+  std::sort(kept.begin(), kept.end());
+  rows = kept;
+  return held_out;
 }
 
 namespace {
@@ -82,11 +99,23 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   if (!nll && lik.kind() != "gaussian" && lik.kind() != "gaussian_learned_sigma")
     throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
                      "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
+  const bool noise_from_held_out = params.noise_holdout > 0 && lik.kind() == "gaussian_learned_sigma";
   std::function<MemberFit(Index)> member = [&](Index j) {
     Rng rng(seed, static_cast<std::uint64_t>(j));
     MemberFit fit;
     fit.rows = member_subset(posterior.num_data(), params.data_fraction, rng);
+    IndexVec held_out;
+    if (noise_from_held_out) held_out = split_off_held_out(fit.rows, params.noise_holdout, rng);
     const Mat X = gather_columns(posterior.inputs(), fit.rows), Y = gather_columns(posterior.targets(), fit.rows);
+    // log sigma from the mean squared residual per target: on the training rows alone, or the average
+    // of that and the held-out rows' (EnsembleParams::noise_holdout says why).
+    const auto noise_log_sd = [&](const Vec& network) {
+      const auto mse = [&](const Mat& Xn, const Mat& Yn) { return (model.forward(network, Xn) - Yn).squaredNorm() / static_cast<double>(Yn.size()); };
+      double variance = mse(X, Y);
+      if (!held_out.empty())
+        variance = 0.5 * (variance + mse(gather_columns(posterior.inputs(), held_out), gather_columns(posterior.targets(), held_out)));
+      return 0.5 * std::log(std::max(variance, 1e-300));
+    };
     if (nll) {
       // Seed 003 App. D: Gaussian NLL (here: the posterior's likelihood), weight decay from the optimiser.
       std::shared_ptr<const Posterior> posterior_view(&posterior, [](const Posterior*) {});
@@ -96,6 +125,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
         validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
       const TrainResult trained = train(objective, posterior.initial_point(rng), params.training, rng, validation);
       fit.theta = trained.best_theta;
+      if (noise_from_held_out) fit.theta[P] = noise_log_sd(fit.theta.head(P));
       fit.history = trained.history;
       fit.convergence = trained.convergence;
       return fit;
@@ -111,11 +141,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     fit.theta.resize(posterior.dim());
     fit.theta.head(P) = trained.best_theta;
     Vec extra = lik.initial_extra();
-    if (lik.kind() == "gaussian_learned_sigma") {
-      // Maximum-likelihood noise of the member's fit: sigma^2 = mean squared residual per target.
-      const double mse = (model.forward(trained.best_theta, X) - Y).squaredNorm() / static_cast<double>(Y.size());
-      extra[0] = 0.5 * std::log(std::max(mse, 1e-300));
-    }
+    if (lik.kind() == "gaussian_learned_sigma") extra[0] = noise_log_sd(trained.best_theta);
     fit.theta.tail(extra.size()) = extra;
     fit.history = trained.history;
     fit.convergence = trained.convergence;

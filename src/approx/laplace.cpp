@@ -49,6 +49,17 @@ Vec example_gradient(const Posterior& post, const Vec& theta, Index i) {
   return g;
 }
 
+/// Gauss-Newton's block for the likelihood's extras (a learned log sigma): their expected Fisher
+/// information, with no cross terms to the network (Likelihood::extra_fisher_information). Their
+/// exact Hessian rows are indefinite wherever the residuals are not at the noise's MAP (per example,
+/// [1/sigma^2, 2r/sigma^2; 2r/sigma^2, 2r^2/sigma^2] has determinant -2 r^2 / sigma^4), which stopped
+/// GGN with a learned noise on yacht.
+Mat extras_fisher(const Posterior& post, const Vec& theta) {
+  const Index P = post.model().num_params(), E = post.likelihood().num_extra();
+  if (E == 0) return Mat(0, 0);
+  return post.likelihood().extra_fisher_information(post.model().forward(theta.head(P), post.inputs()), theta.tail(E));
+}
+
 Vec unit(Index K, Index k) {
   Vec e = Vec::Zero(K);
   e[k] = 1.0;
@@ -116,14 +127,7 @@ Mat curvature_matrix(const Posterior& post, const Vec& theta, CurvatureBackend b
         Hnet.noalias() += J.transpose() * lambda[static_cast<std::size_t>(i)] * J;
       }
       H.topLeftCorner(P, P) = Hnet;
-      // Extras (e.g. log sigma): their exact rows and columns (likelihood part; prior added below).
-      const Vec prior = prior_precision_diagonal(post, theta);
-      for (Index e = 0; e < E; ++e) {
-        Vec col = -post.hessian_vector_product(theta, unit(K, P + e));
-        col[P + e] -= prior[P + e];
-        H.col(P + e) = col;
-        H.row(P + e) = col.transpose();
-      }
+      H.bottomRightCorner(E, E) = extras_fisher(post, theta);
       break;
     }
   }
@@ -147,8 +151,7 @@ Vec curvature_diagonal(const Posterior& post, const Vec& theta, CurvatureBackend
         const Mat J = post.model().jacobian(theta.head(P), post.inputs().col(i));
         d.head(P) += (J.transpose() * lambda[static_cast<std::size_t>(i)]).cwiseProduct(J.transpose()).rowwise().sum();
       }
-      const Vec prior = prior_precision_diagonal(post, theta);
-      for (Index e = 0; e < E; ++e) d[P + e] = -post.hessian_vector_product(theta, unit(K, P + e))[P + e] - prior[P + e];
+      d.tail(E) = extras_fisher(post, theta).diagonal();
       break;
     }
   }
@@ -227,15 +230,22 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   const Posterior& post = *posterior_;
   const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
   if (!gaussian) throw InputError("Laplace marginal-likelihood tuning needs a Gaussian prior (--prior gaussian or fan-in)");
-  if (post.likelihood().num_extra() != 0)
-    throw InputError("Laplace marginal-likelihood tuning needs a likelihood without extra parameters (give --noise)");
+  // alpha scales the network's prior only. Likelihood extras (a learned log sigma) keep their block,
+  // which must be decoupled from the network's for log det H to split: so it is with ggn (the
+  // extras' expected Fisher) and with any diagonal structure.
+  const Index P = post.model().num_params(), E = post.likelihood().num_extra();
+  if (E > 0 && tune_noise)
+    throw InputError("--laplace-tune-noise tunes a fixed noise sd (--noise), but this fit learns the noise sd as a parameter: "
+                     "use --laplace-tune, or give --noise");
+  if (E > 0 && params_.structure == CurvatureStructure::Full && !curvature_.topRightCorner(P, E).isZero(0.0))
+    throw InputError("Laplace marginal-likelihood tuning with a learned noise needs a curvature that keeps the noise apart "
+                     "from the network: use --laplace-curvature ggn, or --laplace-structure diag, or give --noise");
   if (tune_noise && post.likelihood().kind() != "gaussian")
     throw InputError("Laplace noise tuning needs a Gaussian likelihood with fixed noise (--noise)");
   LaplaceTuning result;
   result.log_marginal_likelihood_before = log_marginal_likelihood();
-  const Index K = post.dim();
-  const Vec p = prior_precision_diagonal(post, map_);  // Gaussian: 1 / sd^2
-  const Vec dev = map_ - gaussian->mean();
+  const Vec p = prior_precision_diagonal(post, map_).head(P);  // Gaussian: 1 / sd^2
+  const Vec dev = map_.head(P) - gaussian->mean();
   const double q = (dev.array().square() * p.array()).sum();
   const double log_prior0 = post.log_prior(map_);
   const double log_lik0 = log_joint_ - log_prior0;
@@ -250,18 +260,18 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   const Vec ps = p.cwiseSqrt().cwiseInverse();
   Vec e;
   if (params_.structure == CurvatureStructure::Full) {
-    Mat Hl = curvature_;
+    Mat Hl = curvature_.topLeftCorner(P, P);
     Hl.diagonal() -= p;
     Eigen::SelfAdjointEigenSolver<Mat> eig(ps.asDiagonal() * Hl * ps.asDiagonal(), Eigen::EigenvaluesOnly);
     e = eig.eigenvalues();
   } else {
-    e = (curvature_.col(0) - p).cwiseProduct(ps.cwiseAbs2());
+    e = (curvature_.col(0).head(P) - p).cwiseProduct(ps.cwiseAbs2());
   }
   double alpha = 1.0, tau = 1.0;
   Index it = 0;
   for (; it < max_iterations; ++it) {
     double gamma = 0.0;
-    for (Index i = 0; i < K; ++i) {
+    for (Index i = 0; i < P; ++i) {
       const double den = tau * e[i] + alpha;
       if (!(den > 0)) throw std::runtime_error("Laplace tuning: the curvature is not positive definite for the current prior precision");
       gamma += tau * e[i] / den;
@@ -280,14 +290,14 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   if (tune_noise) result.noise_sd = sigma0 / std::sqrt(tau);
   // Rebuild H and the log joint with the tuned values.
   if (params_.structure == CurvatureStructure::Full) {
-    Mat Hl = curvature_;
+    Mat Hl = curvature_.topLeftCorner(P, P);
     Hl.diagonal() -= p;
-    curvature_ = tau * Hl;
-    curvature_.diagonal() += alpha * p;
+    curvature_.topLeftCorner(P, P) = tau * Hl;
+    curvature_.topLeftCorner(P, P).diagonal() += alpha * p;
   } else {
-    curvature_.col(0) = tau * (curvature_.col(0) - p) + alpha * p;
+    curvature_.col(0).head(P) = tau * (curvature_.col(0).head(P) - p) + alpha * p;
   }
-  const double log_prior = log_prior0 - 0.5 * (alpha - 1.0) * q + 0.5 * static_cast<double>(K) * std::log(alpha);
+  const double log_prior = log_prior0 - 0.5 * (alpha - 1.0) * q + 0.5 * static_cast<double>(P) * std::log(alpha);
   double log_lik = log_lik0;
   if (tune_noise) {
     const double sigma = result.noise_sd;

@@ -16,6 +16,11 @@ void Likelihood::validate_targets(const Mat& targets) const {
       throw InputError(fmt::format("{} likelihood: target value {} is not finite", kind(), targets.data()[i]));
 }
 
+Mat Likelihood::extra_fisher_information(const Mat& /*Y*/, const Vec& extra) const {
+  if (extra.size() == 0) return Mat(0, 0);
+  throw std::logic_error("likelihood '" + kind() + "' has extra parameters but no Fisher information for them");
+}
+
 namespace {
 
 constexpr double kHalfLog2Pi = 0.91893853320467274178;  // 0.5 log(2 pi)
@@ -68,6 +73,12 @@ class Gaussian : public LikelihoodBase<Gaussian> {
   Vec extra_prior_hessian_diagonal(const Vec& extra) const override {
     if (!learned_) return Vec(0);
     return Vec::Constant(1, prior_.second_derivative(extra[0]));
+  }
+  /// -d^2/ds^2 of -s - r^2 e^{-2s} / 2 is 2 r^2 / sigma^2, with expectation 2 per observation; the
+  /// cross term -d^2/df ds = 2 r / sigma^2 has expectation 0.
+  Mat extra_fisher_information(const Mat& Y, const Vec& /*extra*/) const override {
+    if (!learned_) return Mat(0, 0);
+    return Mat::Constant(1, 1, 2.0 * static_cast<double>(Y.size()));
   }
 
   template <typename T>

@@ -18,7 +18,13 @@ const OptionSchema<EnsembleParams>& ensemble_options() {
                             .add("ens_data_fraction", &EnsembleParams::data_fraction,
                                  "data fraction delta; each member trains on floor(delta N) random rows")
                             .above(0)
-                            .at_most(1);
+                            .at_most(1)
+                            .add("ens_noise_holdout", &EnsembleParams::noise_holdout,
+                                 "with a learned noise (no --noise), ens: fraction of each member's rows held out to "
+                                 "estimate its noise sd from their residuals (0 = its training residuals)")
+                            .at_least(0)
+                            .below(1)
+                            .cite("Lakshminarayanan et al. 2017");
   return s;
 }
 

@@ -3,8 +3,9 @@
 //
 // Predictive sd: the members' spread is seed 001's Var[y] (1/(J-1) sum (M_j - ybar)^2), reported as
 // the epistemic sd. An MSE ensemble has no noise model, so the total sd adds the likelihood's noise:
-// the fixed --noise sigma^2, or with a learned sigma each member's maximum-likelihood sigma^2 (its
-// mean squared residual), averaged over members. Intervals and NLL use that total.
+// the fixed --noise sigma^2, or with a learned sigma each member's estimate from its residuals on the
+// rows it trained on and on the fraction --ens-noise-holdout of its rows that it did not train on
+// (EnsembleParams::noise_holdout), averaged over members. Intervals and NLL use that total.
 #include "approx_common.hpp"
 
 namespace uqnn {
@@ -22,6 +23,9 @@ MethodResult run_deep_ensemble(const FitContext& c) {
   MethodResult r = detail::ensemble_result(fits, p.loss == "nll" ? "NLL" : "MSE");
   r.info["loss"] = p.loss;
   r.info["data_fraction"] = p.data_fraction;
+  if (kind == "gaussian_learned_sigma")
+    r.info["noise_sd_from"] = p.noise_holdout > 0 ? fmt::format("average of the mean squared residuals on each member's training rows and on the {:g} of its rows held out", p.noise_holdout)
+                                                  : std::string("residuals on each member's training rows");
   r.info["predictive_sd"] = "sqrt(variance across members + likelihood noise variance)";
   return r;
 }

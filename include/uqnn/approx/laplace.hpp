@@ -10,8 +10,10 @@
 ///                      (1/N) sum_i; we use N times it, the curvature of the summed loss the exact
 ///                      Hessian is, so that diag and full agree in scale (QUiNN defect 2: they differ by N).
 ///             ggn    - generalized Gauss-Newton sum_i J_i^T Lambda_i J_i, Lambda_i = -d^2 log p(y_i|f)/df^2
-///                      (eigenvalues clipped at 0, so PSD); likelihood extras (learned log sigma) keep
-///                      their exact Hessian rows and columns.
+///                      (eigenvalues clipped at 0, so PSD); likelihood extras (a learned log sigma) get
+///                      their expected Fisher information (2 per observation), with no cross terms, so
+///                      the curvature stays positive definite with a learned noise. The default, as in
+///                      laplace-torch.
 ///   structure full (K x K, Cholesky) | diag (K numbers).
 /// The prior precision (minus the prior's Hessian diagonal) is added in every combination.
 #include <memory>
@@ -32,7 +34,8 @@ std::string to_string(CurvatureBackend backend);
 std::string to_string(CurvatureStructure structure);
 
 struct LaplaceParams {
-  CurvatureBackend backend = CurvatureBackend::Exact;  ///< QUiNN's la_type 'full' = exact + full
+  /// laplace-torch's default; QUiNN's la_type 'full' is Exact + Full
+  CurvatureBackend backend = CurvatureBackend::GaussNewton;
   CurvatureStructure structure = CurvatureStructure::Full;
   double covariance_scale = 1.0;  ///< s in Sigma = (s H)^-1 (QUiNN's cov_scale)
   /// Upper limit on the memory of K x K matrices (the curvature, its Cholesky factor and inverse),
@@ -85,7 +88,9 @@ class LaplaceApproximation {
   /// fixed-sigma Gaussian likelihood) with MacKay's fixed-point updates on the eigenvalues of the
   /// likelihood curvature, then rebuilds the approximation with the tuned curvature
   /// H = (sigma0^2 / sigma^2) H_lik + alpha P. The MAP is not refitted (post-hoc, as laplace-torch).
-  /// Needs a Gaussian prior and no likelihood extras.
+  /// Needs a Gaussian prior. alpha scales the network's prior only; likelihood extras (a learned log
+  /// sigma) keep their curvature block, which must be decoupled from the network's (ggn, or the
+  /// diagonal structure); their noise is then the MAP's, and tune_noise is refused.
   LaplaceTuning tune(bool tune_noise, Index max_iterations = 1000);
 
  private:

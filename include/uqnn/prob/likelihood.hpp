@@ -37,6 +37,11 @@ class Likelihood {
   virtual double extra_log_prior(const Vec& /*extra*/, Vec* /*grad*/) const { return 0.0; }
   /// Diagonal of the Hessian of extra_log_prior.
   virtual Vec extra_prior_hessian_diagonal(const Vec& extra) const { return Vec::Zero(extra.size()); }
+  /// Expected Fisher information of the extras, E_y[-d^2 log p(y | Y, extra) / d extra^2] summed over
+  /// the examples of Y, [E x E]; a likelihood with extras must also have E_y[-d^2 log p / dY d extra]
+  /// = 0, so the Gauss-Newton curvature of (network, extras) is block diagonal and PSD. Laplace's GGN
+  /// uses it where the exact Hessian of a learned log sigma is indefinite away from the noise's MAP.
+  virtual Mat extra_fisher_information(const Mat& Y, const Vec& extra) const;
 
   /// Predictive mean of y given outputs Y (identity for Gaussians, probabilities for classifiers).
   virtual Mat mean(const Mat& Y) const = 0;

@@ -74,13 +74,81 @@ std::shared_ptr<Posterior> tanh_sine_posterior(Index hidden, double prior_sd) {
   return std::make_shared<Posterior>(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), prior_sd), X, Y);
 }
 
+/// The same data with the noise sd learned: log sigma is the last parameter, prior N(0, 3^2).
+std::shared_ptr<Posterior> learned_noise_sine_posterior(Index hidden, double prior_sd) {
+  const auto fixed = tanh_sine_posterior(hidden, prior_sd);
+  return std::make_shared<Posterior>(fixed->model_ptr(), make_learned_sigma_likelihood(0.1),
+                                     GaussianPrior::isotropic(fixed->model().num_params(), prior_sd), fixed->inputs(), fixed->targets());
+}
+
+TEST(Laplace, GaussNewtonGivesALearnedNoiseItsFisherInformationAndStaysPositiveDefinite) {
+  // Away from the MAP (residuals far above sigma = 0.1) the exact Hessian in (network, log sigma) is
+  // indefinite: that stopped laplace on yacht with a learned noise (issue 18).
+  const auto post = learned_noise_sine_posterior(4, 1.0);
+  const Index P = post->model().num_params();
+  Rng rng(3, 0);
+  Vec theta = post->initial_point(rng);
+  theta[P] = std::log(0.1);
+  const Mat exact = curvature_matrix(*post, theta, CurvatureBackend::Exact);
+  EXPECT_LT(Eigen::SelfAdjointEigenSolver<Mat>(exact, Eigen::EigenvaluesOnly).eigenvalues()[0], 0.0);
+  const Mat ggn = curvature_matrix(*post, theta, CurvatureBackend::GaussNewton);
+  // The network block is the GGN with the noise fixed at exp(log sigma) ...
+  const auto fixed = tanh_sine_posterior(4, 1.0);
+  EXPECT_LT(max_relative(ggn.topLeftCorner(P, P), curvature_matrix(*fixed, theta.head(P), CurvatureBackend::GaussNewton)), 1e-10);
+  // ... log sigma's is its expected Fisher information, 2 per observation, plus its prior's 1 / 3^2,
+  // with no cross terms (their expectation is 0).
+  EXPECT_TRUE(ggn.col(P).head(P).isZero(0.0));
+  EXPECT_TRUE(ggn.row(P).head(P).isZero(0.0));
+  EXPECT_NEAR(ggn(P, P), 2.0 * 8 + 1.0 / 9.0, 1e-12);
+  EXPECT_GT(Eigen::SelfAdjointEigenSolver<Mat>(ggn, Eigen::EigenvaluesOnly).eigenvalues()[0], 0.0);
+  EXPECT_LT(max_relative(curvature_diagonal(*post, theta, CurvatureBackend::GaussNewton), Vec(ggn.diagonal())), 1e-10);
+  EXPECT_NO_THROW(LaplaceApproximation(post, theta, LaplaceParams{}));  // the default is ggn
+}
+
+TEST(Laplace, TuningWithALearnedNoiseMaximisesTheEvidenceOverTheNetworksPriorPrecision) {
+  const auto post = learned_noise_sine_posterior(4, 1.0);
+  const Index P = post->model().num_params();
+  Rng rng(4, 0);
+  const Vec theta = post->initial_point(rng);
+  LaplaceApproximation laplace(post, theta, LaplaceParams{});
+  const LaplaceTuning t = laplace.tune(false);
+  EXPECT_GT(t.log_marginal_likelihood_after, t.log_marginal_likelihood_before);
+  EXPECT_EQ(t.noise_sd, 0.0);  // the noise is a parameter, not tuned
+  // Independently: the Laplace evidence of the posterior whose network prior precision is alpha
+  // times the original (prior sd / sqrt(alpha)), built from scratch at the same theta.
+  const auto evidence = [&](double alpha) {
+    auto scaled = std::make_shared<Posterior>(post->model_ptr(), post->likelihood_ptr(),
+                                              GaussianPrior::isotropic(P, 1.0 / std::sqrt(alpha)), post->inputs(), post->targets());
+    return LaplaceApproximation(scaled, theta, LaplaceParams{}).log_marginal_likelihood();
+  };
+  const double best = evidence(t.prior_precision_factor);
+  EXPECT_NEAR(t.log_marginal_likelihood_after, best, 1e-8 * std::abs(best));
+  EXPECT_NEAR(laplace.log_marginal_likelihood(), best, 1e-8 * std::abs(best));
+  EXPECT_LT(evidence(0.95 * t.prior_precision_factor), best);
+  EXPECT_LT(evidence(1.05 * t.prior_precision_factor), best);
+  // A fixed noise cannot be tuned when it is learned; the exact Hessian couples it to the network.
+  EXPECT_THROW(laplace.tune(true), InputError);
+  LaplaceParams exact;
+  exact.backend = CurvatureBackend::Exact;
+  const Vec map = refine_map_newton(*post, theta, 50);
+  try {
+    LaplaceApproximation at_map(post, map, exact);
+    at_map.tune(false);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {  // InputError, or not positive definite at this theta
+    EXPECT_NE(std::string(e.what()).find("ggn"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Laplace, NotPositiveDefiniteGivesAdvice) {
   // A tanh network away from its MAP with a vague prior: the exact Hessian is indefinite.
   const auto post = tanh_sine_posterior(4, 100.0);
   Rng rng(3, 0);
   const Vec theta = 2.0 * rng.normal_vector(post->dim());
+  LaplaceParams exact;
+  exact.backend = CurvatureBackend::Exact;
   try {
-    LaplaceApproximation laplace(post, theta, LaplaceParams{});
+    LaplaceApproximation laplace(post, theta, exact);
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("ggn"), std::string::npos) << e.what();

@@ -426,3 +426,55 @@ TEST_F(Cli, EveryMethodWritesInferenceDataWithLogLikelihood) {
 
 }  // namespace
 }  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+class CliUci : public Cli {
+ protected:
+  /// The fit's test-split metrics on a small UCI set of ../shared: a standard split k where the set
+  /// has them (yacht, energy, concrete), else a random 10% test split with seed k (airfoil).
+  static nlohmann::json uci_test_metrics(const fs::path& out, const std::string& set, int k, const std::string& flags);
+};
+
+nlohmann::json CliUci::uci_test_metrics(const fs::path& out, const std::string& set, int k, const std::string& flags) {
+  const fs::path uci = fs::path(UQNN_SHARED_DIR) / "data/uci";
+  const fs::path splits = uci / "splits" / set;
+  const std::string split = fs::exists(splits) ? fmt::format("--train-indices {} --test-indices {}", (splits / fmt::format("train_{}.txt", k)).string(),
+                                                              (splits / fmt::format("test_{}.txt", k)).string())
+                                               : fmt::format("--test-fraction 0.1 --seed {}", k);
+  const fs::path dir = out / fmt::format("{}-{}", set, k);
+  const CliRun r = run(fmt::format("fit {} --data {} {} --quiet --figure none --out {}", flags, (uci / (set + ".csv")).string(), split, dir.string()));
+  EXPECT_EQ(r.exit_code, 0) << set << " " << k << ": " << r.output;
+  return r.exit_code == 0 ? json(dir / "metrics.json")["splits"]["test"] : nlohmann::json();
+}
+
+// Issue 18, item 5: with the noise learned (the default), laplace stopped on yacht with "not positive
+// definite" (exact Hessian and ggn alike), and `--noise 0.5` with the sampled-network predictive gave
+// a test RMSE of 12-16 against MAP's 0.73. At laplace-torch's defaults (ggn with the noise's Fisher
+// information, tuned prior precision, glm predictive) it fits; the deep ensemble's 95% intervals
+// cover 90-97% of the test points, averaged over five splits of each small UCI set.
+TEST_F(CliUci, LaplaceAndTheDeepEnsembleAtTheirDefaultsOnTheSmallUciSets) {
+  if (!fs::exists(fs::path(UQNN_SHARED_DIR) / "data/uci/yacht.csv")) GTEST_SKIP() << "no " << UQNN_SHARED_DIR << "/data/uci";
+  const nlohmann::json laplace = uci_test_metrics(dir_, "yacht", 0, "--method laplace");
+  ASSERT_FALSE(laplace.is_null());
+  EXPECT_LT(laplace["rmse"].get<double>(), 1.0);
+  EXPECT_GT(laplace["coverage_95"].get<double>(), 0.8);
+  const auto info = json(dir_ / "yacht-0" / "metrics.json")["info"];
+  EXPECT_EQ(info["curvature"], "ggn");
+  EXPECT_EQ(info["predictive"], "glm");
+  EXPECT_GT(info["tuning"]["log_marginal_likelihood_after"].get<double>(), info["tuning"]["log_marginal_likelihood_before"].get<double>());
+  for (const std::string set : {"yacht", "energy", "concrete", "airfoil"}) {
+    double coverage = 0.0;
+    for (int k = 0; k < 5; ++k) {
+      const nlohmann::json m = uci_test_metrics(dir_ / "ens", set, k, "--method ens");
+      ASSERT_FALSE(m.is_null());
+      coverage += m["coverage_95"].get<double>() / 5.0;
+    }
+    EXPECT_GE(coverage, 0.90) << set;
+    EXPECT_LE(coverage, 0.97) << set;
+  }
+}
+
+}  // namespace
+}  // namespace uqnn
