@@ -95,10 +95,10 @@ TEST(McmcAdaptiveMetropolis, CholeskyFallbackAndValidation) {
 
 
 // ---------------------------------------------------------------- the defaults on hard targets
-// What `uqnn fit --method amcmc` and uqnn.sample(method="amcmc") run: 4 chains x (1000 warmup +
+// What `uqnn fit --method amcmc` and uqnn.sample(method="amcmc") run: 4 chains x (5000 warmup +
 // 1000 draws), the windowed adaptation from the curvature at the start.
 RunResult run_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed) {
-  return testing::run_at_defaults(std::move(target), AdaptiveMetropolisConfig{}, start, spread, seed);
+  return testing::run_at_defaults(std::move(target), AdaptiveMetropolisConfig{}, start, spread, seed, "amcmc");
 }
 
 TEST(McmcAdaptiveMetropolis, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "unit/mcmc/test_models.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/optim/objective.hpp"
 #include "uqnn/optim/trainer.hpp"
@@ -105,28 +106,29 @@ void expect_uniform_ranks(const std::string& sampler, const SbcResult& result) {
   }
 }
 
-// Each sampler runs with its default config. The run lengths are the test's: thinning keeps the 99
-// draws close to independent (Talts et al. sec. 5.1: autocorrelated draws give U-shaped rank
-// histograms even for a correct sampler), set from each sampler's autocorrelation on this posterior.
-// Measured with 1000 warmup iterations (the CLI's default) and 99 x thin draws, chi2 of the output
-// bias's ranks: mala thin 50: 24.4, thin 400: 15.9, thin 1000: 3.9; amcmc thin 100: 57.3 (bins
-// 43 ... 35: too few draws in the tails), thin 1000: 26.4. Adaptive Metropolis' dense proposal is
-// learned from the warmup's last window, and after 1000 iterations it still has not reached the
-// tails of this 10-parameter posterior: its test warms up 5000 (chi2 23.6; 20,000: 24.9).
-// A user's run shows the same through R-hat and bulk ESS over the default 4 chains.
+// Each sampler runs with its default config and the warmup `uqnn fit --method <m>` gives it. The
+// thinning is the test's: it keeps the 99 draws close to independent (Talts et al. sec. 5.1:
+// autocorrelated draws give U-shaped rank histograms even for a correct sampler), set from each
+// sampler's autocorrelation on this posterior. Measured with 99 x thin draws, chi2 of the output
+// bias's ranks: mala thin 50: 24.4, thin 400: 15.9, thin 1000: 3.9. amcmc's dense proposal is
+// learned from the warmup's last window: after 1000 warmup iterations (the other samplers' default)
+// it had not reached the tails of this 10-parameter posterior, chi2 57.3 at thin 100 (bins 43 ...
+// 35: too few draws in the tails), 26.4 at thin 1000; its default warmup is therefore 5000 (chi2
+// 23.6; 20,000: 24.9). A user's run shows the same through R-hat and bulk ESS over 4 chains.
+long default_warmup(const std::string& method) { return static_cast<long>(testing::method_default(method, "warmup")); }
 
 TEST(SbcSmallBnn, NutsAtItsDefaults) {
-  const SbcResult r = run_sbc(NutsConfig{}, 1000, 10, 100);
+  const SbcResult r = run_sbc(NutsConfig{}, default_warmup("nuts"), 10, 100);
   expect_uniform_ranks("nuts", r);
   EXPECT_LE(r.divergent, kReplications * kDraws * 10 / 100) << "more than 1% of NUTS transitions diverged";
 }
 
-TEST(SbcSmallBnn, HmcAtItsDefaults) { expect_uniform_ranks("hmc", run_sbc(HmcConfig{}, 1000, 10, 200)); }
+TEST(SbcSmallBnn, HmcAtItsDefaults) { expect_uniform_ranks("hmc", run_sbc(HmcConfig{}, default_warmup("hmc"), 10, 200)); }
 
-TEST(SbcSmallBnn, MalaAtItsDefaults) { expect_uniform_ranks("mala", run_sbc(MalaConfig{}, 1000, 200, 300)); }
+TEST(SbcSmallBnn, MalaAtItsDefaults) { expect_uniform_ranks("mala", run_sbc(MalaConfig{}, default_warmup("mala"), 200, 300)); }
 
 TEST(SbcSmallBnn, AdaptiveMetropolisAtItsDefaults) {
-  expect_uniform_ranks("amcmc", run_sbc(AdaptiveMetropolisConfig{}, 5000, 100, 400));
+  expect_uniform_ranks("amcmc", run_sbc(AdaptiveMetropolisConfig{}, default_warmup("amcmc"), 100, 400));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "uqnn/prob/posterior.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/run_chains.hpp"
+#include "uqnn/services/fit.hpp"
 
 namespace uqnn::testing {
 
@@ -131,13 +132,21 @@ inline std::shared_ptr<GaussianDensity> hard_gaussian() {
 
 /// What `uqnn fit` runs at its defaults: 4 chains x (1000 warmup + 1000 draws) of `config`, each
 /// starting at `start` plus U(-spread, spread) in every coordinate.
+/// The default of a chain option (warmup, draws, chains) as `uqnn fit --method <method>` gives it.
+inline Index method_default(const std::string& method, const std::string& option) {
+  for (const OptionGroup& g : fit_option_groups(method))
+    if (const OptionSpec* o = g.find(option)) return o->default_value.get<Index>();
+  throw std::invalid_argument(method + " has no option " + option);
+}
+
+/// `method`'s default run: its chains, warmup and draws, two threads.
 inline RunResult run_at_defaults(std::shared_ptr<const LogDensity> target, const SamplerConfig& config, const Vec& start,
-                                 double spread, std::uint64_t seed) {
+                                 double spread, std::uint64_t seed, const std::string& method) {
   RunConfig run;
-  run.num_chains = 4;
+  run.num_chains = method_default(method, "chains");
   run.num_threads = 2;
-  run.num_warmup = 1000;
-  run.num_draws = 1000;
+  run.num_warmup = method_default(method, "warmup");
+  run.num_draws = method_default(method, "draws");
   run.seed = seed;
   InitialPointFn init = [start, spread](int, Rng& rng) {
     Vec x = start;
