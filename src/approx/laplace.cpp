@@ -234,14 +234,17 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   // which must be decoupled from the network's for log det H to split: so it is with ggn (the
   // extras' expected Fisher) and with any diagonal structure.
   const Index P = post.model().num_params(), E = post.likelihood().num_extra();
-  if (E > 0 && tune_noise)
-    throw InputError("--laplace-tune-noise tunes a fixed noise sd (--noise), but this fit learns the noise sd as a parameter: "
-                     "use --laplace-tune, or give --noise");
   if (E > 0 && params_.structure == CurvatureStructure::Full && !curvature_.topRightCorner(P, E).isZero(0.0))
     throw InputError("Laplace marginal-likelihood tuning with a learned noise needs a curvature that keeps the noise apart "
                      "from the network: use --laplace-curvature ggn, or --laplace-structure diag, or give --noise");
-  if (tune_noise && post.likelihood().kind() != "gaussian")
-    throw InputError("Laplace noise tuning needs a Gaussian likelihood with fixed noise (--noise)");
+  const std::string kind = post.likelihood().kind();
+  if (tune_noise && kind != "gaussian" && kind != "gaussian_learned_sigma")
+    throw InputError("Laplace noise tuning needs a Gaussian likelihood with one noise sd, not '" + kind + "'");
+  // A learned log sigma's curvature is its Fisher information, which does not depend on sigma, only
+  // with ggn; moving it keeps the rest of H valid.
+  const bool tune_learned_noise = tune_noise && E > 0;
+  if (tune_learned_noise && params_.backend != CurvatureBackend::GaussNewton)
+    throw InputError("Laplace noise tuning with a learned noise needs --laplace-curvature ggn");
   LaplaceTuning result;
   result.log_marginal_likelihood_before = log_marginal_likelihood();
   const Vec p = prior_precision_diagonal(post, map_).head(P);  // Gaussian: 1 / sd^2
@@ -253,7 +256,7 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   const double r2 = (Y - post.targets()).squaredNorm();
   const auto M = static_cast<double>(post.targets().size());
   double sigma0 = 0.0;
-  if (tune_noise) sigma0 = std::sqrt(post.likelihood().noise_variance(Y.leftCols(1), Vec(0))(0, 0));
+  if (tune_noise) sigma0 = std::sqrt(post.likelihood().noise_variance(Y.leftCols(1), map_.tail(E))(0, 0));
 
   // Eigenvalues e_i of P^-1/2 H_lik P^-1/2 (H_lik = H - P at sigma0): log det(tau H_lik + alpha P) =
   // log det P + sum_i log(tau e_i + alpha).
@@ -297,7 +300,21 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   } else {
     curvature_.col(0).head(P) = tau * (curvature_.col(0).head(P) - p) + alpha * p;
   }
-  const double log_prior = log_prior0 - 0.5 * (alpha - 1.0) * q + 0.5 * static_cast<double>(P) * std::log(alpha);
+  double log_prior = log_prior0 - 0.5 * (alpha - 1.0) * q + 0.5 * static_cast<double>(P) * std::log(alpha);
+  if (tune_learned_noise) {
+    // The noise as a hyperparameter (type-II maximum likelihood): the centre's log sigma moves to the
+    // tuned value, with its prior term and its block of H (the Fisher information plus the prior's).
+    const Likelihood& lik = post.likelihood();
+    log_prior -= lik.extra_log_prior(map_.tail(E), nullptr);
+    map_[P] = std::log(result.noise_sd);
+    log_prior += lik.extra_log_prior(map_.tail(E), nullptr);
+    Mat block = extras_fisher(post, map_);
+    block.diagonal() += prior_precision_diagonal(post, map_).tail(E);
+    if (params_.structure == CurvatureStructure::Full)
+      curvature_.bottomRightCorner(E, E) = block;
+    else
+      curvature_.col(0).tail(E) = block.diagonal();
+  }
   double log_lik = log_lik0;
   if (tune_noise) {
     const double sigma = result.noise_sd;

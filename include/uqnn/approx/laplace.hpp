@@ -90,7 +90,10 @@ class LaplaceApproximation {
   /// H = (sigma0^2 / sigma^2) H_lik + alpha P. The MAP is not refitted (post-hoc, as laplace-torch).
   /// Needs a Gaussian prior. alpha scales the network's prior only; likelihood extras (a learned log
   /// sigma) keep their curvature block, which must be decoupled from the network's (ggn, or the
-  /// diagonal structure); their noise is then the MAP's, and tune_noise is refused.
+  /// diagonal structure). With `tune_noise` and a learned sigma (ggn only), the noise is treated as a
+  /// hyperparameter: the centre's log sigma becomes the tuned value, sigma^2 = r^2 / (M - gamma)
+  /// instead of the MAP's r^2 / M (gamma the effective number of parameters), so the draws predict
+  /// with it.
   LaplaceTuning tune(bool tune_noise, Index max_iterations = 1000);
 
  private:

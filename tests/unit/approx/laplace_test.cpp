@@ -105,7 +105,7 @@ TEST(Laplace, GaussNewtonGivesALearnedNoiseItsFisherInformationAndStaysPositiveD
   EXPECT_NO_THROW(LaplaceApproximation(post, theta, LaplaceParams{}));  // the default is ggn
 }
 
-TEST(Laplace, TuningWithALearnedNoiseMaximisesTheEvidenceOverTheNetworksPriorPrecision) {
+TEST(Laplace, TuningWithALearnedNoiseMaximisesTheEvidenceOverPriorPrecisionAndNoise) {
   const auto post = learned_noise_sine_posterior(4, 1.0);
   const Index P = post->model().num_params();
   Rng rng(4, 0);
@@ -113,7 +113,7 @@ TEST(Laplace, TuningWithALearnedNoiseMaximisesTheEvidenceOverTheNetworksPriorPre
   LaplaceApproximation laplace(post, theta, LaplaceParams{});
   const LaplaceTuning t = laplace.tune(false);
   EXPECT_GT(t.log_marginal_likelihood_after, t.log_marginal_likelihood_before);
-  EXPECT_EQ(t.noise_sd, 0.0);  // the noise is a parameter, not tuned
+  EXPECT_EQ(t.noise_sd, 0.0);  // the noise is left at the centre's
   // Independently: the Laplace evidence of the posterior whose network prior precision is alpha
   // times the original (prior sd / sqrt(alpha)), built from scratch at the same theta.
   const auto evidence = [&](double alpha) {
@@ -126,8 +126,22 @@ TEST(Laplace, TuningWithALearnedNoiseMaximisesTheEvidenceOverTheNetworksPriorPre
   EXPECT_NEAR(laplace.log_marginal_likelihood(), best, 1e-8 * std::abs(best));
   EXPECT_LT(evidence(0.95 * t.prior_precision_factor), best);
   EXPECT_LT(evidence(1.05 * t.prior_precision_factor), best);
-  // A fixed noise cannot be tuned when it is learned; the exact Hessian couples it to the network.
-  EXPECT_THROW(laplace.tune(true), InputError);
+  // The noise as a hyperparameter: the same alpha and sigma as tuning the fixed-noise posterior at
+  // sigma0 = exp(log sigma) (checked against the closed-form evidence in the test below), and the
+  // centre's log sigma moves there with its block of H: the Fisher information 2N plus the prior's.
+  LaplaceApproximation with_noise(post, theta, LaplaceParams{});
+  const LaplaceTuning tn = with_noise.tune(true);
+  auto fixed = std::make_shared<Posterior>(post->model_ptr(), make_gaussian_likelihood(std::exp(theta[P])), GaussianPrior::isotropic(P, 1.0),
+                                           post->inputs(), post->targets());
+  LaplaceApproximation fixed_laplace(fixed, Vec(theta.head(P)), LaplaceParams{});
+  const LaplaceTuning tf = fixed_laplace.tune(true);
+  EXPECT_NEAR(tn.prior_precision_factor, tf.prior_precision_factor, 1e-9 * tf.prior_precision_factor);
+  EXPECT_NEAR(tn.noise_sd, tf.noise_sd, 1e-9 * tf.noise_sd);
+  EXPECT_NE(tn.noise_sd, std::exp(theta[P]));
+  EXPECT_NEAR(with_noise.map()[P], std::log(tn.noise_sd), 1e-12);
+  EXPECT_NEAR(with_noise.curvature()(P, P), 2.0 * 8 + 1.0 / 9.0, 1e-12);
+  EXPECT_LT(max_relative(Mat(with_noise.curvature().topLeftCorner(P, P)), fixed_laplace.curvature()), 1e-9);
+  // The exact Hessian couples the noise to the network: no tuning.
   LaplaceParams exact;
   exact.backend = CurvatureBackend::Exact;
   const Vec map = refine_map_newton(*post, theta, 50);
