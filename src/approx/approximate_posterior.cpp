@@ -10,7 +10,6 @@
 namespace uqnn {
 
 namespace {
-constexpr double kLog2Pi = 1.8378770664093454836;
 }
 
 GaussianPosterior::GaussianPosterior(Vec mean, const Mat& precision) : mean_(std::move(mean)) {

@@ -9,7 +9,6 @@
 namespace uqnn {
 
 namespace {
-constexpr double kLog2Pi = 1.8378770664093454836;
 
 /// -d^2 log p(y_i | f) / df^2 for every example, [T x T] each, eigenvalues clipped at 0.
 std::vector<Mat> output_precisions(const Posterior& post, const Vec& theta) {

@@ -10,7 +10,6 @@
 namespace uqnn {
 
 namespace {
-constexpr double kLog2Pi = 1.8378770664093454836;
 double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
 }  // namespace
 

@@ -8,7 +8,7 @@
 namespace uqnn {
 namespace {
 
-std::string join_names(const std::vector<std::string>& names) {
+std::string quoted_names(const std::vector<std::string>& names) {
   std::string joined;
   for (std::size_t j = 0; j < names.size(); ++j) joined += (j ? ", " : "") + ("'" + names[j] + "'");
   return joined;
@@ -21,7 +21,7 @@ std::vector<Index> resolve(const CsvTable& table, const std::vector<std::string>
     const Index j = table.find_column(names[k]);
     if (j < 0)
       throw InputError(table.source + ": no column named '" + names[k] + "' (requested as " + role +
-                       "); available columns: " + join_names(table.column_names));
+                       "); available columns: " + quoted_names(table.column_names));
     for (std::size_t prev = 0; prev < k; ++prev)
       if (names[prev] == names[k])
         throw InputError(table.source + ": column '" + names[k] + "' is listed twice as " + role);
@@ -61,7 +61,7 @@ Dataset make_dataset(const CsvTable& table, const std::vector<std::string>& targ
                      const std::vector<std::string>& input_columns) {
   if (table.num_columns() < 2)
     throw InputError(table.source + ": needs at least two columns (inputs and a target), found " +
-                     std::to_string(table.num_columns()) + ": " + join_names(table.column_names));
+                     std::to_string(table.num_columns()) + ": " + quoted_names(table.column_names));
   const std::vector<std::string> target_names =
       target_columns.empty() ? std::vector<std::string>{table.column_names.back()} : target_columns;
   const std::vector<Index> targets = resolve(table, target_names, "target");
@@ -72,7 +72,7 @@ Dataset make_dataset(const CsvTable& table, const std::vector<std::string>& targ
       if (std::find(targets.begin(), targets.end(), j) == targets.end()) input_names.push_back(table.column_names[j]);
     if (input_names.empty())
       throw InputError(table.source + ": every column is a target, so no input column is left; available columns: " +
-                       join_names(table.column_names));
+                       quoted_names(table.column_names));
   }
   const std::vector<Index> inputs = resolve(table, input_names, "input");
   for (std::size_t k = 0; k < inputs.size(); ++k)

@@ -14,15 +14,10 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/io/csv.hpp"
 
 namespace uqnn {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::string fraction_text(double x) { return fmt::format("{}", x); }
 
@@ -87,7 +82,7 @@ IndexVec read_index_file(const std::filesystem::path& path, Index num_rows) {
   Index line_number = 0;
   while (std::getline(in, text)) {
     ++line_number;
-    const std::string_view token = trim(text);
+    const std::string_view token = trim_field(text);
     if (token.empty()) continue;
     long long value = 0;
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);

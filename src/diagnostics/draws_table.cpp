@@ -13,13 +13,6 @@
 namespace uqnn::diagnostics {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
-
 /// The fields of one line by the one CSV tokenizer (io/csv.hpp); InputError "<at>..." when malformed.
 struct LineFields {
   std::vector<std::string_view> fields;
@@ -131,7 +124,7 @@ class CsvScanner {
         text += "\n" + more;
       }
       if (!text.empty() && text.back() == '\r') text.pop_back();
-      const std::string_view t = trim(text);
+      const std::string_view t = trim_field(text);
       if (t.empty()) continue;
       if (t.front() == '#') {
         remember_comment(t.substr(1));
@@ -144,9 +137,9 @@ class CsvScanner {
   void remember_comment(std::string_view c) {
     const auto eq = c.find('=');
     if (eq == std::string_view::npos) return;
-    std::string_view value = trim(c.substr(eq + 1));
+    std::string_view value = trim_field(c.substr(eq + 1));
     if (const auto d = value.find(" (Default)"); d != std::string_view::npos) value = value.substr(0, d);
-    comments_.emplace(std::string(trim(c.substr(0, eq))), std::string(value));  // the first occurrence wins
+    comments_.emplace(std::string(trim_field(c.substr(0, eq))), std::string(value));  // the first occurrence wins
   }
 
   std::istream& in_;

@@ -18,15 +18,14 @@ void remove_quietly(const std::filesystem::path& path) {
   std::filesystem::remove(path, ignored);
 }
 
-/// Forces the file's data to disk so that the rename cannot expose an empty file after a crash.
+}  // namespace
+
 void sync_file(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;  // the rename still gives atomicity against concurrent readers
+  if (fd < 0) return;
   (void)::fsync(fd);
   ::close(fd);
 }
-
-}  // namespace
 
 std::filesystem::path atomic_temp_path(const std::filesystem::path& path) {
   std::filesystem::path temp = path;

@@ -20,15 +20,15 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
-std::string_view trim(std::string_view s) {
+bool is_blank(std::string_view line) { return trim_field(line).empty(); }
+
+}  // namespace
+
+std::string_view trim_field(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && (is_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
-
-bool is_blank(std::string_view line) { return trim(line).empty(); }
-
-}  // namespace
 
 bool split_csv_fields(std::string_view line, std::vector<std::string_view>& fields, std::vector<std::string>& unquoted,
                       std::string& error) {
@@ -72,7 +72,7 @@ bool split_csv_fields(std::string_view line, std::vector<std::string_view>& fiel
     } else {
       const std::size_t comma = line.find(',', pos);
       const std::size_t end = comma == std::string_view::npos ? n : comma;
-      fields.push_back(trim(line.substr(pos, end - pos)));
+      fields.push_back(trim_field(line.substr(pos, end - pos)));
       if (comma == std::string_view::npos) return true;
       pos = comma + 1;
     }

@@ -47,13 +47,6 @@ NetcdfVariable int_coordinate(const std::string& name, Index n) {
   return {name, {name}, {n}, values, {}};
 }
 
-void sync_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)::fsync(fd);
-  ::close(fd);
-}
-
 void write_variable(netCDF::NcGroup& group, const NetcdfVariable& v, std::map<std::string, netCDF::NcDim>& dims) {
   std::vector<netCDF::NcDim> nc_dims;
   for (std::size_t i = 0; i < v.dims.size(); ++i) {

@@ -90,6 +90,13 @@ PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::
     probabilities.push_back(0.5 + level / 2);
   }
   std::vector<double> quantiles(probabilities.size());
+  // A draw with a non-finite mean or noise variance makes the moments non-finite; its intervals
+  // are NaN too (a bracket or an ordering of such values would give a finite, meaningless bound).
+  const auto non_finite = [&](Index o, Index i) {
+    if (std::isfinite(s.mean(o, i)) && std::isfinite(s.sd(o, i))) return false;
+    std::fill(quantiles.begin(), quantiles.end(), std::numeric_limits<double>::quiet_NaN());
+    return true;
+  };
   const auto store = [&](Index o, Index i) {
     std::size_t j = 0;
     for (double level : levels) {
@@ -103,6 +110,10 @@ PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::
     std::vector<double> mu(static_cast<std::size_t>(S)), sd(static_cast<std::size_t>(S));
     for (Index o = 0; o < t; ++o)
       for (Index i = 0; i < n; ++i) {
+        if (non_finite(o, i)) {
+          store(o, i);
+          continue;
+        }
         for (Index k = 0; k < S; ++k) {
           mu[static_cast<std::size_t>(k)] = draws.means[static_cast<std::size_t>(k)](o, i);
           sd[static_cast<std::size_t>(k)] = std::sqrt(draws.noise_variance[static_cast<std::size_t>(k)](o, i));
@@ -128,6 +139,10 @@ PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::
   std::sort(ranks.begin(), ranks.end());
   for (Index o = 0; o < t; ++o)
     for (Index i = 0; i < n; ++i) {
+      if (non_finite(o, i)) {
+        store(o, i);
+        continue;
+      }
       std::size_t m = 0;
       for (Index k = 0; k < S; ++k) {
         const double mu = draws.means[static_cast<std::size_t>(k)](o, i);

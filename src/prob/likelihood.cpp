@@ -23,7 +23,6 @@ Mat Likelihood::extra_fisher_information(const Mat& /*Y*/, const Vec& extra) con
 
 namespace {
 
-constexpr double kHalfLog2Pi = 0.91893853320467274178;  // 0.5 log(2 pi)
 
 using std::exp;
 using std::log;

@@ -9,7 +9,6 @@
 namespace uqnn {
 
 namespace {
-constexpr double kHalfLog2Pi = 0.91893853320467274178;
 }
 
 GaussianPrior::GaussianPrior(Vec mean, Vec sd) : mean_(std::move(mean)), sd_(std::move(sd)) {

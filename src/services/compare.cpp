@@ -16,12 +16,6 @@ namespace uqnn {
 
 namespace {
 
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("compare: cannot read " + path.string());
-  return nlohmann::json::parse(in);
-}
-
 /// The 1-D predictive of a finished fit on `grid` (original units), reloaded from its files.
 plot::Predictive1d reload_predictive(const std::filesystem::path& dir, const Mat& grid, const Dataset& data,
                                      const std::string& title, std::uint64_t seed) {

@@ -55,7 +55,7 @@ std::vector<MemoryItem> amcmc_memory(const FitConfig& config, Index num_params) 
            5.0 * 8.0 * chains * K * K, "a smaller --arch or fewer --chains, or a gradient-based sampler (--method nuts)"}};
 }
 
-const bool registered = register_method(
+const bool registered_amcmc = register_method(
     {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
      // The dense proposal is learned in warmup's windows: after 1000 iterations it had not reached

@@ -306,7 +306,7 @@ MethodResult run_mile(const FitContext& context) {
 
 namespace uqnn {
 namespace {
-const bool registered = register_method({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
+const bool registered_dei = register_method({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
                                          "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
 const bool registered_mile =
     register_method({"mile", "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",

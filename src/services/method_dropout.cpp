@@ -42,7 +42,7 @@ MethodResult run_dropout(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN's manual", {&detail::samples_options().group(), &dropout_options().group()}, {}, &run_dropout});
+const bool registered_dropout = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN's manual", {&detail::samples_options().group(), &dropout_options().group()}, {}, &run_dropout});
 }  // namespace
 
 }  // namespace uqnn

@@ -31,7 +31,7 @@ MethodResult run_deep_ensemble(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"ens", "deep ensemble: J MAP fits from their own initialisations", "QUiNN's manual; Lakshminarayanan et al. 2017", {&detail::ensemble_options().group()}, {}, &run_deep_ensemble, true});
+const bool registered_ens = register_method({"ens", "deep ensemble: J MAP fits from their own initialisations", "QUiNN's manual; Lakshminarayanan et al. 2017", {&detail::ensemble_options().group()}, {}, &run_deep_ensemble, true});
 }  // namespace
 
 }  // namespace uqnn

@@ -20,7 +20,7 @@ SamplerFactory make_hmc(std::shared_ptr<const LogDensity> density, const nlohman
   return detail::make_hamiltonian_sampler(std::move(density), settings, hmc_options());
 }
 
-const bool registered = register_method(
+const bool registered_hmc = register_method(
     {"hmc", "Hamiltonian Monte Carlo, L leapfrog steps, Stan's warmup", "Neal 2011; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &hmc_options().group()},

@@ -152,7 +152,7 @@ std::vector<MemoryItem> laplace_memory(const FitConfig& config, Index num_params
            "--laplace-structure diag, or a smaller --arch"}};
 }
 
-const bool registered = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace, false, nullptr, &laplace_memory});
+const bool registered_laplace = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace, false, nullptr, &laplace_memory});
 }  // namespace
 
 }  // namespace uqnn

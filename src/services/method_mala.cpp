@@ -18,7 +18,7 @@ SamplerFactory make_mala(std::shared_ptr<const LogDensity> density, const nlohma
   return make_sampler_factory(std::move(density), config);
 }
 
-const bool registered = register_method(
+const bool registered_mala = register_method(
     {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574 and a diagonal metric in Stan's warmup", "Roberts & Tweedie 1996; QUiNN's manual",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group()},
      {},

@@ -100,7 +100,7 @@ MethodResult run_map(const FitContext& context) {
 }
 
 namespace {
-const bool registered = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN's manual", {}, {}, &run_map});
+const bool registered_map = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN's manual", {}, {}, &run_map});
 }  // namespace
 
 }  // namespace uqnn

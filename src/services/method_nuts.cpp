@@ -22,7 +22,7 @@ SamplerFactory make_nuts(std::shared_ptr<const LogDensity> density, const nlohma
   return detail::make_hamiltonian_sampler(std::move(density), settings, nuts_options());
 }
 
-const bool registered = register_method(
+const bool registered_nuts = register_method(
     {"nuts", "No-U-Turn sampler with Stan's warmup (dual averaging, windowed metric)", "Hoffman & Gelman 2014; Betancourt 2017",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
       &nuts_options().group()},

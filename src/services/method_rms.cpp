@@ -26,7 +26,7 @@ MethodResult run_randomized_map(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map, true});
+const bool registered_rms = register_method({"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map, true});
 }  // namespace
 
 }  // namespace uqnn

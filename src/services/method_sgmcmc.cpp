@@ -131,7 +131,7 @@ MethodResult run_fsghmc(const FitContext& c) {
 const OptionGroup& chains() { return detail::chain_options().group(); }
 const OptionGroup& starts() { return detail::chain_start_options().group(); }
 
-const bool registered =
+const bool registered_sgmcmc =
     register_method({"sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011", {&chains(), &starts(), &sg_options().group()}, {}, &run_sgld, true}) &&
     register_method({"sghmc", "stochastic-gradient HMC with friction", "Chen et al. 2014",
                      {&chains(), &starts(), &sg_options().group(), &sghmc_options().group()}, {}, &run_sghmc, true}) &&

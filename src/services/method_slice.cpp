@@ -23,7 +23,7 @@ SamplerFactory make_slice(std::shared_ptr<const LogDensity> density, const nlohm
   return [density, params]() { return std::make_unique<SliceChainSampler>(density, params); };
 }
 
-const bool registered = register_method(
+const bool registered_slice = register_method(
     {"slice", "coordinate-wise slice sampler (no gradients; widths adapted in warmup)", "Neal 2003",
      {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
      {},

@@ -141,7 +141,7 @@ std::vector<MemoryItem> swag_memory(const FitConfig& config, Index num_params) {
            8.0 * static_cast<double>(o.swag_members) * columns * static_cast<double>(num_params), "fewer --swag-rank or --swag-members"}};
 }
 
-const bool registered = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag, false, nullptr, &swag_memory});
+const bool registered_swag = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag, false, nullptr, &swag_memory});
 }  // namespace
 
 }  // namespace uqnn

@@ -59,7 +59,11 @@ ConvergenceReport vi_convergence(const ViResult& fit, const TrainParams& trainin
     return report;
   }
   const auto w = static_cast<std::size_t>(fit.monitor_window);
-  if (w == 0 || fit.mu_last_window.size() == 0) {
+  if (w == 0) {
+    report.stop_reason = "epoch limit, no convergence monitor (--convergence-window 0)";
+    return report;
+  }
+  if (fit.mu_last_window.size() == 0) {
     report.stop_reason = fmt::format("epoch limit, fewer epochs than two monitor windows (--convergence-window {})",
                                      training.convergence_window);
     return report;
@@ -105,7 +109,7 @@ MethodResult run_vi(const FitContext& c) {
 }
 
 namespace {
-const bool registered = register_method({"vi", "variational inference: Bayes by Backprop, mean-field Gaussian", "QUiNN's manual; Blundell et al. 2015", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
+const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop, mean-field Gaussian", "QUiNN's manual; Blundell et al. 2015", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
 }  // namespace
 
 }  // namespace uqnn

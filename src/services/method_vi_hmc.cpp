@@ -156,7 +156,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
 
 namespace uqnn {
 namespace {
-const bool registered = register_method(
+const bool registered_vi_hmc = register_method(
     {"vi-hmc", "VI, sensitivities S_i^2, then HMC or NUTS on the sensitive subset", "Thiagarajan et al., Algorithm 2",
      {&detail::chain_options().group(), &detail::step_options().group(), &detail::samples_options().group(),
       &detail::vi_options().group(), &vi_hmc_options().group()},

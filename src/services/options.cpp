@@ -18,8 +18,6 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   return out;
 }
 
-bool is_number_type(OptionType t) { return t == OptionType::Integer || t == OptionType::Real || t == OptionType::IntegerList; }
-
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> items;
   std::string item;

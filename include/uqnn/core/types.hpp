@@ -21,4 +21,8 @@ using MatT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
 template <typename T>
 using RowMajorMatT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+/// log(2 pi) and 0.5 log(2 pi), the normalising constants of Gaussian densities.
+inline constexpr double kLog2Pi = 1.8378770664093454836;
+inline constexpr double kHalfLog2Pi = 0.91893853320467274178;
+
 }  // namespace uqnn

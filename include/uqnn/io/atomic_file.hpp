@@ -27,4 +27,9 @@ void atomic_write(const std::filesystem::path& path, const std::function<void(st
 /// Writes `contents` to `path` atomically (see the callback overload).
 void atomic_write_text(const std::filesystem::path& path, std::string_view contents);
 
+/// Forces the file's data to disk (fsync) so that a rename over the target cannot expose an empty
+/// file after a crash; for writers that cannot go through an ostream (NetCDF). Best effort: a file
+/// that cannot be opened is left alone (the rename still gives atomicity against concurrent readers).
+void sync_file(const std::filesystem::path& path);
+
 }  // namespace uqnn

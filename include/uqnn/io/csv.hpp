@@ -25,6 +25,10 @@ namespace uqnn {
 inline constexpr std::size_t kCsvMaxLineBytes = std::size_t{64} << 20;
 inline constexpr std::size_t kCsvMaxColumns = 1'000'000;
 
+/// `s` without the spaces and tabs around it, nor the '\r' of a CRLF line end: how fields, header
+/// names and the values of other line-based formats (split files, CmdStan comments) are trimmed.
+std::string_view trim_field(std::string_view s);
+
 /// A numeric table read from a CSV file: `values(row, column)`, rows are the data rows in file order.
 struct CsvTable {
   std::vector<std::string> column_names;  ///< header names, unquoted and trimmed

@@ -3,8 +3,8 @@
 /// src/services/method_<name>.cpp, which declares its typed Params with their options
 /// (services/options.hpp), its runner, and registers both:
 ///
-///     const bool registered = register_method({"slice", "slice sampler", "Neal 2003",
-///                                              {&chain_options(), &schema().group()}, {}, &run_slice});
+///     const bool registered_slice = register_method({"slice", "slice sampler", "Neal 2003",
+///                                                     {&chain_options(), &schema().group()}, {}, &run_slice});
 ///
 /// Nothing else lists the methods: the CLI flags, --help, the TOML keys and the Python keywords come
 /// from the registry. A name that is not registered is an error, never a fallback.

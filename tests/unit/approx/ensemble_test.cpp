@@ -185,6 +185,32 @@ TEST(DeepEnsemble, HeldOutResidualsRaiseAnOverfittingEnsemblesNoiseAndCoverage) 
   EXPECT_LT(with_held_out.coverage, 0.995);
 }
 
+// The held-out path at a size the sanitizer build runs: the held-out rows are not trained on, and a
+// member's noise variance is the average of its training and held-out mean squared residuals.
+TEST(DeepEnsemble, HeldOutRowsAreNotTrainedOnAndAveragedIntoTheNoise) {
+  const Dataset data = sine_case_i(20, 0.3);
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {5}, 1, Activation::Tanh, InitScheme::Glorot});
+  const Posterior post(model, make_learned_sigma_likelihood(0.3), GaussianPrior::isotropic(model->num_params(), 1.0), data.inputs,
+                       data.targets);
+  const Index P = model->num_params();
+  EnsembleParams p;
+  p.members = 2;
+  p.training.epochs = 20;
+  p.noise_holdout = 0.25;
+  for (const MemberFit& f : fit_deep_ensemble(post, p, 3)) {
+    ASSERT_EQ(f.rows.size(), 15u);
+    IndexVec held;
+    for (Index i = 0; i < 20; ++i)
+      if (!std::binary_search(f.rows.begin(), f.rows.end(), i)) held.push_back(i);
+    const auto mse = [&](const IndexVec& rows) {
+      const Mat Y = gather_columns(data.targets, rows);
+      return (model->forward(f.theta.head(P), gather_columns(data.inputs, rows)) - Y).squaredNorm() / static_cast<double>(Y.size());
+    };
+    EXPECT_NEAR(f.theta[P], 0.5 * std::log(0.5 * (mse(f.rows) + mse(held))), 1e-12);
+    EXPECT_GT(std::abs(f.theta[P] - 0.5 * std::log(mse(f.rows))), 1e-6) << "the held-out rows count";
+  }
+}
+
 TEST(DeepEnsemble, HoldingOutRowsLeavesSomeToTrainOn) {
   Rng rng(1, 0);
   IndexVec rows{3, 5, 7, 9, 11};

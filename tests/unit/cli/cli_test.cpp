@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using Cli = testing::CliTest;
 
-CliRun run(const std::string& args) { return testing::run_cli(args); }
+using testing::run_cli;
 
 /// predictions.csv ends with a text column `split`; parse the numeric columns before it.
 CsvTable read_predictions(const fs::path& path) {
@@ -30,7 +30,7 @@ CsvTable read_predictions(const fs::path& path) {
 
 TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   // A short NUTS run (the demo's default method) keeps the test fast.
-  const CliRun r = run("demo --quiet --warmup 150 --draws 100 --chains 2 --out " + (dir_ / "demo").string());
+  const CliRun r = run_cli("demo --quiet --warmup 150 --draws 100 --chains 2 --out " + (dir_ / "demo").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* f : {"predictions.csv", "model.json", "draws.csv", "metrics.json", "fit.png", "traces.png", "posterior.nc",
                         "diagnostics.json"})
@@ -42,7 +42,7 @@ TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   EXPECT_EQ(predictions.num_rows(), 20);
   EXPECT_GE(predictions.find_column("y_mean"), 0);
   // diagnose on the run directory: function-space rows, then every parameter with --all.
-  const CliRun diag = run("diagnose --all " + (dir_ / "demo").string());
+  const CliRun diag = run_cli("diagnose --all " + (dir_ / "demo").string());
   ASSERT_EQ(diag.exit_code, 0) << diag.output;
   EXPECT_NE(diag.output.find("f(-"), std::string::npos) << diag.output;
   EXPECT_NE(diag.output.find("layer3.bias[0]"), std::string::npos) << diag.output;
@@ -65,13 +65,13 @@ TEST_F(Cli, FitThenPredictReproducesTheFittedPredictions) {
     csv += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(2 * a - b + 0.5) + "\n";
   }
   write("data.csv", csv);
-  const CliRun fit = run("fit --quiet --data " + (dir_ / "data.csv").string() + " --arch 8 --epochs 300 --noise 0.1 --test-fraction 0.25 --out " +
+  const CliRun fit = run_cli("fit --quiet --data " + (dir_ / "data.csv").string() + " --arch 8 --epochs 300 --noise 0.1 --test-fraction 0.25 --out " +
                       (dir_ / "run").string());
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   const auto metrics = json(dir_ / "run" / "metrics.json");
   EXPECT_EQ(metrics["splits"]["test"]["n"].get<int>(), 10);
   EXPECT_TRUE(fs::exists(dir_ / "run" / "fit.png"));  // parity plot for two inputs
-  const CliRun predict = run("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "data.csv").string() + " --out " +
+  const CliRun predict = run_cli("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "data.csv").string() + " --out " +
                           (dir_ / "p.csv").string());
   ASSERT_EQ(predict.exit_code, 0) << predict.output;
   const CsvTable fitted = read_predictions(dir_ / "run" / "predictions.csv");
@@ -90,11 +90,11 @@ TEST_F(Cli, Float32FitRecordsItsPrecisionAndPredictReloadsIt) {
   for (int i = 0; i < 30; ++i) csv += std::to_string(-1 + 0.07 * i) + "," + std::to_string(std::sin(2.0 * i)) + "\n";
   write("data.csv", csv);
   const std::string data = " --data " + (dir_ / "data.csv").string();
-  const CliRun fit = run("fit --quiet --method ens --ens-members 2 --epochs 100 --arch 8 --noise 0.1 --precision float32" + data +
+  const CliRun fit = run_cli("fit --quiet --method ens --ens-members 2 --epochs 100 --arch 8 --noise 0.1 --precision float32" + data +
                          " --out " + (dir_ / "run").string());
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_EQ(json(dir_ / "run" / "model.json")["model"].value("precision", std::string()), "float32");
-  const CliRun predict = run("predict --model " + (dir_ / "run").string() + data + " --out " + (dir_ / "p.csv").string());
+  const CliRun predict = run_cli("predict --model " + (dir_ / "run").string() + data + " --out " + (dir_ / "p.csv").string());
   ASSERT_EQ(predict.exit_code, 0) << predict.output;
   const CsvTable fitted = read_predictions(dir_ / "run" / "predictions.csv"), again = read_csv(dir_ / "p.csv");
   const Index a_fit = fitted.find_column("a"), m_fit = fitted.find_column("y_mean");
@@ -107,7 +107,7 @@ TEST_F(Cli, Float32FitRecordsItsPrecisionAndPredictReloadsIt) {
         ++matched;
       }
   EXPECT_GT(matched, 0);
-  const CliRun bad = run("fit --quiet --precision float16" + data);
+  const CliRun bad = run_cli("fit --quiet --precision float16" + data);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("float16"), std::string::npos) << bad.output;
 }
@@ -117,7 +117,7 @@ TEST_F(Cli, DiagnosePrintsTheSummaryOfAnyDrawsCsv) {
   for (int c = 0; c < 2; ++c)
     for (int d = 0; d < 50; ++d) csv += std::to_string(c) + "," + std::to_string(d) + "," + std::to_string(std::sin(d * 1.7 + c)) + "\n";
   write("draws.csv", csv);
-  const CliRun r = run("diagnose " + (dir_ / "draws.csv").string() + " --json " + (dir_ / "s.json").string());
+  const CliRun r = run_cli("diagnose " + (dir_ / "draws.csv").string() + " --json " + (dir_ / "s.json").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("ess_bulk"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("r_hat"), std::string::npos);
@@ -126,49 +126,49 @@ TEST_F(Cli, DiagnosePrintsTheSummaryOfAnyDrawsCsv) {
 
 TEST_F(Cli, BadInputGetsALocatedMessageAndExitCodeTwo) {
   write("text.csv", "x,y\n1,2\n3,abc\n");
-  CliRun r = run("fit --quiet --data " + (dir_ / "text.csv").string() + " --out " + (dir_ / "o").string());
+  CliRun r = run_cli("fit --quiet --data " + (dir_ / "text.csv").string() + " --out " + (dir_ / "o").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("text.csv:3: column 'y'"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir_ / "o" / "model.json"));
   write("ragged.csv", "x,y\n1,2\n3\n");
-  r = run("fit --quiet --data " + (dir_ / "ragged.csv").string());
+  r = run_cli("fit --quiet --data " + (dir_ / "ragged.csv").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("ragged.csv:3"), std::string::npos) << r.output;
   write("ok.csv", "x,y\n1,2\n2,3\n3,5\n");
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --target nope");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --target nope");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("no column named 'nope'"), std::string::npos) << r.output;
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 4,x");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 4,x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--arch: '4,x' is invalid: it must be comma-separated integers, each >= 1"), std::string::npos) << r.output;
   // An option of another method is an error, not silently ignored.
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method ens --members 2");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method ens --members 2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--members: does not apply to --method ens; it is an option of dei-nuts"), std::string::npos) << r.output;
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nonsense");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nonsense");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("valid are"), std::string::npos) << r.output;
-  r = run("predict --model " + dir_.string() + " --data " + (dir_ / "ok.csv").string());
+  r = run_cli("predict --model " + dir_.string() + " --data " + (dir_ / "ok.csv").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("model.json"), std::string::npos) << r.output;
   // The posteriordb model options: each misuse names its flag.
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --no-bias --arch 4");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --no-bias --arch 4");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--no-bias applies to the Linear model only"), std::string::npos) << r.output;
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --noise 0.5 --noise-prior halfnormal:1");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --noise 0.5 --noise-prior halfnormal:1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--noise-prior applies to a learned noise sd"), std::string::npos) << r.output;
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --noise-prior halfnormal:-2");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --noise-prior halfnormal:-2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--noise-prior 'halfnormal:-2': the scale must be > 0"), std::string::npos) << r.output;
-  r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nuts --prior flat --chain-init prior");
+  r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --method nuts --prior flat --chain-init prior");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("improper and has no draws"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, AFitTooLargeForTheMachineStopsBeforeItStartsWithExitTwo) {
   write("ok.csv", "x,y\n1,2\n2,3\n3,5\n");
-  const CliRun r = run("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 100000,100000 --out " + (dir_ / "o").string());
+  const CliRun r = run_cli("fit --quiet --data " + (dir_ / "ok.csv").string() + " --arch 100000,100000 --out " + (dir_ / "o").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("error: the fit would need about"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("raise --max-memory-gb"), std::string::npos) << r.output;
@@ -178,14 +178,14 @@ TEST_F(Cli, AFitTooLargeForTheMachineStopsBeforeItStartsWithExitTwo) {
 
 TEST_F(Cli, ARunThatDivergesToNaNWritesItsFilesButExitsThree) {
   // SGLD with a step size of 1e300 leaves finite numbers at once.
-  const CliRun r = run("demo --quiet --figure none --method sgld --step-size 1e300 --draws 20 --warmup 0 --out " + (dir_ / "o").string());
+  const CliRun r = run_cli("demo --quiet --figure none --method sgld --step-size 1e300 --draws 20 --warmup 0 --out " + (dir_ / "o").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("hold NaN or infinity: the run diverged"), std::string::npos) << r.output;
   const auto metrics = json(dir_ / "o" / "metrics.json");
   ASSERT_FALSE(metrics.at("warnings").empty());
   EXPECT_EQ(metrics.at("warnings").at(0).at("code"), "not_finite");
   // A run that stays finite exits 0 with no such warning.
-  const CliRun ok = run("demo --quiet --figure none --method sgld --draws 20 --warmup 0 --out " + (dir_ / "ok").string());
+  const CliRun ok = run_cli("demo --quiet --figure none --method sgld --draws 20 --warmup 0 --out " + (dir_ / "ok").string());
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_EQ(ok.output.find("NaN or infinity"), std::string::npos) << ok.output;
 }
@@ -241,12 +241,12 @@ TEST_F(Cli, TestIndicesAloneLeaveEveryOtherRowForTrainingAndFilesWithFractionsAr
   write("test.txt", "0\n5\n29\n");
   const std::string common = "fit --quiet --figure none --epochs 5 --data " + (dir_ / "d.csv").string() + " --test-indices " +
                              (dir_ / "test.txt").string();
-  CliRun r = run(common + " --out " + (dir_ / "o").string());
+  CliRun r = run_cli(common + " --out " + (dir_ / "o").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto splits = json(dir_ / "o" / "metrics.json").at("splits");
   EXPECT_EQ(splits.at("test").at("n"), 3);
   EXPECT_EQ(splits.at("train").at("n"), 27) << "the test rows are not trained on";
-  r = run(common + " --test-fraction 0.2 --out " + (dir_ / "o2").string());
+  r = run_cli(common + " --test-fraction 0.2 --out " + (dir_ / "o2").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("give split files or fractions, not both"), std::string::npos) << r.output;
 }
@@ -255,7 +255,7 @@ TEST_F(Cli, AConstantInputColumnIsKeptWithAWarning) {
   std::string csv = "x,k,y\n";
   for (int i = 0; i < 30; ++i) csv += fmt::format("{},288,{}\n", 0.1 * i, std::sin(0.3 * i));
   write("naval.csv", csv);
-  const CliRun r = run("fit --figure none --epochs 5 --data " + (dir_ / "naval.csv").string() + " --out " + (dir_ / "o").string());
+  const CliRun r = run_cli("fit --figure none --epochs 5 --data " + (dir_ / "naval.csv").string() + " --out " + (dir_ / "o").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 input column is constant in the training rows ('k'): kept with scale 1"), std::string::npos) << r.output;
   const auto warnings = json(dir_ / "o" / "metrics.json").at("warnings");
@@ -269,7 +269,7 @@ TEST_F(Cli, CompareKeepsGoingWhenOneMethodFails) {
   for (int i = 0; i < 30; ++i) csv += fmt::format("{},{}\n", -1 + 0.07 * i, std::sin(3 * (-1 + 0.07 * i)));
   write("d.csv", csv);
   // Laplace's curvature cannot fit in a limit of 1 byte: it fails after map and before ens.
-  const CliRun r = run("compare --quiet --epochs 50 --ens-members 2 --laplace-max-memory-gb 1e-9 --methods map,laplace,ens --data " +
+  const CliRun r = run_cli("compare --quiet --epochs 50 --ens-members 2 --laplace-max-memory-gb 1e-9 --methods map,laplace,ens --data " +
                        (dir_ / "d.csv").string() + " --out " + (dir_ / "c").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("error: laplace failed (the others are compared):"), std::string::npos) << r.output;
@@ -281,7 +281,7 @@ TEST_F(Cli, CompareKeepsGoingWhenOneMethodFails) {
   EXPECT_TRUE(fs::exists(dir_ / "c" / "compare.png"));
   EXPECT_TRUE(json(dir_ / "c" / "compare.json").at("laplace").contains("error"));
   // A usage error in any method's options stops before the first fit.
-  const CliRun bad = run("compare --quiet --methods map,ens --ens-members 0 --data " + (dir_ / "d.csv").string() + " --out " +
+  const CliRun bad = run_cli("compare --quiet --methods map,ens --ens-members 0 --data " + (dir_ / "d.csv").string() + " --out " +
                          (dir_ / "bad").string());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_FALSE(fs::exists(dir_ / "bad" / "map" / "model.json"));
@@ -291,7 +291,7 @@ TEST_F(Cli, CompareOnSeveralInputsDrawsAParityPanelPerMethod) {
   std::string csv = "a,b,y\n";
   for (int i = 0; i < 40; ++i) csv += fmt::format("{},{},{}\n", -1 + 0.05 * i, std::sin(3.0 * i), 2 * (-1 + 0.05 * i) - std::sin(3.0 * i));
   write("d.csv", csv);
-  const CliRun r = run("compare --quiet --epochs 200 --arch 8 --ens-members 2 --test-fraction 0.25 --methods map,ens --data " +
+  const CliRun r = run_cli("compare --quiet --epochs 200 --arch 8 --ens-members 2 --test-fraction 0.25 --methods map,ens --data " +
                        (dir_ / "d.csv").string() + " --out " + (dir_ / "c").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(fs::exists(dir_ / "c" / "compare.png")) << r.output;
@@ -311,7 +311,7 @@ TEST_F(Cli, AFigureThatCannotBeDrawnIsAWarningAfterTheDataFiles) {
 
 TEST_F(Cli, EveryCommandHasHelp) {
   for (const char* c : {"", "fit ", "predict ", "demo ", "diagnose "}) {
-    const CliRun r = run(std::string(c) + "--help");
+    const CliRun r = run_cli(std::string(c) + "--help");
     EXPECT_EQ(r.exit_code, 0) << c;
     EXPECT_NE(r.output.find("--"), std::string::npos) << c;
   }
@@ -329,7 +329,7 @@ TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
   const std::string common = "fit --quiet --figure none --data " + (dir_ / "sine.csv").string() +
                              " --arch 10 --chains 1 --warmup 50 --draws 100 --thin 10 --step-size 1e-3 --chain-init random";
   for (const std::string method : {"fsgld", "fsghmc"}) {
-    const CliRun r = run(common + " --method " + method + " --gp-kernel matern52 --measurement-data 10 --measurement-box 5 --out " +
+    const CliRun r = run_cli(common + " --method " + method + " --gp-kernel matern52 --measurement-data 10 --measurement-box 5 --out " +
                          (dir_ / method).string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto metrics = json(dir_ / method / "metrics.json");
@@ -339,10 +339,10 @@ TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
     EXPECT_EQ(info["measurement_points_per_step"].get<int>(), 15);
     EXPECT_GT(info["gp_signal_variance"].get<double>(), 0.0);
   }
-  CliRun r = run(common + " --method fsgld --gp-kernel cubic");
+  CliRun r = run_cli(common + " --method fsgld --gp-kernel cubic");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--gp-kernel: 'cubic' is invalid: it must be one of: rbf, matern52, linear"), std::string::npos) << r.output;
-  r = run(common + " --method fsgld --measurement-box -3");
+  r = run_cli(common + " --method fsgld --measurement-box -3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--measurement-box: -3 is invalid: it must be an integer >= 0"), std::string::npos) << r.output;
 }
@@ -356,7 +356,7 @@ namespace {
 TEST_F(Cli, LaplaceDemoPredictsThroughTheLinearisedNetworkAndReloads) {
   // On the demo data 121 of 141 GGN directions keep the prior variance; sampled networks (seed 001's
   // predictive) are then +-20 wide everywhere. The demo predicts through the linearised network.
-  const CliRun demo = run("demo --method laplace --quiet --out " + (dir_ / "demo").string());
+  const CliRun demo = run_cli("demo --method laplace --quiet --out " + (dir_ / "demo").string());
   ASSERT_EQ(demo.exit_code, 0) << demo.output;
   EXPECT_EQ(json(dir_ / "demo" / "model.json")["model"]["kind"], "linearized");
   const auto info = json(dir_ / "demo" / "metrics.json")["info"];
@@ -370,7 +370,7 @@ TEST_F(Cli, LaplaceDemoPredictsThroughTheLinearisedNetworkAndReloads) {
   std::string grid = "x\n0.0\n1.4\n";
   for (Index r = 0; r < fitted.num_rows(); ++r) grid += fmt::format("{:.17g}\n", fitted.values(r, x_fit));
   write("grid.csv", grid);
-  const CliRun predict = run("predict --model " + (dir_ / "demo").string() + " --data " + (dir_ / "grid.csv").string() +
+  const CliRun predict = run_cli("predict --model " + (dir_ / "demo").string() + " --data " + (dir_ / "grid.csv").string() +
                              " --out " + (dir_ / "p.csv").string());
   ASSERT_EQ(predict.exit_code, 0) << predict.output;
   const CsvTable again = read_csv(dir_ / "p.csv");
@@ -394,7 +394,7 @@ TEST_F(Cli, EveryMethodWritesInferenceDataWithLogLikelihood) {
   for (const std::string method : {"ens", "nuts"}) {
     const auto out = dir_ / ("idata_" + method);
     const std::string options = method == "ens" ? " --ens-members 5" : " --warmup 60 --draws 40 --chains 2";
-    const CliRun r = run("demo --quiet --figure none --method " + method + options + " --out " + out.string());
+    const CliRun r = run_cli("demo --quiet --figure none --method " + method + options + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const InferenceData idata = read_inference_data(out / "posterior.nc");
     ASSERT_TRUE(idata.posterior && idata.log_likelihood && idata.posterior_predictive && idata.observed_data) << method;
@@ -417,7 +417,7 @@ TEST_F(Cli, EveryMethodWritesInferenceDataWithLogLikelihood) {
     EXPECT_NEAR(lppd / static_cast<double>(n), json(out / "metrics.json")["splits"]["train"]["lppd"].get<double>(), 1e-9) << method;
   }
   // never: the posterior alone.
-  const CliRun r = run("demo --quiet --figure none --method map --idata-extras never --out " + (dir_ / "plain").string());
+  const CliRun r = run_cli("demo --quiet --figure none --method map --idata-extras never --out " + (dir_ / "plain").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const InferenceData plain = read_inference_data(dir_ / "plain" / "posterior.nc");
   EXPECT_TRUE(plain.posterior.has_value());
@@ -444,7 +444,7 @@ nlohmann::json CliUci::uci_test_metrics(const fs::path& out, const std::string& 
                                                               (splits / fmt::format("test_{}.txt", k)).string())
                                                : fmt::format("--test-fraction 0.1 --seed {}", k);
   const fs::path dir = out / fmt::format("{}-{}", set, k);
-  const CliRun r = run(fmt::format("fit {} --data {} {} --quiet --figure none --out {}", flags, (uci / (set + ".csv")).string(), split, dir.string()));
+  const CliRun r = run_cli(fmt::format("fit {} --data {} {} --quiet --figure none --out {}", flags, (uci / (set + ".csv")).string(), split, dir.string()));
   EXPECT_EQ(r.exit_code, 0) << set << " " << k << ": " << r.output;
   return r.exit_code == 0 ? json(dir / "metrics.json")["splits"]["test"] : nlohmann::json();
 }

@@ -94,6 +94,13 @@ TEST_F(Cli, AnUntrustworthyFitSaysSo) {
   EXPECT_EQ(map_warnings[0]["code"], "not_converged");
   EXPECT_NE(map.output.find("the MAP fit did not converge (lbfgs: evaluation limit after 50 evaluations"), std::string::npos)
       << map.output;
+  // VI with the convergence monitor off: the warning says that no monitor ran, not that it ran short.
+  const auto vi_out = dir_ / "vi";
+  const auto vi = testing::run_cli("demo --quiet --method vi --epochs 30 --convergence-window 0 --figure none --out " + vi_out.string());
+  ASSERT_EQ(vi.exit_code, 0) << vi.output;
+  const auto vi_optimizer = json(vi_out / "metrics.json")["info"]["optimizer"];
+  EXPECT_EQ(vi_optimizer["stop_reason"], "epoch limit, no convergence monitor (--convergence-window 0)") << vi_optimizer;
+  EXPECT_EQ(vi_optimizer["converged"], false) << vi_optimizer;
 }
 
 

@@ -13,11 +13,11 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using OutputDirCli = testing::CliTest;
 
-CliRun run(const std::string& args) { return testing::run_cli(args); }
+using testing::run_cli;
 
 TEST_F(OutputDirCli, AnOutThatIsAFileIsAnErrorBeforeTheFitStarts) {
   write("run", "not a directory");
-  const CliRun r = run("demo --method map --epochs 5 --figure none --out " + (dir_ / "run").string());
+  const CliRun r = run_cli("demo --method map --epochs 5 --figure none --out " + (dir_ / "run").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--out '" + (dir_ / "run").string() + "' is a file, not a directory"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("uqnn fit:"), std::string::npos) << "no work before the check\n" << r.output;
@@ -25,14 +25,15 @@ TEST_F(OutputDirCli, AnOutThatIsAFileIsAnErrorBeforeTheFitStarts) {
 
 TEST_F(OutputDirCli, ARerunReplacesThePreviousRunsFilesAndKeepsTheUsersOwn) {
   const std::string out = (dir_ / "run").string();
-  CliRun r = run("demo --quiet --method nuts --chains 2 --warmup 50 --draws 50 --out " + out);
+  // Adaptive Metropolis: an MCMC run (it writes diagnostics.json) that is quick under the sanitizers.
+  CliRun r = run_cli("demo --quiet --method amcmc --chains 2 --warmup 50 --draws 50 --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(fs::exists(dir_ / "run" / "diagnostics.json"));
   write("run/my_notes.txt", "mine");
-  r = run("demo --quiet --method map --epochs 20 --figure none --out " + out);
+  r = run_cli("demo --quiet --method map --epochs 20 --figure none --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json(dir_ / "run" / "model.json").at("method"), "map");
-  EXPECT_FALSE(fs::exists(dir_ / "run" / "diagnostics.json")) << "the NUTS run's diagnostics would describe another run";
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "diagnostics.json")) << "the MCMC run's diagnostics would describe another run";
   EXPECT_FALSE(fs::exists(dir_ / "run" / "fit.png"));
   EXPECT_TRUE(fs::exists(dir_ / "run" / "my_notes.txt"));
   std::vector<std::string> beside;
@@ -53,7 +54,7 @@ TEST_F(OutputDirCli, ASecondRunIntoTheSameOutIsRefusedAndAKilledRunLeavesNothing
   EXPECT_NE(output.find("first=137"), std::string::npos) << output;
   EXPECT_FALSE(fs::exists(out)) << "a killed run publishes nothing";
   // Its staging directory is cleaned up by the next run, which takes the lock the kernel released.
-  const CliRun third = run("demo --quiet --method map --epochs 5 --figure none --out " + out.string());
+  const CliRun third = run_cli("demo --quiet --method map --epochs 5 --figure none --out " + out.string());
   ASSERT_EQ(third.exit_code, 0) << third.output;
   EXPECT_TRUE(fs::exists(out / "model.json"));
   std::vector<std::string> beside;
@@ -66,11 +67,11 @@ TEST_F(OutputDirCli, PredictWarnsAboutInputsOutsideTheTrainingRange) {
   std::string csv = "a,b,y\n";
   for (int i = 0; i < 30; ++i) csv += fmt::format("{},{},{}\n", -1 + 0.05 * i, std::sin(3.0 * i), 0.3 * i);
   write("data.csv", csv);
-  const CliRun fit = run("fit --quiet --method map --epochs 50 --arch 4 --figure none --data " + (dir_ / "data.csv").string() +
+  const CliRun fit = run_cli("fit --quiet --method map --epochs 50 --arch 4 --figure none --data " + (dir_ / "data.csv").string() +
                          " --out " + (dir_ / "run").string());
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   write("new.csv", "a,b\n0,0\n2,0.5\n-3,9\n");
-  CliRun predict = run("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "new.csv").string() + " --out " +
+  CliRun predict = run_cli("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "new.csv").string() + " --out " +
                        (dir_ / "p.csv").string());
   ASSERT_EQ(predict.exit_code, 0) << predict.output;
   EXPECT_NE(predict.output.find("warning: 2 of 3 rows have inputs outside the training range ('a' in 2 rows (training range "
@@ -79,7 +80,7 @@ TEST_F(OutputDirCli, PredictWarnsAboutInputsOutsideTheTrainingRange) {
       << predict.output;
   EXPECT_NE(predict.output.find("\"rows_outside_training_range\": 2"), std::string::npos) << predict.output;
   write("inside.csv", "a,b\n0,0\n0.4,0.5\n");
-  predict = run("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "inside.csv").string() + " --out " +
+  predict = run_cli("predict --model " + (dir_ / "run").string() + " --data " + (dir_ / "inside.csv").string() + " --out " +
                 (dir_ / "p2.csv").string());
   ASSERT_EQ(predict.exit_code, 0) << predict.output;
   EXPECT_EQ(predict.output.find("warning"), std::string::npos) << predict.output;

@@ -10,13 +10,10 @@ namespace {
 namespace fs = std::filesystem;
 using ViHmcCli = testing::CliTest;
 
-std::pair<int, std::string> run(const std::string& args) {
-  const testing::CliRun r = testing::run_cli(args);
-  return {r.exit_code, r.output};
-}
+using testing::run_cli;
 
 TEST_F(ViHmcCli, DemoWithViHmcNutsWritesTheSensitivityReportAndSamplesTheSubset) {
-  const auto [code, output] = run("demo --quiet --method vi-hmc --tau 0.75 --sampler nuts --epochs 1500 --warmup 100 --draws 60 --chains 2 --out " +
+  const auto [code, output] = run_cli("demo --quiet --method vi-hmc --tau 0.75 --sampler nuts --epochs 1500 --warmup 100 --draws 60 --chains 2 --out " +
                                   (dir_ / "d").string());
   ASSERT_EQ(code, 0) << output;
   for (const char* f : {"sensitivity.csv", "sensitivity.json", "sensitivity.png", "sensitivity_layers.png", "metrics.json", "posterior.nc"})
@@ -39,15 +36,15 @@ TEST_F(ViHmcCli, SensitivityCommandAndBadTau) {
     csv += std::to_string(x) + "," + std::to_string(std::sin(3 * x)) + "\n";
   }
   write("data.csv", csv);
-  const auto [code, output] = run("sensitivity --quiet --data " + (dir_ / "data.csv").string() + " --arch 8 --epochs 300 --noise 0.1 --out " +
+  const auto [code, output] = run_cli("sensitivity --quiet --data " + (dir_ / "data.csv").string() + " --arch 8 --epochs 300 --noise 0.1 --out " +
                                   (dir_ / "s").string());
   ASSERT_EQ(code, 0) << output;
   EXPECT_TRUE(fs::exists(dir_ / "s" / "sensitivity.csv"));
   EXPECT_TRUE(fs::exists(dir_ / "s" / "sensitivity.png"));
-  const auto bad = run("fit --quiet --method vi-hmc --tau 1.5 --data " + (dir_ / "data.csv").string() + " --epochs 50 --noise 0.1 --out " +
+  const auto bad = run_cli("fit --quiet --method vi-hmc --tau 1.5 --data " + (dir_ / "data.csv").string() + " --epochs 50 --noise 0.1 --out " +
                        (dir_ / "b").string());
-  EXPECT_EQ(bad.first, 2) << bad.second;
-  EXPECT_NE(bad.second.find("tau"), std::string::npos) << bad.second;
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("tau"), std::string::npos) << bad.output;
 }
 
 }  // namespace

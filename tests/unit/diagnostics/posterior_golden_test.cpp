@@ -22,7 +22,7 @@
 namespace uqnn::diagnostics {
 namespace {
 
-constexpr double kRelativeTolerance = 1e-10;
+constexpr double kPosteriorRelativeTolerance = 1e-10;
 const std::string kDir = std::string(UQNN_TEST_REFERENCE_DIR) + "/diagnostics";
 
 using testing::GoldenRow;
@@ -60,7 +60,7 @@ class PosteriorGolden : public ::testing::Test {
       }
       // Location statistics near 0 are compared on the scale of the draws.
       const double scale = std::max(std::abs(expected), row.values.at("sd"));
-      EXPECT_LE(std::abs(actual - expected), kRelativeTolerance * scale)
+      EXPECT_LE(std::abs(actual - expected), kPosteriorRelativeTolerance * scale)
           << where << ": got " << actual << ", expected " << expected << ", relative error "
           << std::abs(actual - expected) / scale;
     }
@@ -112,8 +112,8 @@ TEST_F(PosteriorGolden, FewDraws) {
     const Summary s = summarize(row.param, draws);
     for (const double value : {s.r_hat, s.ess_bulk, s.ess_tail, s.mcse_mean, s.mcse_sd})
       EXPECT_TRUE(std::isnan(value)) << row.case_name;
-    EXPECT_NEAR(s.mean, row.values.at("mean"), kRelativeTolerance * row.values.at("sd")) << row.case_name;
-    EXPECT_NEAR(s.sd, row.values.at("sd"), kRelativeTolerance * row.values.at("sd")) << row.case_name;
+    EXPECT_NEAR(s.mean, row.values.at("mean"), kPosteriorRelativeTolerance * row.values.at("sd")) << row.case_name;
+    EXPECT_NEAR(s.sd, row.values.at("sd"), kPosteriorRelativeTolerance * row.values.at("sd")) << row.case_name;
     EXPECT_TRUE(std::isnan(split_rhat(draws)) && std::isnan(rank_normalized_rhat(draws).max)) << row.case_name;
     ++checked;
   }
@@ -154,7 +154,7 @@ TEST_F(PosteriorGolden, ArvizAgrees) {
         EXPECT_TRUE(std::isnan(actual)) << "ArviZ's " << column << " of " << where << " is NaN, ours " << actual;
         return;
       }
-      EXPECT_LE(std::abs(actual - expected), kRelativeTolerance * std::abs(expected))
+      EXPECT_LE(std::abs(actual - expected), kPosteriorRelativeTolerance * std::abs(expected))
           << "ArviZ's " << column << " of " << where << ": ours " << actual << ", ArviZ " << expected;
     };
     const bool few = draws.rows() < kMinDrawsPerChain;

@@ -97,14 +97,14 @@ TEST(McmcAdaptiveMetropolis, CholeskyFallbackAndValidation) {
 // ---------------------------------------------------------------- the defaults on hard targets
 // What `uqnn fit --method amcmc` and uqnn.sample(method="amcmc") run: 4 chains x (5000 warmup +
 // 1000 draws), the windowed adaptation from the curvature at the start.
-RunResult run_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed) {
+RunResult run_amcmc_at_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed) {
   return testing::run_at_defaults(std::move(target), AdaptiveMetropolisConfig{}, start, spread, seed, "amcmc");
 }
 
 TEST(McmcAdaptiveMetropolis, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {
   const auto target = testing::hard_gaussian();
   // Chains start up to 2 sds from the mean in every coordinate, as from rough MAP fits.
-  const RunResult run = run_defaults(target, target->mean(), 2.0, 11);
+  const RunResult run = run_amcmc_at_defaults(target, target->mean(), 2.0, 11);
   // (spread 2 is in units of the smallest sd; the curvature is the same everywhere for a Gaussian)
   testing::expect_matches_gaussian(run, target->mean(), target->covariance());
 }
@@ -119,7 +119,7 @@ TEST(McmcAdaptiveMetropolis, DefaultsRecoverAnIllConditionedLinearRegression) {
   ASSERT_LT(correlation, -0.9);  // the hard part
   const Vec sds = covariance.diagonal().cwiseSqrt();
   ASSERT_GT(sds.maxCoeff() / sds.minCoeff(), 20.0);
-  const RunResult run = run_defaults(target.posterior, mean, 0.05, 12);
+  const RunResult run = run_amcmc_at_defaults(target.posterior, mean, 0.05, 12);
   testing::expect_matches_gaussian(run, mean, covariance);
 }
 

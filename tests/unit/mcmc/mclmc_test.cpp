@@ -79,7 +79,7 @@ TEST(Mclmc, MomentumUpdateAlongTheGradientMatchesTheChangeOfLogDensity) {
   EXPECT_EQ(v, Vec::Constant(4, 0.5));
 }
 
-RunResult run_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed,
+RunResult run_mclmc_at_defaults(std::shared_ptr<const LogDensity> target, const Vec& start, double spread, std::uint64_t seed,
                        int threads = 2, MclmcConfig config = {}) {
   RunConfig run;
   run.num_chains = 4;
@@ -100,7 +100,7 @@ TEST(MclmcSampler, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {
   Vec mean;
   const Mat cov = hard_covariance(mean);
   const auto target = std::make_shared<testing::GaussianDensity>(mean, cov);
-  const RunResult run = run_defaults(target, mean, 2.0, 11);
+  const RunResult run = run_mclmc_at_defaults(target, mean, 2.0, 11);
   testing::expect_matches_gaussian(run, mean, cov);
   EXPECT_EQ(run.num_divergent(), 0);
   EXPECT_NE(run.sampler_descriptions.front().find("preconditioner diagonal"), std::string::npos) << run.sampler_descriptions.front();
@@ -109,7 +109,7 @@ TEST(MclmcSampler, DefaultsRecoverACorrelatedGaussianWithScales100xApart) {
 TEST(MclmcSampler, DefaultsRecoverAnIllConditionedLinearRegression) {
   const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
   ASSERT_LT(target.covariance(0, 1) / std::sqrt(target.covariance(0, 0) * target.covariance(1, 1)), -0.9);
-  const RunResult run = run_defaults(target.posterior, target.mean, 0.05, 12);
+  const RunResult run = run_mclmc_at_defaults(target.posterior, target.mean, 0.05, 12);
   testing::expect_matches_gaussian(run, target.mean, target.covariance);
 }
 
@@ -133,7 +133,7 @@ TEST(MclmcSampler, DivergingStepsAreCountedAndTheStepSizeShrinks) {
   // mode, and out of the fence.
   Vec start = Vec::Zero(4);
   start[0] = 3.0;
-  const RunResult run = run_defaults(std::make_shared<FencedGaussian>(), start, 0.5, 5, 2, config);
+  const RunResult run = run_mclmc_at_defaults(std::make_shared<FencedGaussian>(), start, 0.5, 5, 2, config);
   for (const std::string& d : run.sampler_descriptions) {
     EXPECT_EQ(d.find(" 0 divergent warmup steps"), std::string::npos) << d;
   }
@@ -145,7 +145,7 @@ TEST(MclmcSampler, DivergingStepsAreCountedAndTheStepSizeShrinks) {
 TEST(MclmcSampler, SameSeedSameDrawsForAnyThreadCount) {
   Vec mean;
   const auto target = std::make_shared<testing::GaussianDensity>(Vec::Zero(3), hard_covariance(mean));
-  const RunResult one = run_defaults(target, Vec::Zero(3), 1.0, 8, 1), two = run_defaults(target, Vec::Zero(3), 1.0, 8, 2);
+  const RunResult one = run_mclmc_at_defaults(target, Vec::Zero(3), 1.0, 8, 1), two = run_mclmc_at_defaults(target, Vec::Zero(3), 1.0, 8, 2);
   for (int c = 0; c < 4; ++c) EXPECT_EQ(one.draws[static_cast<std::size_t>(c)], two.draws[static_cast<std::size_t>(c)]);
 }
 

@@ -110,7 +110,7 @@ TEST(Lbfgs, ACallbackStopKeepsTheBestPointEvaluated) {
 }
 
 /// 0.5 sum_k a_k (theta_k - 1)^2 with curvatures 100x apart, for the first-order monitor.
-class Quadratic : public Objective {
+class IllConditionedQuadratic : public Objective {
  public:
   Index dim() const override { return 2; }
   Index num_data() const override { return 1; }
@@ -123,7 +123,7 @@ class Quadratic : public Objective {
 };
 
 TEST(AdamMonitor, ByDefaultEveryEpochRunsAndTheEndIsJudged) {
-  Quadratic q;
+  IllConditionedQuadratic q;
   TrainParams p;  // auto is Adam here: the objective does not ask for an exact minimum
   p.epochs = 3000;
   Rng rng(1);
@@ -135,7 +135,7 @@ TEST(AdamMonitor, ByDefaultEveryEpochRunsAndTheEndIsJudged) {
 }
 
 TEST(AdamMonitor, StopsOnceTheLossLevelsOffWhenAskedAndSaysSo) {
-  Quadratic q;
+  IllConditionedQuadratic q;
   TrainParams p;
   p.stop_when_converged = true;
   p.epochs = 100000;
@@ -161,7 +161,7 @@ TEST(AdamMonitor, StopsOnceTheLossLevelsOffWhenAskedAndSaysSo) {
 }
 
 TEST(AdamMonitor, AnEpochCapBeforeTheLossLevelsOffIsNotConverged) {
-  Quadratic q;
+  IllConditionedQuadratic q;
   TrainParams p;
   p.epochs = 150;  // fewer than two windows: the monitor cannot fire
   Rng rng(1);

@@ -10,7 +10,7 @@ namespace uqnn {
 namespace {
 
 /// 0.5 (theta - c)^T diag(a) (theta - c) as an objective over 4 identical "data points".
-class Quadratic : public Objective {
+class DiagonalQuadratic : public Objective {
  public:
   Index dim() const override { return 3; }
   Index num_data() const override { return 4; }
@@ -24,7 +24,7 @@ class Quadratic : public Objective {
 };
 
 TEST(Trainer, AdamAndSgdMinimiseAQuadratic) {
-  Quadratic q;
+  DiagonalQuadratic q;
   for (const std::string name : {"adam", "sgd"}) {
     TrainParams p;
     p.optimizer.name = name;
@@ -40,7 +40,7 @@ TEST(Trainer, AdamAndSgdMinimiseAQuadratic) {
 
 TEST(Trainer, WeightDecayShrinksTheMinimiser) {
   // With decay lambda the stationary point solves a (theta - c) + lambda theta = 0.
-  Quadratic q;
+  DiagonalQuadratic q;
   TrainParams p;
   p.optimizer.name = "sgd";
   p.optimizer.learning_rate = 0.1;
@@ -80,7 +80,7 @@ TEST(Schedule, StepExponentialAndPlateauFollowPyTorch) {
 }
 
 TEST(Trainer, KeepsTheBestValidationSnapshotAndStopsEarly) {
-  Quadratic q;
+  DiagonalQuadratic q;
   TrainParams p;
   p.optimizer.learning_rate = 0.05;
   p.epochs = 1000;

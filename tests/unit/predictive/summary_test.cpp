@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "uqnn/core/rng.hpp"
 #include "uqnn/predictive/predictive.hpp"
@@ -63,6 +64,25 @@ TEST(PredictiveSummary, PointMassesGiveTheQuantilesOfTheStepFunction) {
   EXPECT_NEAR(s.intervals.at(0.95).second(0, 0), 4.0, 1e-9);
   EXPECT_NEAR(s.intervals.at(0.5).first(0, 0), -2.0, 1e-9);  // F(-2) = 1/3 >= 0.25
   EXPECT_NEAR(s.intervals.at(0.5).second(0, 0), 4.0, 1e-9);  // F(y) = 2/3 < 0.75 for y < 4
+}
+
+// A draw with a NaN mean or an infinite noise variance (a diverged chain) gives NaN bounds at that
+// point, on both paths, and leaves the other points' bounds finite.
+TEST(PredictiveSummary, ANonFiniteDrawGivesNanBoundsWhereItIsNonFinite) {
+  for (const Index S : {Index{3}, kExactQuantileMaxDraws + 8}) {
+    std::vector<double> mu(static_cast<std::size_t>(S), 1.0), sd(static_cast<std::size_t>(S), 0.5);
+    PredictiveDraws draws = mixture_draws(mu, sd, 3);
+    draws.means[1](0, 0) = std::numeric_limits<double>::quiet_NaN();
+    draws.noise_variance[2](0, 1) = std::numeric_limits<double>::infinity();
+    Rng rng(1, 0);
+    const PredictiveSummary s = summarize_predictive(draws, {0.9}, rng);
+    const auto& [lower, upper] = s.intervals.at(0.9);
+    for (Index i : {0, 1}) {
+      EXPECT_TRUE(std::isnan(lower(0, i))) << S << " draws, point " << i << ": " << lower(0, i);
+      EXPECT_TRUE(std::isnan(upper(0, i))) << S << " draws, point " << i << ": " << upper(0, i);
+    }
+    EXPECT_TRUE(std::isfinite(lower(0, 2)) && std::isfinite(upper(0, 2))) << S;
+  }
 }
 
 TEST(PredictiveSummary, ManyDrawsGiveType7QuantilesOfTheMixtureSamples) {
