@@ -1,5 +1,7 @@
 #include "uqnn/adaptation/stan_warmup.hpp"
 
+#include <cmath>
+
 #include "uqnn/core/error.hpp"
 
 namespace uqnn {
@@ -30,11 +32,18 @@ bool StanWarmup::learn(long iteration, double accept_prob, const Vec& position, 
     else covariance_.add(position);
   }
   if (!schedule_->ends_window(iteration)) return false;
+  // Stan's regularisation target, or 1e-3 of the window's mean variance (Stan's when the chain did
+  // not move, so that it can).
+  const auto target = [&](double mean_variance) {
+    return params_.relative_regularization && mean_variance > 0 && std::isfinite(mean_variance) ? 1e-3 * mean_variance : 1e-3;
+  };
   if (params_.metric == MetricAdaptation::Diagonal) {
-    metric = make_diagonal_metric(regularize_variance(variance_.variance(), variance_.count()));
+    const Vec variance = variance_.variance();
+    metric = make_diagonal_metric(regularize_variance(variance, variance_.count(), target(variance.mean())));
     variance_.restart();
   } else {
-    Mat cov = regularize_covariance(covariance_.covariance(), covariance_.count());
+    const Mat covariance = covariance_.covariance();
+    Mat cov = regularize_covariance(covariance, covariance_.count(), target(covariance.diagonal().mean()));
     cov = 0.5 * (cov + cov.transpose()).eval();
     metric = make_dense_metric(std::move(cov));
     covariance_.restart();

@@ -26,15 +26,15 @@ Mat WelfordCovariance::covariance() const {
   return m2_ / static_cast<double>(n_ - 1);
 }
 
-Vec regularize_variance(const Vec& variance, long n) {
+Vec regularize_variance(const Vec& variance, long n, double target) {
   const double nd = static_cast<double>(n);
-  return (nd / (nd + 5.0)) * variance.array() + 1e-3 * (5.0 / (nd + 5.0));
+  return (nd / (nd + 5.0)) * variance.array() + target * (5.0 / (nd + 5.0));
 }
 
-Mat regularize_covariance(const Mat& covariance, long n) {
+Mat regularize_covariance(const Mat& covariance, long n, double target) {
   const double nd = static_cast<double>(n);
   Mat out = (nd / (nd + 5.0)) * covariance;
-  out.diagonal().array() += 1e-3 * (5.0 / (nd + 5.0));
+  out.diagonal().array() += target * (5.0 / (nd + 5.0));
   return out;
 }
 

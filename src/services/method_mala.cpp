@@ -8,19 +8,26 @@ namespace uqnn {
 
 namespace {
 
+const OptionSchema<MalaConfig>& mala_options() {
+  static const auto s = OptionSchema<MalaConfig>("mala", "MALA")
+                            .add_choice("metric", [](MalaConfig& c) -> MetricAdaptation& { return c.warmup.metric; },
+                                        detail::metric_choices(),
+                                        "inverse metric adapted in Stan's warmup windows (unit: none); dense whitens "
+                                        "correlated parameters, at K^2 memory per chain")
+                            .cite("Girolami & Calderhead 2011 (preconditioned MALA)");
+  return s;
+}
+
 SamplerFactory make_mala(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
-  const detail::StepOptions step = detail::step_options().read(settings);
-  MalaConfig config;
-  if (step.step_size) config.kernel.step_size = *step.step_size;
-  else if (!step.adapt) throw InputError("--step-size is required when adaptation is off (--no-adapt)");
-  config.warmup.adapt_step_size = step.adapt;
-  if (!step.adapt) config.warmup.metric = MetricAdaptation::None;  // seed 001: fixed eps, unit metric
+  MalaConfig config = mala_options().read(settings);
+  detail::apply_step_options(detail::step_options().read(settings), config);  // --no-adapt: seed 001's fixed eps, unit metric
   return make_sampler_factory(std::move(density), config);
 }
 
 const bool registered_mala = register_method(
     {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574 and a diagonal metric in Stan's warmup", "Roberts & Tweedie 1996; QUiNN's manual",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group()},
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+      &mala_options().group()},
      {},
      nullptr,
      true,

@@ -23,6 +23,11 @@ struct StanWarmupParams {
   MetricAdaptation metric = MetricAdaptation::Diagonal;
   DualAveragingParams dual_averaging;  ///< target_accept 0.8, gamma 0.05, t0 10, kappa 0.75
   WindowAdaptationParams windows;      ///< 75 / 25 doubling / 50
+  /// Regularise a window's metric estimate toward 1e-3 times its mean variance instead of Stan's
+  /// absolute 1e-3. Stan's target is made for parameters of unit scale; on a posterior whose
+  /// variances are 1e-6 (regression weights on inputs of size 100) it inflates them tenfold. NUTS
+  /// absorbs that in longer trajectories; MALA's one step cannot (MalaConfig sets this).
+  bool relative_regularization = false;
   void validate() const;
 };
 

@@ -39,9 +39,10 @@ class WelfordCovariance {
   Mat m2_;
 };
 
-/// Stan's regularised metric estimate from n draws: (n / (n + 5)) var + 1e-3 (5 / (n + 5)).
-Vec regularize_variance(const Vec& variance, long n);
-/// Dense version: (n / (n + 5)) cov + 1e-3 (5 / (n + 5)) I.
-Mat regularize_covariance(const Mat& covariance, long n);
+/// Stan's regularised metric estimate from n draws: (n / (n + 5)) var + target (5 / (n + 5)), with
+/// Stan's target 1e-3.
+Vec regularize_variance(const Vec& variance, long n, double target = 1e-3);
+/// Dense version: (n / (n + 5)) cov + target (5 / (n + 5)) I.
+Mat regularize_covariance(const Mat& covariance, long n, double target = 1e-3);
 
 }  // namespace uqnn

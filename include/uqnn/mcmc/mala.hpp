@@ -1,10 +1,11 @@
 #pragma once
-/// @file Metropolis-adjusted Langevin algorithm (seed 001), preconditioned by a diagonal inverse
-/// metric D (unit when empty): proposal
+/// @file Metropolis-adjusted Langevin algorithm (seed 001), preconditioned by an inverse metric D,
+/// diagonal or dense (unit when empty): proposal
 /// w' = w + eps^2/2 D grad log p(w) + eps D^(1/2) xi, xi ~ N(0, I), accepted with the full
 /// Metropolis-Hastings ratio of the asymmetric proposal,
 /// log alpha = log p(w') - log p(w) + log q(w | w') - log q(w' | w),
-/// log q(b | a) = -sum_i (b - a - eps^2/2 D grad log p(a))_i^2 / (2 eps^2 D_i).
+/// log q(b | a) = -r^T D^-1 r / (2 eps^2), r = b - a - eps^2/2 D grad log p(a)
+/// (D^(1/2) is the Cholesky factor L of D = L L^T when D is dense).
 /// With D = I it is seed 001's MALA; D is what Stan's warmup learns for HMC (MALA is HMC with one
 /// leapfrog step, Neal 2011 sec. 5.2), so badly scaled posteriors do not force eps down to the
 /// smallest scale.
@@ -19,7 +20,7 @@ namespace uqnn {
 
 struct MalaParams {
   double step_size = 0.1;           ///< eps > 0
-  Metric metric = DiagonalMetric{};  ///< diagonal only; dimension 0 means the unit metric
+  Metric metric = DiagonalMetric{};  ///< diagonal or dense; dimension 0 means the unit metric
   /// Throws std::invalid_argument naming the parameter and its valid range; `dim` checks the metric.
   void validate(Index dim) const;
 };
@@ -48,8 +49,8 @@ class Mala {
 };
 
 /// log q(to | from) up to a constant for MALA with step size eps, gradient grad_from at `from` and
-/// diagonal inverse metric `inverse_metric` (empty: unit).
+/// inverse metric `metric` (of dimension 0: unit).
 double mala_log_proposal(const Vec& to, const Vec& from, const Vec& grad_from, double step_size,
-                         const Vec& inverse_metric = Vec());
+                         const Metric& metric = DiagonalMetric{});
 
 }  // namespace uqnn

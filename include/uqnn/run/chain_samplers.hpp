@@ -39,14 +39,19 @@ struct HmcConfig {
 
 /// MALA adapts as HMC does in Stan's warmup (it is HMC with one leapfrog step): the step size by
 /// dual averaging, toward MALA's optimal acceptance 0.574 (Roberts & Rosenthal 1998), and a
-/// diagonal metric in the doubling windows. warmup.metric = None keeps seed 001's unit metric.
+/// diagonal (or dense) metric in the doubling windows, regularised relative to the posterior's
+/// scale (StanWarmupParams::relative_regularization). warmup.metric = None keeps seed 001's unit
+/// metric.
 struct MalaConfig {
   MalaParams kernel;
-  StanWarmupParams warmup{true, MetricAdaptation::Diagonal, DualAveragingParams{0.574, 0.05, 10.0, 0.75}, {}};
+  StanWarmupParams warmup{true, MetricAdaptation::Diagonal, DualAveragingParams{0.574, 0.05, 10.0, 0.75}, {}, true};
+  /// Warmup starts from the inverse curvature at the chain's start (diagonal, or dense with a dense
+  /// metric) instead of the unit metric, when its 2K gradients are at most the warmup iterations
+  /// (HamiltonianSampler::start_metric_from_curvature says why).
+  bool curvature_start = true;
   void validate(Index dim) const {
     kernel.validate(dim);
     warmup.validate();
-    require(warmup.metric != MetricAdaptation::Dense, "MALA metric adaptation", "none or diagonal");
   }
 };
 
@@ -106,6 +111,8 @@ class HamiltonianSampler : public ChainSampler {
   StanWarmup warmup_;
   long num_warmup_ = 0, warmup_done_ = 0;
   bool need_step_size_init_ = false, finished_warmup_ = true;
+  bool metric_from_curvature_ = false;
+  void start_metric_from_curvature();  // MALA (MalaConfig::curvature_start)
 };
 
 using NutsSampler = HamiltonianSampler<Nuts, NutsConfig>;

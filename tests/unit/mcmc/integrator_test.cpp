@@ -227,8 +227,10 @@ TEST(HmcKernel, ParamsValidateNamesTheParameter) {
   MalaParams m;
   m.metric = make_unit_metric(2);
   EXPECT_THROW(m.validate(3), std::invalid_argument);
-  m.metric = make_dense_metric(Mat::Identity(3, 3));
+  m.metric = make_dense_metric(Mat::Identity(2, 2));
   EXPECT_THROW(m.validate(3), std::invalid_argument);
+  m.metric = make_dense_metric(Mat::Identity(3, 3));
+  EXPECT_NO_THROW(m.validate(3));  // a dense metric of the right size (MALA's --metric dense)
 }
 
 }  // namespace
