@@ -1,8 +1,6 @@
 #include "uqnn/io/netcdf_inference_data.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <iterator>

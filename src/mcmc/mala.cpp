@@ -39,11 +39,16 @@ double inverse_metric_norm2(const Metric& metric, const Vec& r) {
   return (r.array().square() / std::get<DiagonalMetric>(metric).inverse_metric.array()).sum();
 }
 
+/// log q(to | from) given the drift direction D grad log p(from).
+double log_proposal(const Vec& to, const Vec& from, const Vec& drift_from, double step_size, const Metric& metric) {
+  const double eps2 = step_size * step_size;
+  return -inverse_metric_norm2(metric, to - from - (0.5 * eps2) * drift_from) / (2.0 * eps2);
+}
+
 }  // namespace
 
 double mala_log_proposal(const Vec& to, const Vec& from, const Vec& grad_from, double step_size, const Metric& metric) {
-  const double eps2 = step_size * step_size;
-  return -inverse_metric_norm2(metric, to - from - (0.5 * eps2) * preconditioned(metric, grad_from)) / (2.0 * eps2);
+  return log_proposal(to, from, preconditioned(metric, grad_from), step_size, metric);
 }
 
 MalaStep Mala::step(Rng& rng, const GradientState& state, const MalaParams& params) const {
@@ -53,9 +58,10 @@ MalaStep Mala::step(Rng& rng, const GradientState& state, const MalaParams& para
   out.info.step_size = eps;
   Vec xi(dim);
   for (Index i = 0; i < dim; ++i) xi[i] = rng.normal();
+  // D grad at the current state: the forward proposal's drift and its density (computed once).
+  const Vec drift = preconditioned(params.metric, state.grad);
   GradientState proposal;
-  proposal.position =
-      state.position + (0.5 * eps * eps) * preconditioned(params.metric, state.grad) + eps * scaled_noise(params.metric, xi);
+  proposal.position = state.position + (0.5 * eps * eps) * drift + eps * scaled_noise(params.metric, xi);
   proposal.grad.resize(dim);
   proposal.log_density = density_->log_density_and_grad(proposal.position, proposal.grad);
   const double u = rng.uniform();
@@ -67,7 +73,7 @@ MalaStep Mala::step(Rng& rng, const GradientState& state, const MalaParams& para
   // Seed 001 MALA with the Metropolis-Hastings correction of the asymmetric Langevin proposal.
   const double log_alpha = proposal.log_density - state.log_density +
                            mala_log_proposal(state.position, proposal.position, proposal.grad, eps, params.metric) -
-                           mala_log_proposal(proposal.position, state.position, state.grad, eps, params.metric);
+                           log_proposal(proposal.position, state.position, drift, eps, params.metric);
   out.info.accept_prob = std::isnan(log_alpha) ? 0.0 : std::min(1.0, std::exp(log_alpha));
   if (u < out.info.accept_prob) {
     out.info.is_accepted = true;

@@ -94,7 +94,7 @@ void HamiltonianSampler<Kernel, Config>::begin_warmup(Index num_warmup) {
   if (finished_warmup_) return;
   warmup_.begin(num_warmup_, config_.kernel.step_size, density_->dim());
   need_step_size_init_ = config_.warmup.adapt_step_size;
-  if constexpr (std::is_same_v<Kernel, Mala>) start_metric_from_curvature();
+  start_metric_from_curvature();
 }
 
 template <typename Kernel, typename Config>
@@ -105,7 +105,7 @@ void HamiltonianSampler<Kernel, Config>::start_metric_from_curvature() {
   // 70x wider than its weights stayed stuck through all of warmup (posteriordb's sblrc, bulk ESS 5).
   // The inverse curvature at the start (a MAP fit by default) is the Laplace covariance, the right
   // scale from the first iteration. Its 2K gradients are spent only when they are at most the
-  // warmup's own count.
+  // warmup's own count. NUTS and HMC start from the unit metric, as Stan does.
   if constexpr (std::is_same_v<Config, MalaConfig>) {
     const Index dim = density_->dim();
     const auto* start = std::get_if<DiagonalMetric>(&config_.kernel.metric);
