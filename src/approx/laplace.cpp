@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/nn/mlp.hpp"
 
 namespace uqnn {
 
@@ -65,6 +68,30 @@ Vec unit(Index K, Index k) {
   return e;
 }
 
+IndexVec all_coordinates(Index K) {
+  IndexVec all(static_cast<std::size_t>(K));
+  std::iota(all.begin(), all.end(), Index{0});
+  return all;
+}
+
+/// `active` (or all coordinates) checked ascending and in range, split into the network's
+/// coordinates and the extras' positions within the extras.
+struct ActiveSplit {
+  IndexVec all, network, extras;
+};
+ActiveSplit split_active(const Posterior& post, const IndexVec* active) {
+  const Index K = post.dim(), P = post.model().num_params();
+  ActiveSplit s;
+  s.all = active ? *active : all_coordinates(K);
+  for (std::size_t c = 0; c < s.all.size(); ++c) {
+    const Index k = s.all[c];
+    if (k < 0 || k >= K || (c > 0 && k <= s.all[c - 1]))
+      throw std::invalid_argument(fmt::format("laplace: active coordinate {} is out of range [0, {}) or not ascending", k, K));
+    (k < P ? s.network : s.extras).push_back(k < P ? k : k - P);
+  }
+  return s;
+}
+
 }  // namespace
 
 CurvatureBackend parse_curvature_backend(const std::string& name) {
@@ -76,12 +103,21 @@ CurvatureBackend parse_curvature_backend(const std::string& name) {
 CurvatureStructure parse_curvature_structure(const std::string& name) {
   if (name == "full") return CurvatureStructure::Full;
   if (name == "diag" || name == "diagonal") return CurvatureStructure::Diagonal;
-  throw InputError("Laplace structure '" + name + "' is not known: valid are full, diag");
+  if (name == "kron") return CurvatureStructure::Kronecker;
+  throw InputError("Laplace structure '" + name + "' is not known: valid are full, diag, kron");
 }
+LaplaceSubset parse_laplace_subset(const std::string& name) {
+  if (name == "all") return LaplaceSubset::All;
+  if (name == "last-layer") return LaplaceSubset::LastLayer;
+  throw InputError("Laplace subset '" + name + "' is not known: valid are all, last-layer");
+}
+std::string to_string(LaplaceSubset s) { return s == LaplaceSubset::All ? "all" : "last-layer"; }
 std::string to_string(CurvatureBackend b) {
   return b == CurvatureBackend::Exact ? "exact" : b == CurvatureBackend::Fisher ? "fisher" : "ggn";
 }
-std::string to_string(CurvatureStructure s) { return s == CurvatureStructure::Full ? "full" : "diag"; }
+std::string to_string(CurvatureStructure s) {
+  return s == CurvatureStructure::Full ? "full" : s == CurvatureStructure::Diagonal ? "diag" : "kron";
+}
 
 void LaplaceParams::validate() const {
   require(covariance_scale > 0 && std::isfinite(covariance_scale), "covariance_scale (s)", "a finite number > 0");
@@ -98,64 +134,155 @@ Vec prior_precision_diagonal(const Posterior& post, const Vec& theta) {
   return p;
 }
 
-Mat curvature_matrix(const Posterior& post, const Vec& theta, CurvatureBackend backend, double max_memory_bytes) {
-  const Index K = post.dim(), P = post.model().num_params(), E = post.likelihood().num_extra();
-  const double needed = laplace_full_memory_bytes(K);
+IndexVec laplace_active_parameters(const Posterior& post, LaplaceSubset subset) {
+  const Index K = post.dim();
+  if (subset == LaplaceSubset::All) return all_coordinates(K);
+  const auto& blocks = post.model().layout().blocks();
+  const auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  // The output layer: the last block is "X.weight" with one row per output, or "X.bias" right after it.
+  std::size_t w = blocks.size();
+  if (!blocks.empty() && ends_with(blocks.back().name, ".weight")) w = blocks.size() - 1;
+  else if (blocks.size() >= 2 && ends_with(blocks.back().name, ".bias") && ends_with(blocks[blocks.size() - 2].name, ".weight") &&
+           blocks.back().name.substr(0, blocks.back().name.size() - 5) ==
+               blocks[blocks.size() - 2].name.substr(0, blocks[blocks.size() - 2].name.size() - 7))
+    w = blocks.size() - 2;
+  if (w == blocks.size() || blocks[w].rows != post.model().output_dim())
+    throw InputError(fmt::format("--laplace-subset last-layer needs a network whose output comes from a dense layer (--model mlp); "
+                                 "the {} model's parameters end in '{}'",
+                                 post.model().kind(), blocks.empty() ? std::string("nothing") : blocks.back().name));
+  IndexVec active;
+  for (Index k = blocks[w].offset; k < K; ++k) active.push_back(k);  // the layer, then every extra
+  return active;
+}
+
+Mat curvature_matrix(const Posterior& post, const Vec& theta, CurvatureBackend backend, double max_memory_bytes,
+                     const IndexVec* active_or_all) {
+  const Index K = post.dim(), P = post.model().num_params();
+  const ActiveSplit a = split_active(post, active_or_all);
+  const Index S = static_cast<Index>(a.all.size()), Sn = static_cast<Index>(a.network.size());
+  const double needed = laplace_full_memory_bytes(S);
   if (needed > max_memory_bytes)
-    throw InputError(fmt::format("full Laplace with K = {} parameters needs about {:.3g} GiB for K x K matrices, above the "
-                                 "limit of {:.3g} GiB: use --laplace-structure diag, or raise --laplace-max-memory-gb",
-                                 K, needed / 1073741824.0, max_memory_bytes / 1073741824.0));
-  Mat H = Mat::Zero(K, K);
+    throw InputError(fmt::format("full Laplace over {} parameters needs about {:.3g} GiB for {} x {} matrices, above the "
+                                 "limit of {:.3g} GiB: use --laplace-structure kron or diag, --laplace-subset last-layer, or "
+                                 "raise --laplace-max-memory-gb",
+                                 S, needed / 1073741824.0, S, S, max_memory_bytes / 1073741824.0));
+  Mat H = Mat::Zero(S, S);
   switch (backend) {
     case CurvatureBackend::Exact:
-      for (Index k = 0; k < K; ++k) H.col(k) = -post.hessian_vector_product(theta, unit(K, k));
+      for (Index c = 0; c < S; ++c)
+        H.col(c) = -post.hessian_vector_product(theta, unit(K, a.all[static_cast<std::size_t>(c)]))(a.all);
       H = 0.5 * (H + H.transpose()).eval();
       return H;
     case CurvatureBackend::Fisher:
       for (Index i = 0; i < post.num_data(); ++i) {
-        const Vec g = example_gradient(post, theta, i);
+        const Vec g = example_gradient(post, theta, i)(a.all);
         H.selfadjointView<Eigen::Lower>().rankUpdate(g);
       }
       H = H.selfadjointView<Eigen::Lower>();
       break;
     case CurvatureBackend::GaussNewton: {
       const auto lambda = output_precisions(post, theta);
-      Mat Hnet = Mat::Zero(P, P);
+      Mat Hnet = Mat::Zero(Sn, Sn);
       for (Index i = 0; i < post.num_data(); ++i) {
-        const Mat J = post.model().jacobian(theta.head(P), post.inputs().col(i));  // [T, P]
+        const Mat J = post.model().jacobian(theta.head(P), post.inputs().col(i))(Eigen::all, a.network);  // [T, Sn]
         Hnet.noalias() += J.transpose() * lambda[static_cast<std::size_t>(i)] * J;
       }
-      H.topLeftCorner(P, P) = Hnet;
-      H.bottomRightCorner(E, E) = extras_fisher(post, theta);
+      H.topLeftCorner(Sn, Sn) = Hnet;
+      if (!a.extras.empty()) H.bottomRightCorner(S - Sn, S - Sn) = extras_fisher(post, theta)(a.extras, a.extras);
       break;
     }
   }
-  H.diagonal() += prior_precision_diagonal(post, theta);
+  H.diagonal() += prior_precision_diagonal(post, theta)(a.all);
   return H;
 }
 
-Vec curvature_diagonal(const Posterior& post, const Vec& theta, CurvatureBackend backend) {
-  const Index K = post.dim(), P = post.model().num_params(), E = post.likelihood().num_extra();
-  Vec d = Vec::Zero(K);
+Vec curvature_diagonal(const Posterior& post, const Vec& theta, CurvatureBackend backend, const IndexVec* active_or_all) {
+  const Index K = post.dim(), P = post.model().num_params();
+  const ActiveSplit a = split_active(post, active_or_all);
+  const Index S = static_cast<Index>(a.all.size()), Sn = static_cast<Index>(a.network.size());
+  Vec d = Vec::Zero(S);
   switch (backend) {
     case CurvatureBackend::Exact:
-      for (Index k = 0; k < K; ++k) d[k] = -post.hessian_vector_product(theta, unit(K, k))[k];
+      for (Index c = 0; c < S; ++c) {
+        const Index k = a.all[static_cast<std::size_t>(c)];
+        d[c] = -post.hessian_vector_product(theta, unit(K, k))[k];
+      }
       return d;
     case CurvatureBackend::Fisher:
-      for (Index i = 0; i < post.num_data(); ++i) d += example_gradient(post, theta, i).array().square().matrix();
+      for (Index i = 0; i < post.num_data(); ++i) d += example_gradient(post, theta, i)(a.all).array().square().matrix();
       break;
     case CurvatureBackend::GaussNewton: {
       const auto lambda = output_precisions(post, theta);
       for (Index i = 0; i < post.num_data(); ++i) {
-        const Mat J = post.model().jacobian(theta.head(P), post.inputs().col(i));
-        d.head(P) += (J.transpose() * lambda[static_cast<std::size_t>(i)]).cwiseProduct(J.transpose()).rowwise().sum();
+        const Mat J = post.model().jacobian(theta.head(P), post.inputs().col(i))(Eigen::all, a.network);
+        d.head(Sn) += (J.transpose() * lambda[static_cast<std::size_t>(i)]).cwiseProduct(J.transpose()).rowwise().sum();
       }
-      d.tail(E) = extras_fisher(post, theta).diagonal();
+      if (!a.extras.empty()) d.tail(S - Sn) = extras_fisher(post, theta).diagonal()(a.extras);
       break;
     }
   }
-  d += prior_precision_diagonal(post, theta);
+  d += prior_precision_diagonal(post, theta)(a.all);
   return d;
+}
+
+std::vector<KroneckerFactors> kronecker_factors(const Posterior& post, const Vec& theta, const IndexVec& active) {
+  const auto* mlp = dynamic_cast<const Mlp*>(&post.model());
+  if (!mlp)
+    throw InputError("--laplace-structure kron needs --model mlp with biases (its factors are a dense layer's inputs and output "
+                     "gradients), not the " + post.model().kind() + " model: use --laplace-structure full or diag");
+  const Index P = mlp->num_params(), N = post.num_data(), T = mlp->output_dim();
+  const DenseStackSpec& stack = mlp->stack();
+  std::vector<char> is_active(static_cast<std::size_t>(post.dim()), 0);
+  for (const Index k : active) is_active[static_cast<std::size_t>(k)] = 1;
+  DenseStackTape<double> tape;
+  dense_forward(stack, theta.data(), post.inputs(), tape);
+  std::vector<KroneckerFactors> layers;
+  std::vector<IndexVec> bias_index;  // each layer's bias coordinates: its rows of d f / d z in the Jacobian
+  Index offset = 0;
+  for (Index l = 1; l <= stack.num_layers(); ++l) {
+    const Index rows = stack.widths[static_cast<std::size_t>(l)], in = stack.widths[static_cast<std::size_t>(l - 1)];
+    const Index bias = offset + rows * in, next = bias + rows;  // DenseStackSpec's layout: W row-major, then b
+    const auto count = std::count_if(is_active.begin() + offset, is_active.begin() + next, [](char c) { return c != 0; });
+    if (count != 0 && count != next - offset)
+      throw std::invalid_argument(fmt::format("kronecker_factors: layer {} is only partly active", l));
+    if (count != 0) {
+      KroneckerFactors f;
+      for (Index o = 0; o < rows; ++o) {
+        for (Index j = 0; j < in; ++j) f.index.push_back(offset + o * in + j);
+        f.index.push_back(bias + o);
+      }
+      Mat inputs(in + 1, N);  // the layer's inputs with a 1 for the bias
+      inputs.topRows(in) = tape.post[static_cast<std::size_t>(l - 1)];
+      inputs.row(in).setOnes();
+      f.input_factor = inputs * inputs.transpose();
+      f.output_factor = Mat::Zero(rows, rows);
+      IndexVec b(static_cast<std::size_t>(rows));
+      std::iota(b.begin(), b.end(), bias);
+      bias_index.push_back(std::move(b));
+      layers.push_back(std::move(f));
+    }
+    offset = next;
+  }
+  if (layers.empty()) return layers;
+  // G = (1/N) sum_i B_i^T Lambda_i B_i: d f / d b = d f / d z, so B_i is the Jacobian's bias columns.
+  // Jacobians in chunks of at most ~32 MB.
+  const auto lambda = output_precisions(post, theta);
+  const Index chunk = std::max<Index>(1, static_cast<Index>(4e6 / static_cast<double>(std::max<Index>(1, T * P))));
+  for (Index start = 0; start < N; start += chunk) {
+    const Index n = std::min(chunk, N - start);
+    const Mat J = mlp->jacobian(theta.head(P), post.inputs().middleCols(start, n));  // [n T, P]
+    for (Index i = 0; i < n; ++i) {
+      const Mat& Li = lambda[static_cast<std::size_t>(start + i)];
+      for (std::size_t l = 0; l < layers.size(); ++l) {
+        const Mat B = J.middleRows(i * T, T)(Eigen::all, bias_index[l]);  // [T, rows]
+        layers[l].output_factor.noalias() += B.transpose() * Li * B;
+      }
+    }
+  }
+  for (auto& f : layers) f.output_factor /= static_cast<double>(N);
+  return layers;
 }
 
 Vec refine_map_newton(const Posterior& post, Vec theta, Index steps, double max_memory_bytes) {
@@ -189,12 +316,51 @@ LaplaceApproximation::LaplaceApproximation(std::shared_ptr<const Posterior> post
   params_.validate();
   if (map_.size() != posterior_->dim())
     throw std::invalid_argument(fmt::format("laplace: theta has {} entries, the posterior {}", map_.size(), posterior_->dim()));
-  if (params_.structure == CurvatureStructure::Full)
-    curvature_ = curvature_matrix(*posterior_, map_, params_.backend, params_.max_memory_bytes);
-  else
-    curvature_ = curvature_diagonal(*posterior_, map_, params_.backend);
+  active_ = laplace_active_parameters(*posterior_, params_.subset);
+  switch (params_.structure) {
+    case CurvatureStructure::Full:
+      curvature_ = curvature_matrix(*posterior_, map_, params_.backend, params_.max_memory_bytes, &active_);
+      break;
+    case CurvatureStructure::Diagonal: curvature_ = curvature_diagonal(*posterior_, map_, params_.backend, &active_); break;
+    case CurvatureStructure::Kronecker: {
+      if (params_.backend != CurvatureBackend::GaussNewton)
+        throw InputError("--laplace-structure kron factorises the generalized Gauss-Newton matrix: use --laplace-curvature ggn");
+      const Vec prior = prior_precision_diagonal(*posterior_, map_);
+      std::vector<char> in_layer(static_cast<std::size_t>(map_.size()), 0);
+      for (KroneckerFactors& f : kronecker_factors(*posterior_, map_, active_)) {
+        KroneckerLayer layer;
+        const Vec delta = prior(f.index);
+        layer.prior_precision = delta[0];
+        if (!((delta.array() - delta[0]).abs() <= 1e-12 * std::abs(delta[0])).all())
+          throw InputError("--laplace-structure kron needs one prior precision shared by each layer's weights and bias "
+                           "(--prior gaussian or fan-in)");
+        const Eigen::SelfAdjointEigenSolver<Mat> g(f.output_factor), a(f.input_factor);
+        layer.output_vectors = g.eigenvectors();
+        layer.input_vectors = a.eigenvectors();
+        layer.output_values = g.eigenvalues().cwiseMax(0.0);  // PSD up to round-off
+        layer.input_values = a.eigenvalues().cwiseMax(0.0);
+        for (const Index k : f.index) in_layer[static_cast<std::size_t>(k)] = 1;
+        layer.index = std::move(f.index);
+        kronecker_.push_back(std::move(layer));
+      }
+      for (const Index k : active_)
+        if (!in_layer[static_cast<std::size_t>(k)]) kronecker_rest_.push_back(k);
+      // The extras' diagonal, as the diagonal structure computes it.
+      curvature_ = curvature_diagonal(*posterior_, map_, params_.backend, &kronecker_rest_);
+      break;
+    }
+  }
   log_joint_ = posterior_->log_density(map_);
   factorise();
+}
+
+std::vector<Vec> LaplaceApproximation::kronecker_likelihood_eigenvalues() const {
+  std::vector<Vec> values;
+  for (const KroneckerLayer& l : kronecker_) {
+    const Mat outer = l.output_values * l.input_values.transpose();  // g_p a_q, [rows, cols]
+    values.emplace_back(Eigen::Map<const Vec>(outer.data(), outer.size()));
+  }
+  return values;
 }
 
 void LaplaceApproximation::factorise() {
@@ -204,25 +370,91 @@ void LaplaceApproximation::factorise() {
             "fisher (positive semi-definite plus the prior), or --laplace-structure diag with ggn/fisher"
           : ": check the prior (its precision keeps ggn / fisher positive definite)";
   const double s = params_.covariance_scale;
-  if (params_.structure == CurvatureStructure::Full) {
-    Eigen::LLT<Mat> llt(curvature_);
-    if (llt.info() != Eigen::Success)
-      throw std::runtime_error("Laplace: the " + to_string(params_.backend) + " Hessian of -log posterior is not positive definite" + advice);
-    log_det_ = 2.0 * Mat(llt.matrixL()).diagonal().array().log().sum();
-    approximation_ = std::make_shared<GaussianPosterior>(map_, s * curvature_);
-  } else {
-    const Vec d = curvature_.col(0);
+  const bool subset = static_cast<Index>(active_.size()) < map_.size();
+  const auto check_diagonal = [&](const Vec& d, const IndexVec& index) {
     for (Index k = 0; k < d.size(); ++k)
       if (!(d[k] > 0))
-        throw std::runtime_error(fmt::format("Laplace: diagonal entry {} ({}) of the {} Hessian is {:.4g}, not positive{}", k,
-                                             posterior_->layout().name_of(k), to_string(params_.backend), d[k], advice));
-    log_det_ = d.array().log().sum();
-    approximation_ = std::make_shared<DiagonalGaussianPosterior>(map_, (s * d).cwiseSqrt().cwiseInverse());
+        throw std::runtime_error(fmt::format("Laplace: diagonal entry {} ({}) of the {} Hessian is {:.4g}, not positive{}",
+                                             index[static_cast<std::size_t>(k)],
+                                             posterior_->layout().name_of(index[static_cast<std::size_t>(k)]),
+                                             to_string(params_.backend), d[k], advice));
+  };
+  std::shared_ptr<const ApproximatePosterior> inner;
+  switch (params_.structure) {
+    case CurvatureStructure::Full: {
+      Eigen::LLT<Mat> llt(curvature_);
+      if (llt.info() != Eigen::Success)
+        throw std::runtime_error("Laplace: the " + to_string(params_.backend) + " Hessian of -log posterior is not positive definite" + advice);
+      log_det_ = 2.0 * Mat(llt.matrixL()).diagonal().array().log().sum();
+      inner = std::make_shared<GaussianPosterior>(map_(active_), s * curvature_);
+      break;
+    }
+    case CurvatureStructure::Diagonal: {
+      const Vec d = curvature_.col(0);
+      check_diagonal(d, active_);
+      log_det_ = d.array().log().sum();
+      inner = std::make_shared<DiagonalGaussianPosterior>(map_(active_), (s * d).cwiseSqrt().cwiseInverse());
+      break;
+    }
+    case CurvatureStructure::Kronecker: {
+      // Layer precision in its factors' eigenbasis: tau g_p a_q + alpha delta (a scaled prior keeps
+      // the eigenbasis because the prior is isotropic within the layer).
+      std::vector<KroneckerGaussianPosterior::Block> blocks;
+      log_det_ = 0.0;
+      for (const KroneckerLayer& l : kronecker_) {
+        KroneckerGaussianPosterior::Block b;
+        b.index = l.index;
+        b.output_vectors = l.output_vectors;
+        b.input_vectors = l.input_vectors;
+        b.precision = (likelihood_scale_ * l.output_values * l.input_values.transpose()).array() + prior_scale_ * l.prior_precision;
+        if (!(b.precision.array() > 0).all())
+          throw std::runtime_error(fmt::format("Laplace: the kron curvature of the layer at {} is not positive definite{}",
+                                               posterior_->layout().name_of(l.index.front()), advice));
+        log_det_ += b.precision.array().log().sum();
+        b.precision *= s;
+        blocks.push_back(std::move(b));
+      }
+      const Vec d = curvature_.col(0);
+      check_diagonal(d, kronecker_rest_);
+      log_det_ += d.array().log().sum();
+      approximation_ = std::make_shared<KroneckerGaussianPosterior>(map_, std::move(blocks), kronecker_rest_, s * d);
+      return;
+    }
   }
+  approximation_ = subset ? std::shared_ptr<const ApproximatePosterior>(std::make_shared<SubsetPosterior>(map_, active_, inner)) : inner;
 }
 
 double LaplaceApproximation::log_marginal_likelihood() const {
-  return log_joint_ + 0.5 * static_cast<double>(map_.size()) * kLog2Pi - 0.5 * log_det_;
+  return log_joint_ + 0.5 * static_cast<double>(active_.size()) * kLog2Pi - 0.5 * log_det_;
+}
+
+Vec LaplaceApproximation::curvature_over_prior() const {
+  const Vec prior = prior_precision_diagonal(*posterior_, map_);
+  const auto flat_as_one = [](const Vec& p) { return Vec((p.array() > 0).select(p, 1.0)); };
+  switch (params_.structure) {
+    case CurvatureStructure::Full: {
+      const Vec p = flat_as_one(prior(active_));
+      if (curvature_.rows() <= 2000) {
+        const Vec r = p.cwiseSqrt().cwiseInverse();
+        return Eigen::SelfAdjointEigenSolver<Mat>(r.asDiagonal() * curvature_ * r.asDiagonal(), Eigen::EigenvaluesOnly).eigenvalues();
+      }
+      return Vec(curvature_.diagonal()).cwiseQuotient(p);
+    }
+    case CurvatureStructure::Diagonal: return Vec(curvature_.col(0)).cwiseQuotient(flat_as_one(prior(active_)));
+    case CurvatureStructure::Kronecker: {
+      Vec out(static_cast<Index>(active_.size()));
+      Index at = 0;
+      const std::vector<Vec> values = kronecker_likelihood_eigenvalues();
+      for (std::size_t l = 0; l < kronecker_.size(); ++l) {
+        const double delta = kronecker_[l].prior_precision > 0 ? kronecker_[l].prior_precision : 1.0;
+        out.segment(at, values[l].size()) = (likelihood_scale_ * values[l].array() + prior_scale_ * kronecker_[l].prior_precision) / delta;
+        at += values[l].size();
+      }
+      out.tail(curvature_.rows()) = Vec(curvature_.col(0)).cwiseQuotient(flat_as_one(prior(kronecker_rest_)));
+      return out;
+    }
+  }
+  return {};
 }
 
 LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) {
@@ -232,7 +464,11 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   // alpha scales the network's prior only. Likelihood extras (a learned log sigma) keep their block,
   // which must be decoupled from the network's for log det H to split: so it is with ggn (the
   // extras' expected Fisher) and with any diagonal structure.
-  const Index P = post.model().num_params(), E = post.likelihood().num_extra();
+  const Index E = post.likelihood().num_extra();
+  IndexVec network;  // the active network coordinates, first in active_
+  for (const Index k : active_)
+    if (k < post.model().num_params()) network.push_back(k);
+  const Index P = static_cast<Index>(network.size());
   if (E > 0 && params_.structure == CurvatureStructure::Full && !curvature_.topRightCorner(P, E).isZero(0.0))
     throw InputError("Laplace marginal-likelihood tuning with a learned noise needs a curvature that keeps the noise apart "
                      "from the network: use --laplace-curvature ggn, or --laplace-structure diag, or give --noise");
@@ -246,8 +482,8 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
     throw InputError("Laplace noise tuning with a learned noise needs --laplace-curvature ggn");
   LaplaceTuning result;
   result.log_marginal_likelihood_before = log_marginal_likelihood();
-  const Vec p = prior_precision_diagonal(post, map_).head(P);  // Gaussian: 1 / sd^2
-  const Vec dev = map_.head(P) - gaussian->mean();
+  const Vec p = prior_precision_diagonal(post, map_)(network);  // Gaussian: 1 / sd^2
+  const Vec dev = map_(network) - gaussian->mean()(network);
   const double q = (dev.array().square() * p.array()).sum();
   const double log_prior0 = post.log_prior(map_);
   const double log_lik0 = log_joint_ - log_prior0;
@@ -260,44 +496,106 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   // Eigenvalues e_i of P^-1/2 H_lik P^-1/2 (H_lik = H - P at sigma0): log det(tau H_lik + alpha P) =
   // log det P + sum_i log(tau e_i + alpha).
   const Vec ps = p.cwiseSqrt().cwiseInverse();
-  Vec e;
-  if (params_.structure == CurvatureStructure::Full) {
-    Mat Hl = curvature_.topLeftCorner(P, P);
-    Hl.diagonal() -= p;
-    Eigen::SelfAdjointEigenSolver<Mat> eig(ps.asDiagonal() * Hl * ps.asDiagonal(), Eigen::EigenvaluesOnly);
-    e = eig.eigenvalues();
-  } else {
-    e = (curvature_.col(0).head(P) - p).cwiseProduct(ps.cwiseAbs2());
+  Vec e(P);
+  switch (params_.structure) {
+    case CurvatureStructure::Full: {
+      Mat Hl = curvature_.topLeftCorner(P, P);
+      Hl.diagonal() -= p;
+      e = Eigen::SelfAdjointEigenSolver<Mat>(ps.asDiagonal() * Hl * ps.asDiagonal(), Eigen::EigenvaluesOnly).eigenvalues();
+      break;
+    }
+    case CurvatureStructure::Diagonal: e = (curvature_.col(0).head(P) - p).cwiseProduct(ps.cwiseAbs2()); break;
+    case CurvatureStructure::Kronecker: {  // g_p a_q / delta: the layer's prior is delta I
+      Index at = 0;
+      const std::vector<Vec> values = kronecker_likelihood_eigenvalues();
+      for (std::size_t l = 0; l < values.size(); ++l) {
+        e.segment(at, values[l].size()) = values[l] / kronecker_[l].prior_precision;
+        at += values[l].size();
+      }
+      break;
+    }
   }
-  double alpha = 1.0, tau = 1.0;
-  Index it = 0;
-  for (; it < max_iterations; ++it) {
-    double gamma = 0.0;
+  // The log marginal likelihood as a function of u = log tau and v = log alpha (up to constants),
+  //   L = -tau r2 / (2 sigma0^2) + (M / 2) u - alpha q / 2 + (P / 2) v - 1/2 sum_i log(tau e_i + alpha),
+  // is jointly concave (log-sum-exp), and its stationary point is MacKay's alpha q = gamma,
+  // sigma^2 = r2 / (M - gamma) with gamma = sum_i tau e_i / (tau e_i + alpha). MacKay's fixed-point
+  // iteration can overshoot to gamma > M (kron and diag count more effective parameters than
+  // observations: a Kronecker product has rank up to min(N, fan-in) min(N T, fan-out)) and then
+  // oscillates, so the maximum is found by Newton's method with backtracking instead.
+  const double noise_weight = tune_noise ? sigma0 * sigma0 : 0.0;  // tau r2 / sigma0^2 = tau r2 / noise_weight
+  const auto objective = [&](double u, double v) {
+    const double tau = std::exp(u), alpha = std::exp(v);
+    double value = -0.5 * alpha * q + 0.5 * static_cast<double>(P) * v;
+    if (tune_noise) value += -0.5 * tau * r2 / noise_weight + 0.5 * M * u;
     for (Index i = 0; i < P; ++i) {
       const double den = tau * e[i] + alpha;
-      if (!(den > 0)) throw std::runtime_error("Laplace tuning: the curvature is not positive definite for the current prior precision");
-      gamma += tau * e[i] / den;
+      if (!(den > 0)) return -std::numeric_limits<double>::infinity();
+      value -= 0.5 * std::log(den);
     }
-    // MacKay's updates: alpha q = gamma (effective number of parameters), sigma^2 = r2 / (M - gamma).
-    const double alpha_new = std::max(gamma, 1e-12) / std::max(q, 1e-300);
-    double tau_new = tau;
-    if (tune_noise) tau_new = sigma0 * sigma0 * (M - gamma) / std::max(r2, 1e-300);
-    const bool done = std::abs(std::log(alpha_new / alpha)) < 1e-12 && std::abs(std::log(tau_new / tau)) < 1e-12;
-    alpha = alpha_new;
-    tau = tau_new;
-    if (done) break;
+    return value;
+  };
+  double u = 0.0, v = 0.0;  // tau = alpha = 1: the curvature as built
+  double value = objective(u, v);
+  if (!std::isfinite(value)) throw std::runtime_error("Laplace tuning: the curvature is not positive definite for the given prior precision");
+  Index it = 0;
+  for (; it < max_iterations; ++it) {
+    const double tau = std::exp(u), alpha = std::exp(v);
+    double gamma = 0.0, c = 0.0;
+    for (Index i = 0; i < P; ++i) {
+      const double den = tau * e[i] + alpha;
+      gamma += tau * e[i] / den;
+      c += 0.5 * tau * e[i] * alpha / (den * den);
+    }
+    // Gradient and Hessian in (u, v): g_u = (M - gamma - tau r2 / sigma0^2) / 2, g_v = (gamma - alpha q) / 2.
+    const double a = tune_noise ? 0.5 * tau * r2 / noise_weight : 0.0, b = 0.5 * alpha * q;
+    const double gu = tune_noise ? 0.5 * (M - gamma) - a : 0.0, gv = 0.5 * gamma - b;
+    const double scale = 0.5 * std::max(M, static_cast<double>(P));
+    if (std::abs(gu) <= 1e-10 * scale && std::abs(gv) <= 1e-10 * scale) {
+      result.converged = true;
+      break;
+    }
+    double du = 0.0, dv = 0.0;
+    if (tune_noise) {  // -H = [[a + c, -c], [-c, b + c]], positive definite
+      const double det = (a + c) * (b + c) - c * c;
+      du = ((b + c) * gu + c * gv) / det;
+      dv = (c * gu + (a + c) * gv) / det;
+    } else {
+      dv = gv / (b + c);
+    }
+    bool moved = false;
+    for (double t = 1.0; t > 1e-12; t *= 0.5) {
+      const double candidate = objective(u + t * du, v + t * dv);
+      if (candidate >= value) {
+        u += t * du;
+        v += t * dv;
+        moved = candidate > value;
+        value = candidate;
+        break;
+      }
+    }
+    if (!moved) {  // at the maximum to the precision of L
+      result.converged = true;
+      break;
+    }
   }
+  const double alpha = std::exp(v), tau = std::exp(u);
   result.iterations = it;
   result.prior_precision_factor = alpha;
   if (tune_noise) result.noise_sd = sigma0 / std::sqrt(tau);
   // Rebuild H and the log joint with the tuned values.
-  if (params_.structure == CurvatureStructure::Full) {
-    Mat Hl = curvature_.topLeftCorner(P, P);
-    Hl.diagonal() -= p;
-    curvature_.topLeftCorner(P, P) = tau * Hl;
-    curvature_.topLeftCorner(P, P).diagonal() += alpha * p;
-  } else {
-    curvature_.col(0).head(P) = tau * (curvature_.col(0).head(P) - p) + alpha * p;
+  switch (params_.structure) {
+    case CurvatureStructure::Full: {
+      Mat Hl = curvature_.topLeftCorner(P, P);
+      Hl.diagonal() -= p;
+      curvature_.topLeftCorner(P, P) = tau * Hl;
+      curvature_.topLeftCorner(P, P).diagonal() += alpha * p;
+      break;
+    }
+    case CurvatureStructure::Diagonal: curvature_.col(0).head(P) = tau * (curvature_.col(0).head(P) - p) + alpha * p; break;
+    case CurvatureStructure::Kronecker:
+      likelihood_scale_ = tau;
+      prior_scale_ = alpha;
+      break;
   }
   double log_prior = log_prior0 - 0.5 * (alpha - 1.0) * q + 0.5 * static_cast<double>(P) * std::log(alpha);
   if (tune_learned_noise) {
@@ -305,13 +603,13 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
     // tuned value, with its prior term and its block of H (the Fisher information plus the prior's).
     const Likelihood& lik = post.likelihood();
     log_prior -= lik.extra_log_prior(map_.tail(E), nullptr);
-    map_[P] = std::log(result.noise_sd);
+    map_[post.model().num_params()] = std::log(result.noise_sd);
     log_prior += lik.extra_log_prior(map_.tail(E), nullptr);
     Mat block = extras_fisher(post, map_);
     block.diagonal() += prior_precision_diagonal(post, map_).tail(E);
     if (params_.structure == CurvatureStructure::Full)
       curvature_.bottomRightCorner(E, E) = block;
-    else
+    else  // diag, and kron's diagonal part: the extras come last in both
       curvature_.col(0).tail(E) = block.diagonal();
   }
   double log_lik = log_lik0;

@@ -13,6 +13,7 @@
 #include "approx_common.hpp"
 #include "uqnn/approx/laplace.hpp"
 #include "uqnn/nn/linearized_model.hpp"
+#include "uqnn/nn/mlp.hpp"
 
 namespace uqnn {
 
@@ -20,7 +21,8 @@ namespace {
 
 struct LaplaceOptions {
   std::string laplace_curvature = "ggn";  ///< exact | fisher | ggn
-  std::string laplace_structure = "full";   ///< full | diag
+  std::string laplace_structure = "full";   ///< full | diag | kron
+  std::string laplace_subset = "all";       ///< all | last-layer
   double laplace_cov_scale = 1.0;           ///< s
   double laplace_max_memory_gb = 2.0;
   /// maximise the Laplace marginal likelihood over the prior precision and a learned noise sd
@@ -39,8 +41,14 @@ const OptionSchema<LaplaceOptions>& laplace_options() {
           .add("laplace_curvature", &L::laplace_curvature, "exact (Hessian) | fisher (empirical Fisher) | ggn (generalized Gauss-Newton)")
           .one_of({"exact", "fisher", "ggn"})
           .cite("QUiNN's manual; Daxberger et al. 2021")
-          .add("laplace_structure", &L::laplace_structure, "full | diag")
-          .one_of({"full", "diag"})
+          .add("laplace_structure", &L::laplace_structure,
+               "full | diag | kron (K-FAC: per layer, Kronecker factors of the GGN; needs ggn and an mlp)")
+          .one_of({"full", "diag", "kron"})
+          .cite("Ritter et al. 2018 (kron)")
+          .add("laplace_subset", &L::laplace_subset,
+               "all | last-layer (the output layer only, the rest fixed at the MAP; laplace-torch's default subset)")
+          .one_of({"all", "last-layer"})
+          .cite("Daxberger et al. 2021")
           .add("laplace_cov_scale", &L::laplace_cov_scale, "s in Sigma = (s H)^-1")
           .above(0)
           .add("laplace_max_memory_gb", &L::laplace_max_memory_gb, "limit on the K x K matrices (GiB)")
@@ -66,13 +74,21 @@ MethodResult run_laplace(const FitContext& c) {
   LaplaceParams p;
   p.backend = parse_curvature_backend(o.laplace_curvature);
   p.structure = parse_curvature_structure(o.laplace_structure);
+  p.subset = parse_laplace_subset(o.laplace_subset);
   p.covariance_scale = o.laplace_cov_scale;
   p.max_memory_bytes = o.laplace_max_memory_gb * 1073741824.0;
   p.validate();
-  if (p.structure == CurvatureStructure::Full) {
-    const double need = laplace_full_memory_bytes(c.posterior->dim());
-    if (need > p.max_memory_bytes)  // checked before training, not only before forming H
-      curvature_matrix(*c.posterior, Vec::Zero(c.posterior->dim()), p.backend, p.max_memory_bytes);
+  // Checked before training, not only when the curvature is formed: the subset exists, full fits in memory,
+  // kron has its model, curvature and prior.
+  const IndexVec active = laplace_active_parameters(*c.posterior, p.subset);
+  if (p.structure == CurvatureStructure::Full && laplace_full_memory_bytes(static_cast<Index>(active.size())) > p.max_memory_bytes)
+    curvature_matrix(*c.posterior, Vec::Zero(c.posterior->dim()), p.backend, p.max_memory_bytes, &active);
+  if (p.structure == CurvatureStructure::Kronecker) {
+    if (p.backend != CurvatureBackend::GaussNewton)
+      throw InputError("--laplace-structure kron factorises the generalized Gauss-Newton matrix: use --laplace-curvature ggn");
+    if (!dynamic_cast<const Mlp*>(&c.posterior->model()))
+      throw InputError("--laplace-structure kron needs --model mlp with biases, not --model " + c.config.model.kind +
+                       (c.config.model.bias ? std::string() : " --no-bias") + ": use --laplace-structure full or diag");
   }
   Rng rng(c.config.seed, 0);
   const TrainResult trained = train_map(c, c.initial_point(rng), rng);
@@ -82,6 +98,7 @@ MethodResult run_laplace(const FitContext& c) {
   LaplaceApproximation laplace(c.posterior, theta, p);
   MethodResult r;
   r.info = {{"curvature", to_string(p.backend)}, {"structure", to_string(p.structure)},
+            {"subset", to_string(p.subset)}, {"active_parameters", laplace.active().size()},
             {"covariance_scale", p.covariance_scale}, {"log_marginal_likelihood", laplace.log_marginal_likelihood()},
             {"optimizer", training_info(trained.convergence)}};
   if (const auto w = not_converged_warning({trained.convergence}, "the MAP fit under the Laplace approximation"))
@@ -108,7 +125,13 @@ MethodResult run_laplace(const FitContext& c) {
                         {"noise_sd_standardised", t.noise_sd},
                         {"log_marginal_likelihood_before", t.log_marginal_likelihood_before},
                         {"log_marginal_likelihood_after", t.log_marginal_likelihood_after},
-                        {"iterations", t.iterations}};
+                        {"iterations", t.iterations},
+                        {"converged", t.converged}};
+    if (!t.converged)
+      r.warnings.push_back({"laplace_tuning_not_converged",
+                            fmt::format("laplace: the marginal-likelihood tuning did not converge in {} Newton steps; the prior "
+                                        "precision (x{:.4g}) and noise are its last iterate",
+                                        t.iterations, t.prior_precision_factor)});
     c.log(fmt::format("laplace: tuned prior precision x{:.4g}{}, log marginal likelihood {:.6g} -> {:.6g}", t.prior_precision_factor,
                       tune_noise ? fmt::format(", noise sd {:.4g} (standardised)", t.noise_sd) : std::string(),
                       t.log_marginal_likelihood_before, t.log_marginal_likelihood_after));
@@ -118,24 +141,15 @@ MethodResult run_laplace(const FitContext& c) {
   r.info["predictive"] = o.laplace_predictive;
   // Directions the data hardly constrain keep the prior's variance; networks evaluated at weights
   // drawn that far from the MAP can be useless (bands of +-20 on the demo), which the linearised
-  // predictive avoids. Counted as eigenvalues of P^-1/2 H P^-1/2 (P the prior precision) below 1.01,
-  // for full curvatures small enough to decompose in a moment, else on the diagonal.
-  const Vec prior_precision = prior_precision_diagonal(*c.posterior, theta);
-  const Vec prior_sqrt = (prior_precision.array() > 0).select(prior_precision.cwiseSqrt(), 1.0);  // flat: unscaled
-  const Index K = c.posterior->dim();
-  const bool decompose = p.structure == CurvatureStructure::Full && K <= 2000;
-  const Vec relative_curvature =
-      decompose ? Vec(Eigen::SelfAdjointEigenSolver<Mat>(prior_sqrt.cwiseInverse().asDiagonal() * laplace.curvature() *
-                                                         prior_sqrt.cwiseInverse().asDiagonal(), Eigen::EigenvaluesOnly)
-                          .eigenvalues())
-                : Vec((p.structure == CurvatureStructure::Full ? Vec(laplace.curvature().diagonal()) : Vec(laplace.curvature().col(0)))
-                          .cwiseQuotient(prior_sqrt.cwiseAbs2()));
+  // predictive avoids. Counted as eigenvalues of P^-1/2 H P^-1/2 (P the prior precision) below 1.01.
+  const Vec relative_curvature = laplace.curvature_over_prior();
   const Index prior_dominated = (relative_curvature.array() <= 1.01).count();
+  const Index S = relative_curvature.size();
   r.info["prior_dominated_directions"] = prior_dominated;
-  if (o.laplace_predictive == "nn" && 2 * prior_dominated > K)
-    c.log(fmt::format("laplace: {} of {} {} keep the prior's variance (curvature within 1% of the prior precision): "
+  if (o.laplace_predictive == "nn" && 2 * prior_dominated > S)
+    c.log(fmt::format("laplace: {} of {} directions keep the prior's variance (curvature within 1% of the prior precision): "
                       "networks at sampled weights may give very wide bands; --laplace-predictive glm avoids that",
-                      prior_dominated, K, decompose ? "directions" : "parameters"));
+                      prior_dominated, S));
   if (o.laplace_predictive == "glm")
     r.predictive_model = std::make_shared<LinearizedModel>(c.posterior->model_ptr(), Vec(c.posterior->network_params(theta)));
   r.history = {{"MAP training loss (-log posterior / N)", trained.history.train_loss}};
@@ -144,12 +158,14 @@ MethodResult run_laplace(const FitContext& c) {
 
 namespace {
 
-/// Full structure: the curvature, its Cholesky factor and a temporary, each K x K.
+/// Full structure: the curvature, its Cholesky factor and a temporary, each K x K (for
+/// --laplace-subset last-layer the runner checks its smaller matrices once the model is known).
 std::vector<MemoryItem> laplace_memory(const FitConfig& config, Index num_params) {
-  if (laplace_options().read(config.method_settings).laplace_structure != "full") return {};
+  const LaplaceOptions o = laplace_options().read(config.method_settings);
+  if (o.laplace_structure != "full" || o.laplace_subset != "all") return {};
   const double K = static_cast<double>(num_params);
   return {{fmt::format("Laplace's full curvature: 3 matrices of {:.0f} x {:.0f}", K, K), 3.0 * 8.0 * K * K,
-           "--laplace-structure diag, or a smaller --arch"}};
+           "--laplace-structure kron or diag, --laplace-subset last-layer, or a smaller --arch"}};
 }
 
 const bool registered_laplace = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace, false, nullptr, &laplace_memory});

@@ -77,6 +77,65 @@ class DiagonalGaussianPosterior : public ApproximatePosterior {
   Vec mean_, sd_;
 };
 
+/// An approximation over a subset of the coordinates, the others fixed at `base` (last-layer Laplace:
+/// the layers below the last keep their MAP values). Draws are `base` with the active coordinates
+/// replaced by the inner approximation's draws; the fixed coordinates have variance 0, so there is
+/// no density on R^dim.
+class SubsetPosterior : public ApproximatePosterior {
+ public:
+  /// `active`: distinct indices into `base`, one per coordinate of `inner`.
+  SubsetPosterior(Vec base, IndexVec active, std::shared_ptr<const ApproximatePosterior> inner);
+  std::string kind() const override { return "subset_" + inner_->kind(); }
+  Index dim() const override { return base_.size(); }
+  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  Vec mean() const override;
+  Vec marginal_variance() const override;
+  const IndexVec& active() const { return active_; }
+  const ApproximatePosterior& inner() const { return *inner_; }
+
+ private:
+  Vec base_;
+  IndexVec active_;
+  std::shared_ptr<const ApproximatePosterior> inner_;
+};
+
+/// A Gaussian whose precision is block diagonal with Kronecker-factored blocks (K-FAC Laplace,
+/// Ritter et al. 2018; laplace-torch's KronLaplace): for block b, with its parameters arranged as a
+/// matrix X_b [rows, cols] (row-major in `index`), the precision in the joint eigenbasis of its two
+/// factors G = U_G diag(g) U_G^T and A = U_A diag(a) U_A^T is diagonal,
+///     P_b = (U_G (x) U_A) diag(Lambda_b) (U_G (x) U_A)^T,   Lambda_b(p, q) e.g. tau g_p a_q + delta,
+/// so a draw is X_b = mean + U_G (Z ./ sqrt(Lambda_b)) U_A^T with Z standard normal
+/// ((U_G (x) U_A) vec(Z) = vec(U_G Z U_A^T) for row-major vec), and
+///     Var(X_b(o, j)) = sum_{p,q} U_G(o, p)^2 U_A(j, q)^2 / Lambda_b(p, q).
+/// Coordinates in `diagonal_index` have independent precisions; coordinates in no block are fixed at
+/// the mean (variance 0: then there is no density on R^dim).
+class KroneckerGaussianPosterior : public ApproximatePosterior {
+ public:
+  struct Block {
+    IndexVec index;         ///< theta index of X(o, j) at o * cols + j
+    Mat output_vectors;     ///< U_G [rows, rows]
+    Mat input_vectors;      ///< U_A [cols, cols]
+    Mat precision;          ///< Lambda [rows, cols], > 0
+  };
+  KroneckerGaussianPosterior(Vec mean, std::vector<Block> blocks, IndexVec diagonal_index, Vec diagonal_precision);
+  std::string kind() const override { return "kronecker_gaussian"; }
+  Index dim() const override { return mean_.size(); }
+  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  Vec mean() const override { return mean_; }
+  Vec marginal_variance() const override;
+  /// True when every coordinate is in a block or the diagonal part.
+  bool has_log_prob() const override { return covers_all_; }
+  double log_prob(const Vec& theta) const override;
+  const std::vector<Block>& blocks() const { return blocks_; }
+
+ private:
+  Vec mean_;
+  std::vector<Block> blocks_;
+  IndexVec diagonal_index_;
+  Vec diagonal_precision_;
+  bool covers_all_ = false;
+};
+
 /// A uniform mixture of point masses at the members (deep ensembles, randomized MAP).
 /// mean() and marginal_variance() are seed 001's ensemble formulas (variance with 1/(J-1)).
 class EnsemblePosterior : public ApproximatePosterior {

@@ -14,7 +14,14 @@
 ///                      their expected Fisher information (2 per observation), with no cross terms, so
 ///                      the curvature stays positive definite with a learned noise. The default, as in
 ///                      laplace-torch.
-///   structure full (K x K, Cholesky) | diag (K numbers).
+///   structure full (K x K, Cholesky) | diag (K numbers) | kron (K-FAC, Ritter et al. 2018: per dense
+///             layer, the GGN block of its parameters [W b] approximated as G (x) A with
+///             A = sum_i a_i a_i^T over the layer's inputs (1 appended for the bias) and
+///             G = (1/N) sum_i B_i^T Lambda_i B_i, B_i = d f(x_i) / d z (the layer's pre-activations);
+///             exact for one example, or for a linear model with a Gaussian likelihood. Layers are
+///             independent of each other; GGN curvature and an MLP only).
+///   subset    all | last-layer (the output layer only, the layers below fixed at the MAP: laplace-torch's
+///             default subset). Likelihood extras (a learned noise) stay in the subset.
 /// The prior precision (minus the prior's Hessian diagonal) is added in every combination.
 #include <memory>
 #include <string>
@@ -25,11 +32,15 @@
 namespace uqnn {
 
 enum class CurvatureBackend { Exact, Fisher, GaussNewton };
-enum class CurvatureStructure { Full, Diagonal };
+enum class CurvatureStructure { Full, Diagonal, Kronecker };
+enum class LaplaceSubset { All, LastLayer };
 /// "exact" | "fisher" | "ggn"; throws InputError otherwise.
 CurvatureBackend parse_curvature_backend(const std::string& name);
-/// "full" | "diag"; throws InputError otherwise.
+/// "full" | "diag" | "kron"; throws InputError otherwise.
 CurvatureStructure parse_curvature_structure(const std::string& name);
+/// "all" | "last-layer"; throws InputError otherwise.
+LaplaceSubset parse_laplace_subset(const std::string& name);
+std::string to_string(LaplaceSubset subset);
 std::string to_string(CurvatureBackend backend);
 std::string to_string(CurvatureStructure structure);
 
@@ -37,6 +48,7 @@ struct LaplaceParams {
   /// laplace-torch's default; QUiNN's la_type 'full' is Exact + Full
   CurvatureBackend backend = CurvatureBackend::GaussNewton;
   CurvatureStructure structure = CurvatureStructure::Full;
+  LaplaceSubset subset = LaplaceSubset::All;
   double covariance_scale = 1.0;  ///< s in Sigma = (s H)^-1 (QUiNN's cov_scale)
   /// Upper limit on the memory of K x K matrices (the curvature, its Cholesky factor and inverse),
   /// checked before any is formed; default 2 GiB.
@@ -47,12 +59,31 @@ struct LaplaceParams {
 /// Bytes a full-structure Laplace needs for K parameters (three K x K double matrices).
 double laplace_full_memory_bytes(Index num_params);
 
-/// Curvature of -log p(theta | D) at theta (prior included), full K x K. Throws InputError when the
-/// estimated memory exceeds `max_memory_bytes`.
+/// The coordinates of theta a Laplace approximation over `subset` covers, ascending (network
+/// parameters, then every likelihood extra). last-layer: the network's output layer, which must be a
+/// dense layer (a ".weight" block with one row per output, then its ".bias"); InputError otherwise.
+IndexVec laplace_active_parameters(const Posterior& posterior, LaplaceSubset subset);
+
+/// Curvature of -log p(theta | D) at theta (prior included), over the coordinates `active` (ascending;
+/// nullptr: all K), [S x S] for S of them. Throws InputError when the estimated memory exceeds
+/// `max_memory_bytes`.
 Mat curvature_matrix(const Posterior& posterior, const Vec& theta, CurvatureBackend backend,
-                     double max_memory_bytes = 2.0 * 1024 * 1024 * 1024);
-/// Its diagonal (for exact: K Hessian-vector products, O(K) memory).
-Vec curvature_diagonal(const Posterior& posterior, const Vec& theta, CurvatureBackend backend);
+                     double max_memory_bytes = 2.0 * 1024 * 1024 * 1024, const IndexVec* active = nullptr);
+/// Its diagonal (for exact: S Hessian-vector products, O(K) memory).
+Vec curvature_diagonal(const Posterior& posterior, const Vec& theta, CurvatureBackend backend,
+                       const IndexVec* active = nullptr);
+
+/// The K-FAC factors of one dense layer's GGN block (likelihood only, no prior): its parameters
+/// arranged as [W b] [rows = fan_out, cols = fan_in + 1], row-major in `index`, have the block
+/// G (x) A (row-major vec: output outer, input inner).
+struct KroneckerFactors {
+  IndexVec index;
+  Mat output_factor;  ///< G [rows, rows]
+  Mat input_factor;   ///< A [cols, cols]
+};
+/// The factors of every layer of an Mlp whose parameters are in `active` (a layer is active whole
+/// or not at all). Throws InputError for a model other than an Mlp with biases.
+std::vector<KroneckerFactors> kronecker_factors(const Posterior& posterior, const Vec& theta, const IndexVec& active);
 /// The prior precision diagonal -d^2 log p(theta)/d theta^2 (network prior and the extras' prior).
 Vec prior_precision_diagonal(const Posterior& posterior, const Vec& theta);
 
@@ -67,7 +98,8 @@ struct LaplaceTuning {
   double prior_precision_factor = 1.0;
   double noise_sd = 0.0;  ///< tuned sd in the posterior's (standardised) units; 0 when not tuned
   double log_marginal_likelihood_before = 0.0, log_marginal_likelihood_after = 0.0;
-  Index iterations = 0;
+  Index iterations = 0;    ///< Newton steps
+  bool converged = false;  ///< the gradient vanished, or no step raised the evidence further
 };
 
 class LaplaceApproximation {
@@ -79,14 +111,23 @@ class LaplaceApproximation {
   /// N(theta*, (s H)^-1) as an ApproximatePosterior (GaussianPosterior or DiagonalGaussianPosterior).
   std::shared_ptr<const ApproximatePosterior> approximation() const { return approximation_; }
   const Vec& map() const { return map_; }
-  /// H (full structure) or diag(H) as a K x 1 matrix (diagonal structure).
+  /// The coordinates the approximation covers (laplace_active_parameters); the others stay at the MAP.
+  const IndexVec& active() const { return active_; }
+  /// H over the active coordinates (full structure), diag(H) as an S x 1 matrix (diagonal
+  /// structure), or for kron the diagonal of the coordinates outside its layers (the extras).
   const Mat& curvature() const { return curvature_; }
-  /// log p(D | theta*) + log p(theta*) + (K/2) log 2 pi - (1/2) log det H (the scale s is not applied):
-  /// exact for a linear-Gaussian model with the exact Hessian.
+  /// Eigenvalues of P^-1/2 H P^-1/2 over the active coordinates (P the prior precision at the MAP,
+  /// 1 where the prior is flat): near 1 where the data hardly constrain a direction. Exact for kron,
+  /// and for full with at most 2000 coordinates; otherwise the diagonal's ratios.
+  Vec curvature_over_prior() const;
+  /// log p(D | theta*) + log p(theta*) + (S/2) log 2 pi - (1/2) log det H over the S active
+  /// coordinates (the scale s is not applied): exact for a linear-Gaussian model with the exact
+  /// Hessian. For a subset, log p(theta*) still includes the fixed coordinates' prior (a constant).
   double log_marginal_likelihood() const;
   /// Maximises log_marginal_likelihood over alpha (and the noise sd when `tune_noise`, which needs a
-  /// fixed-sigma Gaussian likelihood) with MacKay's fixed-point updates on the eigenvalues of the
-  /// likelihood curvature, then rebuilds the approximation with the tuned curvature
+  /// fixed-sigma Gaussian likelihood) by Newton's method in (log alpha, log tau), where it is
+  /// concave, on the eigenvalues of the likelihood curvature (its stationary point is MacKay's
+  /// alpha q = gamma, sigma^2 = r^2 / (M - gamma)), then rebuilds the approximation with the tuned curvature
   /// H = (sigma0^2 / sigma^2) H_lik + alpha P. The MAP is not refitted (post-hoc, as laplace-torch).
   /// Needs a Gaussian prior. alpha scales the network's prior only; likelihood extras (a learned log
   /// sigma) keep their curvature block, which must be decoupled from the network's (ggn, or the
@@ -94,15 +135,30 @@ class LaplaceApproximation {
   /// hyperparameter: the centre's log sigma becomes the tuned value, sigma^2 = r^2 / (M - gamma)
   /// instead of the MAP's r^2 / M (gamma the effective number of parameters), so the draws predict
   /// with it.
-  LaplaceTuning tune(bool tune_noise, Index max_iterations = 1000);
+  LaplaceTuning tune(bool tune_noise, Index max_iterations = 100);
 
  private:
   void factorise();
+  /// kron: the likelihood eigenvalues g_p a_q of each layer, one vector per layer.
+  std::vector<Vec> kronecker_likelihood_eigenvalues() const;
+
+  /// K-FAC block of one layer: the eigendecompositions of its factors and its prior precision
+  /// delta (shared by the layer's parameters); its precision is tau g_p a_q + alpha delta.
+  struct KroneckerLayer {
+    IndexVec index;
+    Mat output_vectors, input_vectors;
+    Vec output_values, input_values;
+    double prior_precision = 0.0;
+  };
 
   std::shared_ptr<const Posterior> posterior_;
   Vec map_;
   LaplaceParams params_;
-  Mat curvature_;             // full H, or the diagonal as a column
+  IndexVec active_;
+  Mat curvature_;             // full H, or the diagonal as a column (kron: of the extras)
+  std::vector<KroneckerLayer> kronecker_;
+  IndexVec kronecker_rest_;   // kron: active coordinates in no layer (the extras), diagonal in curvature_
+  double likelihood_scale_ = 1.0, prior_scale_ = 1.0;  // kron's tau and alpha after tune()
   double log_joint_ = 0.0;    // log p(D | theta*) + log p(theta*) with the current prior / noise
   double log_det_ = 0.0;      // log det H
   std::shared_ptr<const ApproximatePosterior> approximation_;
