@@ -16,7 +16,60 @@ void GpFitParams::validate() const {
   require(iterations >= 0, "gp iterations", ">= 0");
   require(std::isfinite(learning_rate) && learning_rate > 0, "gp learning_rate", "finite and > 0");
   require(max_points >= 2, "gp max_points", ">= 2");
+  if (kernel == GpKernel::Nngp) {
+    if (per_input_length_scales)
+      throw std::invalid_argument("gp_ard: the nngp kernel has no length scales to fit (its input scale is the first layer's "
+                                  "weight variance)");
+    nngp.validate();
+  }
 }
+
+namespace {
+
+/// nngp: the kernel matrix K0 does not change with s^2 and s_n^2, so it is decomposed once,
+/// K0 = U diag(lambda) U^T, and with z = U^T y
+///     log p(y) = -1/2 sum_i z_i^2 / (s^2 lambda_i + s_n^2) - 1/2 sum_i log(s^2 lambda_i + s_n^2) - n/2 log 2 pi,
+/// whose gradient w.r.t. t = log s^2 (or log s_n^2) is 1/2 sum_i (z_i^2 / c_i^2 - 1 / c_i) dc_i/dt.
+GaussianProcess fit_nngp(const Mat& X, const Vec& y, const GpFitParams& params) {
+  GpHyperparameters start;
+  const Mat K0 = nngp_covariance(params.nngp, X, X);
+  const Eigen::SelfAdjointEigenSolver<Mat> eig(K0);
+  const Vec lambda = eig.eigenvalues().cwiseMax(0.0), z = eig.eigenvectors().transpose() * y;
+  const double var_y = std::max((y.array() - y.mean()).square().mean(), 1e-12);
+  const double n = static_cast<double>(y.size());
+  const auto value_and_gradient = [&](const Vec& p, Vec& grad) {
+    const double s2 = std::exp(p[0]), noise = std::exp(p[1]);
+    const Eigen::ArrayXd c = s2 * lambda.array() + noise;
+    const Eigen::ArrayXd w = z.array().square() / c.square() - c.inverse();
+    grad.resize(2);
+    grad[0] = 0.5 * (w * s2 * lambda.array()).sum();
+    grad[1] = 0.5 * (w * noise).sum();
+    return -0.5 * (z.array().square() / c).sum() - 0.5 * c.log().sum() - 0.5 * n * kLog2Pi;
+  };
+  Vec p(2);
+  p << std::log(var_y / std::max(K0.diagonal().mean(), 1e-300)), std::log(var_y / 10.0);
+  OptimizerParams adam;
+  adam.learning_rate = params.learning_rate;
+  auto optimizer = make_optimizer(adam, 2);
+  Vec best = p, grad;
+  double best_value = -std::numeric_limits<double>::infinity();
+  for (Index it = 0; it <= params.iterations; ++it) {
+    const double value = value_and_gradient(p, grad);
+    if (std::isfinite(value) && value > best_value) {
+      best_value = value;
+      best = p;
+    }
+    if (it == params.iterations || !grad.allFinite()) break;
+    const Vec descent = -grad;
+    optimizer->step(p, descent, params.learning_rate);
+  }
+  start.signal_variance = std::exp(best[0]);
+  start.noise_variance = std::exp(best[1]);
+  start.length_scales = Vec::Ones(1);
+  return GaussianProcess(params.nngp, start);
+}
+
+}  // namespace
 
 GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng) {
   params.validate();
@@ -33,6 +86,7 @@ GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitPara
       yf[i] = y[perm[static_cast<std::size_t>(i)]];
     }
   }
+  if (params.kernel == GpKernel::Nngp) return fit_nngp(Xf, yf, params);
   const double var_y = std::max((yf.array() - yf.mean()).square().mean(), 1e-12);
   GpHyperparameters start;
   start.signal_variance = var_y;

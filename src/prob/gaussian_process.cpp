@@ -37,7 +37,8 @@ GpKernel parse_gp_kernel(const std::string& name) {
   if (name == "rbf") return GpKernel::Rbf;
   if (name == "matern52") return GpKernel::Matern52;
   if (name == "linear") return GpKernel::Linear;
-  throw InputError("--gp-kernel '" + name + "' is not known: valid are rbf, matern52, linear");
+  if (name == "nngp") return GpKernel::Nngp;
+  throw InputError("--gp-kernel '" + name + "' is not known: valid are rbf, matern52, linear, nngp");
 }
 
 std::string gp_kernel_name(GpKernel kernel) {
@@ -45,6 +46,7 @@ std::string gp_kernel_name(GpKernel kernel) {
     case GpKernel::Rbf: return "rbf";
     case GpKernel::Matern52: return "matern52";
     case GpKernel::Linear: return "linear";
+    case GpKernel::Nngp: return "nngp";
   }
   return "?";
 }
@@ -58,7 +60,14 @@ void GpHyperparameters::validate() const {
 
 GaussianProcess::GaussianProcess(GpKernel kernel, GpHyperparameters hyperparameters)
     : kernel_(kernel), hyper_(std::move(hyperparameters)) {
+  if (kernel_ == GpKernel::Nngp) throw std::invalid_argument("gaussian process: the nngp kernel needs its architecture");
   hyper_.validate();
+}
+
+GaussianProcess::GaussianProcess(NngpArchitecture architecture, GpHyperparameters hyperparameters)
+    : kernel_(GpKernel::Nngp), hyper_(std::move(hyperparameters)), nngp_(architecture) {
+  hyper_.validate();
+  nngp_.validate();
 }
 
 namespace {
@@ -93,6 +102,8 @@ Mat GaussianProcess::covariance(const Mat& X1, const Mat& X2) const {
       return (s2 * (1.0 + c * r + (5.0 / 3.0) * r.square()) * (-c * r).exp()).matrix();
     }
     case GpKernel::Linear: return (s2 * (1.0 + (A.transpose() * B).array())).matrix();
+    // The same matrix for X1 and X2 (k(X, X)) lets nngp_covariance compute one triangle.
+    case GpKernel::Nngp: return s2 * (&X1 == &X2 ? nngp_covariance(nngp_, A, A) : nngp_covariance(nngp_, A, B));
   }
   return {};
 }
@@ -101,6 +112,7 @@ Mat GaussianProcess::covariance_derivative(const Mat& X, Index j) const {
   const Index num_scales = hyper_.length_scales.size();
   if (j < 0 || j > num_scales) throw std::invalid_argument("covariance_derivative: index out of range");
   if (j == 0) return covariance(X);  // dk / d log s^2 = k
+  if (kernel_ == GpKernel::Nngp) throw std::logic_error("gaussian process: the nngp kernel's input scale is fixed");
   const double s2 = hyper_.signal_variance;
   const Mat A = scaled(X, hyper_.length_scales);
   // D_j = sum over the inputs this length scale covers of (x_i - x'_i)^2 / l_i^2 (= d r^2 / d log l_j * -1/2).
@@ -123,6 +135,7 @@ Mat GaussianProcess::covariance_derivative(const Mat& X, Index j) const {
       return (s2 * (5.0 / 3.0) * (1.0 + c * r) * (-c * r).exp() * D.array()).matrix();
     }
     case GpKernel::Linear: return -2.0 * s2 * P;
+    case GpKernel::Nngp: break;
   }
   return {};
 }
@@ -134,6 +147,12 @@ Vec GaussianProcess::log_parameters() const {
   p.segment(1, k) = hyper_.length_scales.array().log().matrix();
   p[k + 1] = std::log(hyper_.noise_variance);
   return p;
+}
+
+GaussianProcess GaussianProcess::with_log_parameters(const Vec& p) const {
+  if (kernel_ != GpKernel::Nngp) return from_log_parameters(kernel_, p);
+  GaussianProcess g = from_log_parameters(GpKernel::Rbf, p);  // the hyperparameters' layout is the kernels' common one
+  return GaussianProcess(nngp_, g.hyperparameters());
 }
 
 GaussianProcess GaussianProcess::from_log_parameters(GpKernel kernel, const Vec& p) {
@@ -161,7 +180,9 @@ double GaussianProcess::log_marginal_likelihood(const Mat& X, const Vec& y, Vec*
     const Mat W = alpha * alpha.transpose() - llt.solve(Mat::Identity(n, n));
     const Index k = hyper_.length_scales.size();
     grad->resize(k + 2);
-    for (Index j = 0; j <= k; ++j) (*grad)[j] = 0.5 * W.cwiseProduct(covariance_derivative(X, j)).sum();
+    (*grad)[0] = 0.5 * W.cwiseProduct(K.topLeftCorner(n, n) - hyper_.noise_variance * Mat::Identity(n, n)).sum();  // dK/d log s^2 = k
+    for (Index j = 1; j <= k; ++j)
+      (*grad)[j] = kernel_ == GpKernel::Nngp ? 0.0 : 0.5 * W.cwiseProduct(covariance_derivative(X, j)).sum();
     (*grad)[k + 1] = 0.5 * hyper_.noise_variance * W.trace();  // dK / d log s_n^2 = s_n^2 I
   }
   return value;
@@ -171,8 +192,9 @@ std::string GaussianProcess::describe() const {
   std::string scales;
   for (Index i = 0; i < hyper_.length_scales.size(); ++i)
     scales += fmt::format("{}{:.4g}", i ? "," : "", hyper_.length_scales[i]);
-  return fmt::format("{}(signal_variance={:.4g}, length_scales=[{}], noise_variance={:.4g})", gp_kernel_name(kernel_),
-                     hyper_.signal_variance, scales, hyper_.noise_variance);
+  return fmt::format("{}(signal_variance={:.4g}, length_scales=[{}], noise_variance={:.4g}{})", gp_kernel_name(kernel_),
+                     hyper_.signal_variance, scales, hyper_.noise_variance,
+                     kernel_ == GpKernel::Nngp ? ", " + nngp_.describe() : std::string());
 }
 
 }  // namespace uqnn

@@ -9,9 +9,14 @@ const OptionSchema<FunctionalOptions>& functional_options() {
   using F = FunctionalOptions;
   static const auto s =
       OptionSchema<F>("functional", "Functional prior (fsgld, fsghmc)")
-          .add("gp_kernel", &F::gp_kernel, "GP prior kernel")
-          .one_of({"rbf", "matern52", "linear"})
-          .cite("Wu et al., sec. 4")
+          .add("gp_kernel", &F::gp_kernel, "GP prior kernel (nngp: the network's infinite-width limit, prob/nngp.hpp)")
+          .one_of({"rbf", "matern52", "linear", "nngp"})
+          .cite("Wu et al., sec. 4; Lee et al. 2018 (nngp)")
+          .add("nngp_weight_variance", &F::nngp_weight_variance,
+               "nngp: weights ~ N(0, v / fan_in); 0 = 2 for relu and silu, 1 otherwise")
+          .at_least(0)
+          .add("nngp_bias_variance", &F::nngp_bias_variance, "nngp: biases ~ N(0, v)")
+          .at_least(0)
           .add("gp_ard", &F::gp_ard, "one GP length scale per input (default: one shared)")
           .add("gp_iterations", &F::gp_iterations, "Adam steps fitting the GP hyperparameters by marginal likelihood")
           .at_least(1)
@@ -42,6 +47,18 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
                      post->likelihood().kind() + "'");
   GpFitParams fit;
   fit.kernel = parse_gp_kernel(o.gp_kernel);
+  if (fit.kernel == GpKernel::Nngp) {
+    const ModelConfig& m = context.config.model;
+    if (m.kind != "mlp" || !m.bias)
+      throw InputError("--gp-kernel nngp is the infinite-width limit of an MLP with biases: use --model mlp, not --model " + m.kind +
+                       (m.bias ? std::string() : " --no-bias"));
+    if (o.gp_ard) throw InputError("--gp-ard: the nngp kernel has no length scales (its input scale is --nngp-weight-variance)");
+    fit.nngp.depth = static_cast<Index>(m.hidden.size());
+    fit.nngp.activation = parse_activation(m.activation);
+    fit.nngp.weight_variance =
+        o.nngp_weight_variance > 0 ? o.nngp_weight_variance : default_nngp_weight_variance(fit.nngp.activation);
+    fit.nngp.bias_variance = o.nngp_bias_variance;
+  }
   fit.per_input_length_scales = o.gp_ard;
   fit.iterations = o.gp_iterations;
   fit.learning_rate = o.gp_learning_rate;

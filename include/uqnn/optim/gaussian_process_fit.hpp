@@ -9,7 +9,8 @@ namespace uqnn {
 /// Settings of the type-II maximum-likelihood fit (Adam on the log hyperparameters).
 struct GpFitParams {
   GpKernel kernel = GpKernel::Rbf;
-  bool per_input_length_scales = false;  ///< ARD: one length scale per input dimension
+  NngpArchitecture nngp;                 ///< the network of the nngp kernel
+  bool per_input_length_scales = false;  ///< ARD: one length scale per input dimension (not nngp)
   Index iterations = 100;                ///< Adam steps (seed 002 App. E: 100 epochs)
   double learning_rate = 0.1;            ///< Adam learning rate on the log scale
   Index max_points = 1000;               ///< fit on a random subset of at most this many points
@@ -20,7 +21,8 @@ struct GpFitParams {
 /// Fits the hyperparameters to (X [input_dim, n], y [n]) by maximising log p(y | X) from
 /// s^2 = var(y), l = median pairwise distance (per input: that input's sd), s_n^2 = var(y) / 10.
 /// The subset (when n > max_points) and nothing else is drawn from `rng`. The best iterate (the
-/// largest log marginal likelihood seen) is returned.
+/// largest log marginal likelihood seen) is returned. nngp fits s^2 and s_n^2 only (its kernel
+/// matrix is then computed once: s^2 = var(y) / mean k(x, x) to start).
 GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng);
 
 }  // namespace uqnn

@@ -16,6 +16,9 @@
 ///     matern52: k = s^2 (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)
 ///     linear:   k = s^2 (1 + sum_i x_i x'_i / l_i^2)  (the prior of f = w.x + b with w_i ~ N(0, s^2 / l_i^2),
 ///               b ~ N(0, s^2); used to check functional priors against weight priors)
+///     nngp:     k = s^2 K_NNGP(x / l, x' / l): the infinite-width limit of an MLP (prob/nngp.hpp). Its
+///               input scale is its first layer's weight variance: l stays as constructed, and the
+///               marginal likelihood's gradient w.r.t. log l is reported as 0 (the fit keeps l = 1).
 /// References: Rasmussen & Williams (2006), "Gaussian Processes for Machine Learning", ch. 2, 4, 5;
 /// seed 002 sec. 3.1 and App. E.
 #include <Eigen/Cholesky>
@@ -23,6 +26,7 @@
 
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/types.hpp"
+#include "uqnn/prob/nngp.hpp"
 
 namespace uqnn {
 
@@ -31,9 +35,9 @@ namespace uqnn {
 /// jitter that succeeded. Throws std::runtime_error when none does (K is then not a covariance).
 Eigen::LLT<Mat> cholesky_with_jitter(const Mat& K, double jitter, double* jitter_used = nullptr);
 
-enum class GpKernel { Rbf, Matern52, Linear };
+enum class GpKernel { Rbf, Matern52, Linear, Nngp };
 
-/// "rbf", "matern52", "linear" -> GpKernel; throws InputError naming the valid values.
+/// "rbf", "matern52", "linear", "nngp" -> GpKernel; throws InputError naming the valid values.
 GpKernel parse_gp_kernel(const std::string& name);
 std::string gp_kernel_name(GpKernel kernel);
 
@@ -48,7 +52,10 @@ struct GpHyperparameters {
 
 class GaussianProcess {
  public:
+  /// rbf, matern52 or linear (nngp needs its architecture: the constructor below).
   GaussianProcess(GpKernel kernel, GpHyperparameters hyperparameters);
+  /// The nngp kernel of `architecture`.
+  GaussianProcess(NngpArchitecture architecture, GpHyperparameters hyperparameters);
 
   GpKernel kernel() const { return kernel_; }
   const GpHyperparameters& hyperparameters() const { return hyper_; }
@@ -61,6 +68,9 @@ class GaussianProcess {
   /// [log s^2, log l_1 .. log l_k, log s_n^2]: the coordinates the fit optimises.
   Vec log_parameters() const;
   static GaussianProcess from_log_parameters(GpKernel kernel, const Vec& log_parameters);
+  /// The same kernel (and nngp architecture) with other log parameters.
+  GaussianProcess with_log_parameters(const Vec& log_parameters) const;
+  const NngpArchitecture& nngp_architecture() const { return nngp_; }
 
   /// log p(y | X) of the targets y (one per column of X); when `grad` is given it receives the
   /// gradient w.r.t. log_parameters(). Throws std::invalid_argument on a shape mismatch.
@@ -74,6 +84,7 @@ class GaussianProcess {
  private:
   GpKernel kernel_;
   GpHyperparameters hyper_;
+  NngpArchitecture nngp_;  ///< used by the nngp kernel only
 };
 
 /// r^2 between the columns of A and B ([A.cols(), B.cols()]).

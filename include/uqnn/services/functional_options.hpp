@@ -13,13 +13,15 @@
 namespace uqnn {
 
 struct FunctionalOptions {
-  std::string gp_kernel = "rbf";  ///< rbf | matern52 | linear
+  std::string gp_kernel = "rbf";  ///< rbf | matern52 | linear | nngp (the network's own infinite-width limit)
   bool gp_ard = false;            ///< one length scale per input (else one shared)
   Index gp_iterations = 100;      ///< Adam steps of the marginal-likelihood fit (seed 002 App. E: 100 epochs)
   double gp_learning_rate = 0.1;
   Index gp_max_points = 1000;     ///< the fit uses at most this many random training points
   double gp_jitter = 1e-4;        ///< added to the prior covariance's diagonal, relative to the signal variance
   bool gp_prior_noise = true;     ///< add the fitted noise variance to the prior covariance (functional_prior.hpp)
+  double nngp_weight_variance = 0.0;  ///< sigma_w^2 of the nngp kernel; 0 = 2 for relu and silu, 1 otherwise
+  double nngp_bias_variance = 0.1;    ///< sigma_b^2 of the nngp kernel
   /// Measurement points per gradient step: training inputs (all of them when >= N: then fixed) plus
   /// uniform points in the box [min - margin range, max + margin range] of the (standardised)
   /// inputs. Defaults: seed 002 sec. 5.1 (40 + 40).

@@ -339,9 +339,22 @@ TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
     EXPECT_EQ(info["measurement_points_per_step"].get<int>(), 15);
     EXPECT_GT(info["gp_signal_variance"].get<double>(), 0.0);
   }
-  CliRun r = run_cli(common + " --method fsgld --gp-kernel cubic");
+  // The network's own infinite-width limit as its functional prior (issue 20, item 7).
+  CliRun r = run_cli(common + " --method fsgld --gp-kernel nngp --activation relu --measurement-data 10 --measurement-box 5 --out " +
+                     (dir_ / "nngp").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto nngp = json(dir_ / "nngp" / "metrics.json")["info"]["functional_prior"];
+  EXPECT_EQ(nngp["gp_kernel"], "nngp");
+  EXPECT_NE(nngp["gp"].get<std::string>().find("depth=1, activation=relu, weight_variance=2"), std::string::npos) << nngp["gp"];
+  r = run_cli(common + " --method fsgld --gp-kernel nngp --gp-ard");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--gp-kernel: 'cubic' is invalid: it must be one of: rbf, matern52, linear"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--gp-ard: the nngp kernel has no length scales"), std::string::npos) << r.output;
+  r = run_cli(common + " --method fsgld --gp-kernel nngp --model rnet");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--gp-kernel nngp is the infinite-width limit of an MLP with biases"), std::string::npos) << r.output;
+  r = run_cli(common + " --method fsgld --gp-kernel cubic");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--gp-kernel: 'cubic' is invalid: it must be one of: rbf, matern52, linear, nngp"), std::string::npos) << r.output;
   r = run_cli(common + " --method fsgld --measurement-box -3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--measurement-box: -3 is invalid: it must be an integer >= 0"), std::string::npos) << r.output;

@@ -128,7 +128,7 @@ TEST(SbcSmallBnn, HmcAtItsDefaults) { expect_uniform_ranks("hmc", run_sbc(HmcCon
 TEST(SbcSmallBnn, MalaAtItsDefaults) { expect_uniform_ranks("mala", run_sbc(MalaConfig{}, default_warmup("mala"), 200, 300)); }
 
 TEST(SbcSmallBnn, AdaptiveMetropolisAtItsDefaults) {
-  expect_uniform_ranks("amcmc", run_sbc(AdaptiveMetropolisConfig{}, default_warmup("amcmc"), 100, 400));
+  expect_uniform_ranks("amcmc", run_sbc(AdaptiveMetropolisConfig{}, default_warmup("amcmc"), 300, 400));
 }
 
 }  // namespace
