@@ -138,17 +138,19 @@ IndexVec laplace_active_parameters(const Posterior& post, LaplaceSubset subset) 
   const Index K = post.dim();
   if (subset == LaplaceSubset::All) return all_coordinates(K);
   const auto& blocks = post.model().layout().blocks();
-  const auto ends_with = [](const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  const std::size_t n = blocks.size();
+  // "X.weight" -> "X"; empty for any other name.
+  const auto layer_of_weight = [](const std::string& name) {
+    const std::string suffix = ".weight";
+    const bool is_weight = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return is_weight ? name.substr(0, name.size() - suffix.size()) : std::string();
   };
-  // The output layer: the last block is "X.weight" with one row per output, or "X.bias" right after it.
-  std::size_t w = blocks.size();
-  if (!blocks.empty() && ends_with(blocks.back().name, ".weight")) w = blocks.size() - 1;
-  else if (blocks.size() >= 2 && ends_with(blocks.back().name, ".bias") && ends_with(blocks[blocks.size() - 2].name, ".weight") &&
-           blocks.back().name.substr(0, blocks.back().name.size() - 5) ==
-               blocks[blocks.size() - 2].name.substr(0, blocks[blocks.size() - 2].name.size() - 7))
-    w = blocks.size() - 2;
-  if (w == blocks.size() || blocks[w].rows != post.model().output_dim())
+  // The output layer: the last block is its "X.weight" (one row per output), or its "X.bias" after it.
+  std::size_t w = n;
+  if (n >= 1 && !layer_of_weight(blocks[n - 1].name).empty()) w = n - 1;
+  else if (n >= 2 && !layer_of_weight(blocks[n - 2].name).empty() && blocks[n - 1].name == layer_of_weight(blocks[n - 2].name) + ".bias")
+    w = n - 2;
+  if (w == n || blocks[w].rows != post.model().output_dim())
     throw InputError(fmt::format("--laplace-subset last-layer needs a network whose output comes from a dense layer (--model mlp); "
                                  "the {} model's parameters end in '{}'",
                                  post.model().kind(), blocks.empty() ? std::string("nothing") : blocks.back().name));
