@@ -93,7 +93,8 @@ def test_every_method_fits(method, sine):
     quick = {"map": dict(epochs=30), "ens": dict(epochs=30, ens_members=2), "rms": dict(epochs=30, ens_members=2),
              "swag": dict(epochs=30), "vi": dict(epochs=30), "laplace": dict(epochs=30, laplace_curvature="ggn", noise=0.1), "dropout": dict(epochs=30),
              "vi-hmc": dict(epochs=30, chains=1, warmup=20, draws=20), "dei-nuts": dict(epochs=30, members=2, warmup=20, draws=20),
-             "mclmc": dict(chains=1, warmup=40, draws=20, thin=1), "mile": dict(epochs=30, members=2, warmup=40, draws=20, thin=1)}
+             "mclmc": dict(chains=1, warmup=40, draws=20, thin=1), "mile": dict(epochs=30, members=2, warmup=40, draws=20, thin=1),
+             "nngp": dict(num_samples=50)}
     opts = dict(quick.get(method, dict(chains=1, warmup=20, draws=20)))
     noise = opts.pop("noise", None)
     if method in ("fsgld", "fsghmc", "sgld", "sghmc", "psgld"):

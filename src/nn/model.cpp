@@ -6,6 +6,7 @@
 #include "uqnn/nn/deeponet.hpp"
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/linearized_model.hpp"
+#include "uqnn/nn/nngp_posterior_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
 
@@ -144,7 +145,27 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
                                      center.size(), base->kind(), base->num_params()));
       return std::make_unique<LinearizedModel>(std::move(base), Eigen::Map<const Vec>(center.data(), static_cast<Index>(center.size())));
     }
-    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, deeponet, linearized");
+    if (kind == "nngp_posterior") {
+      const auto& a = d.at("architecture");
+      NngpArchitecture architecture;
+      architecture.depth = a.at("depth").get<Index>();
+      architecture.activation = parse_activation(a.at("activation").get<std::string>());
+      architecture.weight_variance = a.at("weight_variance").get<double>();
+      architecture.bias_variance = a.at("bias_variance").get<double>();
+      const auto rows = d.at("inputs").get<std::vector<std::vector<double>>>();
+      const auto targets = d.at("targets").get<std::vector<double>>();
+      if (rows.empty() || rows.size() != targets.size())
+        throw InputError(fmt::format("nngp_posterior model: {} inputs and {} targets", rows.size(), targets.size()));
+      Mat X(static_cast<Index>(rows.front().size()), static_cast<Index>(rows.size()));
+      for (std::size_t j = 0; j < rows.size(); ++j) {
+        if (static_cast<Index>(rows[j].size()) != X.rows())
+          throw InputError(fmt::format("nngp_posterior model: input {} has {} entries, the first {}", j, rows[j].size(), X.rows()));
+        X.col(static_cast<Index>(j)) = Eigen::Map<const Vec>(rows[j].data(), X.rows());
+      }
+      return std::make_unique<NngpPosteriorModel>(architecture, d.at("signal_variance").get<double>(), d.at("noise_variance").get<double>(),
+                                                  std::move(X), Eigen::Map<const Mat>(targets.data(), 1, static_cast<Index>(targets.size())));
+    }
+    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, deeponet, linearized, nngp_posterior");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
   } catch (const std::invalid_argument& e) {  // a constructor's range check (e.g. input_dim 0)

@@ -256,7 +256,9 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   // Every rank holds every draw; rank 0 alone writes the files of a single-process run.
   if (!root) return {};
 
-  FitOutput output{cfg, data, split, problem.standardizer, posterior, result};
+  // A method whose draws are not the network's weights (nngp) gives the posterior they belong to.
+  const std::shared_ptr<const Posterior> drawn = result.posterior ? result.posterior : std::shared_ptr<const Posterior>(posterior);
+  FitOutput output{cfg, data, split, problem.standardizer, drawn, result};
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   FitReport report = write_fit_output(output);
   out->commit();

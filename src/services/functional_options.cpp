@@ -9,14 +9,10 @@ const OptionSchema<FunctionalOptions>& functional_options() {
   using F = FunctionalOptions;
   static const auto s =
       OptionSchema<F>("functional", "Functional prior (fsgld, fsghmc)")
-          .add("gp_kernel", &F::gp_kernel, "GP prior kernel (nngp: the network's infinite-width limit, prob/nngp.hpp)")
+          .add("gp_kernel", &F::gp_kernel, "GP prior kernel (nngp: the network's infinite-width limit, nn/nngp.hpp)")
           .one_of({"rbf", "matern52", "linear", "nngp"})
           .cite("Wu et al., sec. 4; Lee et al. 2018 (nngp)")
-          .add("nngp_weight_variance", &F::nngp_weight_variance,
-               "nngp: weights ~ N(0, v / fan_in); 0 = 2 for relu and silu, 1 otherwise")
-          .at_least(0)
-          .add("nngp_bias_variance", &F::nngp_bias_variance, "nngp: biases ~ N(0, v)")
-          .at_least(0)
+
           .add("gp_ard", &F::gp_ard, "one GP length scale per input (default: one shared)")
           .add("gp_iterations", &F::gp_iterations, "Adam steps fitting the GP hyperparameters by marginal likelihood")
           .at_least(1)
@@ -39,6 +35,33 @@ const OptionSchema<FunctionalOptions>& functional_options() {
   return s;
 }
 
+const OptionSchema<NngpOptions>& nngp_options() {
+  using N = NngpOptions;
+  static const auto s = OptionSchema<N>("nngp", "NNGP kernel (--gp-kernel nngp, --method nngp)")
+                            .add("nngp_weight_variance", &N::nngp_weight_variance,
+                                 "weights ~ N(0, v / fan_in) in the network whose infinite-width limit the kernel is; 0 = 2 "
+                                 "for relu and silu, 1 otherwise")
+                            .at_least(0)
+                            .cite("Lee et al. 2018")
+                            .add("nngp_bias_variance", &N::nngp_bias_variance, "biases ~ N(0, v)")
+                            .at_least(0);
+  return s;
+}
+
+NngpArchitecture nngp_architecture(const FitConfig& config, const std::string& what) {
+  const ModelConfig& m = config.model;
+  if (m.kind != "mlp" || !m.bias)
+    throw InputError(what + " is the infinite-width limit of an MLP with biases: use --model mlp, not --model " + m.kind +
+                     (m.bias ? std::string() : " --no-bias"));
+  const NngpOptions o = nngp_options().read(config.method_settings);
+  NngpArchitecture a;
+  a.depth = static_cast<Index>(m.hidden.size());
+  a.activation = parse_activation(m.activation);
+  a.weight_variance = o.nngp_weight_variance > 0 ? o.nngp_weight_variance : default_nngp_weight_variance(a.activation);
+  a.bias_variance = o.nngp_bias_variance;
+  return a;
+}
+
 std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext& context, nlohmann::json* info) {
   const FunctionalOptions o = functional_options().read(context.config.method_settings);
   const auto& post = context.posterior;
@@ -48,16 +71,8 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
   GpFitParams fit;
   fit.kernel = parse_gp_kernel(o.gp_kernel);
   if (fit.kernel == GpKernel::Nngp) {
-    const ModelConfig& m = context.config.model;
-    if (m.kind != "mlp" || !m.bias)
-      throw InputError("--gp-kernel nngp is the infinite-width limit of an MLP with biases: use --model mlp, not --model " + m.kind +
-                       (m.bias ? std::string() : " --no-bias"));
     if (o.gp_ard) throw InputError("--gp-ard: the nngp kernel has no length scales (its input scale is --nngp-weight-variance)");
-    fit.nngp.depth = static_cast<Index>(m.hidden.size());
-    fit.nngp.activation = parse_activation(m.activation);
-    fit.nngp.weight_variance =
-        o.nngp_weight_variance > 0 ? o.nngp_weight_variance : default_nngp_weight_variance(fit.nngp.activation);
-    fit.nngp.bias_variance = o.nngp_bias_variance;
+    fit.nngp = nngp_architecture(context.config, "--gp-kernel nngp");
   }
   fit.per_input_length_scales = o.gp_ard;
   fit.iterations = o.gp_iterations;

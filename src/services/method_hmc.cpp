@@ -27,7 +27,8 @@ const bool registered_hmc = register_method(
      {},
      nullptr,
      true,
-     &make_hmc});
+     &make_hmc,
+     &detail::dense_metric_memory});
 
 }  // namespace
 

@@ -31,7 +31,8 @@ const bool registered_mala = register_method(
      {},
      nullptr,
      true,
-     &make_mala});
+     &make_mala,
+     &detail::dense_metric_memory});
 
 }  // namespace
 

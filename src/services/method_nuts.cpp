@@ -29,7 +29,8 @@ const bool registered_nuts = register_method(
      {},
      nullptr,
      true,
-     &make_nuts});
+     &make_nuts,
+     &detail::dense_metric_memory});
 
 }  // namespace
 

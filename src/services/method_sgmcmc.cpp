@@ -138,9 +138,10 @@ const bool registered_sgmcmc =
     register_method({"psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
                      {&chains(), &starts(), &sg_options().group(), &psgld_options().group()}, {}, &run_psgld, true}) &&
     register_method({"fsgld", "functional SGLD: GP prior over the network's outputs", "Wu et al., Algorithm 1",
-                     {&chains(), &starts(), &sg_options().group(), &functional_options().group()}, {}, &run_fsgld, true}) &&
+                     {&chains(), &starts(), &sg_options().group(), &functional_options().group(), &nngp_options().group()}, {}, &run_fsgld, true}) &&
     register_method({"fsghmc", "functional SGHMC: GP prior over the network's outputs", "Wu et al., Algorithm 2",
-                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &functional_options().group()},
+                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &functional_options().group(),
+                      &nngp_options().group()},
                      {},
                      &run_fsghmc, true});
 

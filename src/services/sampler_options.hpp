@@ -2,6 +2,8 @@
 // Options shared by several sampling methods (private to src/services): the step size and whether
 // warmup adapts, where chains start, Stan's warmup tuning of the Hamiltonian samplers; and the run
 // of a method's chains through the driver. A method's own options live in its method_<name>.cpp.
+#include <fmt/format.h>
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/mclmc_sampler.hpp"
+#include "uqnn/services/memory.hpp"
 #include "uqnn/services/options.hpp"
 
 namespace uqnn::detail {
@@ -29,6 +32,16 @@ struct ChainStartOptions {
   std::string chain_init = "map";
 };
 const OptionSchema<ChainStartOptions>& chain_start_options();
+
+/// With --metric dense, each chain of nuts, hmc and mala holds four K x K matrices: the inverse
+/// metric, its Cholesky factor, the warmup window's Welford covariance and its regularised copy.
+inline std::vector<MemoryItem> dense_metric_memory(const FitConfig& config, Index num_params) {
+  if (config.method_settings.value("metric", std::string("diag")) != "dense") return {};
+  const double chains = static_cast<double>(config.method_settings.value("chains", 4L));
+  const double K = static_cast<double>(num_params);
+  return {{fmt::format("the dense metric: {:.0f} chains x 4 matrices of {:.0f} x {:.0f}", chains, K, K), 4.0 * 8.0 * chains * K * K,
+           "--metric diag, or a smaller --arch"}};
+}
 
 /// --metric: Stan's windowed metric adaptation, or none (unit metric).
 inline std::vector<std::pair<std::string, MetricAdaptation>> metric_choices() {

@@ -16,7 +16,7 @@
 ///     matern52: k = s^2 (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)
 ///     linear:   k = s^2 (1 + sum_i x_i x'_i / l_i^2)  (the prior of f = w.x + b with w_i ~ N(0, s^2 / l_i^2),
 ///               b ~ N(0, s^2); used to check functional priors against weight priors)
-///     nngp:     k = s^2 K_NNGP(x / l, x' / l): the infinite-width limit of an MLP (prob/nngp.hpp). Its
+///     nngp:     k = s^2 K_NNGP(x / l, x' / l): the infinite-width limit of an MLP (nn/nngp.hpp). Its
 ///               input scale is its first layer's weight variance: l stays as constructed, and the
 ///               marginal likelihood's gradient w.r.t. log l is reported as 0 (the fit keeps l = 1).
 /// References: Rasmussen & Williams (2006), "Gaussian Processes for Machine Learning", ch. 2, 4, 5;
@@ -26,7 +26,7 @@
 
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/types.hpp"
-#include "uqnn/prob/nngp.hpp"
+#include "uqnn/nn/nngp.hpp"
 
 namespace uqnn {
 

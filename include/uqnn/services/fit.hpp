@@ -155,6 +155,9 @@ struct MethodResult {
   /// Predictions evaluate the draws with this model instead of the posterior's (Laplace's GLM
   /// predictive: the network linearised at the MAP); it is also what model.json records.
   std::shared_ptr<const Model> predictive_model;
+  /// The posterior the draws belong to when it is not the fit's (nngp: a Gaussian process written as
+  /// a one-parameter model, nn/nngp_posterior_model.hpp); its layout names draws.csv's columns.
+  std::shared_ptr<const Posterior> posterior;
 };
 
 using MethodRunner = std::function<MethodResult(const FitContext&)>;

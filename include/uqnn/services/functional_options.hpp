@@ -20,8 +20,6 @@ struct FunctionalOptions {
   Index gp_max_points = 1000;     ///< the fit uses at most this many random training points
   double gp_jitter = 1e-4;        ///< added to the prior covariance's diagonal, relative to the signal variance
   bool gp_prior_noise = true;     ///< add the fitted noise variance to the prior covariance (functional_prior.hpp)
-  double nngp_weight_variance = 0.0;  ///< sigma_w^2 of the nngp kernel; 0 = 2 for relu and silu, 1 otherwise
-  double nngp_bias_variance = 0.1;    ///< sigma_b^2 of the nngp kernel
   /// Measurement points per gradient step: training inputs (all of them when >= N: then fixed) plus
   /// uniform points in the box [min - margin range, max + margin range] of the (standardised)
   /// inputs. Defaults: seed 002 sec. 5.1 (40 + 40).
@@ -32,6 +30,17 @@ struct FunctionalOptions {
 
 /// The declarations of FunctionalOptions (option names as the CLI's --gp-kernel, ...).
 const OptionSchema<FunctionalOptions>& functional_options();
+
+/// The weight prior whose infinite-width limit the nngp kernel is (--gp-kernel nngp, --method nngp).
+struct NngpOptions {
+  double nngp_weight_variance = 0.0;  ///< sigma_w^2; 0 = 2 for relu and silu, 1 otherwise
+  double nngp_bias_variance = 0.1;    ///< sigma_b^2
+};
+const OptionSchema<NngpOptions>& nngp_options();
+
+/// The NNGP of the fit's network (--arch's depth, --activation) with `nngp_options()`'s variances;
+/// InputError, naming `what` (the flag that asked for it), unless the model is an mlp with biases.
+NngpArchitecture nngp_architecture(const FitConfig& config, const std::string& what);
 
 /// Fits the GP prior to the training data of `context.posterior` (standardised units) and builds
 /// the functional posterior; `info`, when given, receives the fitted hyperparameters and settings.

@@ -58,9 +58,10 @@ const std::map<std::string, std::string>& quick_settings() {
       {"sgld", "--chains 2 --warmup 40 --draws 20 --step-size 1e-3"},
       {"psgld", "--chains 2 --warmup 40 --draws 20 --step-size 1e-3"},
       {"sghmc", "--chains 2 --warmup 40 --draws 20 --step-size 1e-3"},
-      // The functional samplers' GP prior is over a regression function: they refuse classification.
+      // The functional samplers' GP prior and nngp's GP are over a regression function: they refuse classification.
       {"fsgld", "regression only"},
       {"fsghmc", "regression only"},
+      {"nngp", "regression only"},  // exact GP regression
       {"vi-hmc", "--chains 2 --warmup 40 --draws 20 --num-samples 20"},
       {"dei-nuts", "--members 2 --warmup 40 --draws 20 --max-depth 5"},
       {"mclmc", "--chains 2 --warmup 60 --draws 20"},

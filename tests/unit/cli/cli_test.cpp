@@ -400,6 +400,49 @@ TEST_F(Cli, LaplaceDemoPredictsThroughTheLinearisedNetworkAndReloads) {
 }
 
 
+// Issue 20, item 7: exact GP regression with the network's NNGP kernel, through the same files.
+TEST_F(Cli, NngpMethodFitsExactlyWritesEveryFileAndPredictReloadsIt) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 30; ++i) {
+    const double x = -1 + 2.0 * i / 29.0;
+    csv += fmt::format("{},{}\n", x, std::sin(3 * x) + 0.1 * std::cos(17.0 * i));
+  }
+  write("sine.csv", csv);
+  const std::string data = " --data " + (dir_ / "sine.csv").string();
+  const fs::path out = dir_ / "nngp";
+  CliRun r = run_cli("fit --quiet --method nngp --activation relu" + data + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"predictions.csv", "model.json", "draws.csv", "metrics.json", "fit.png", "posterior.nc"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  const auto metrics = json(out / "metrics.json");
+  EXPECT_NE(metrics["info"]["gp"].get<std::string>().find("nngp("), std::string::npos);
+  EXPECT_EQ(json(out / "model.json")["model"]["kind"], "nngp_posterior");
+  // The noise sd is 0.1 in 30 points of sin(3x) (sd ~0.7): a GP fits them closely and covers them.
+  EXPECT_LT(metrics["splits"]["train"]["rmse"].get<double>(), 0.12);
+  EXPECT_GE(metrics["splits"]["train"]["coverage_95"].get<double>(), 0.9);
+  const CsvTable fitted = read_predictions(out / "predictions.csv");
+  const Index m_fit = fitted.find_column("y_mean"), sd_fit = fitted.find_column("y_sd"), x_fit = fitted.find_column("x");
+  std::string grid = "x\n3.0\n";
+  for (Index row = 0; row < fitted.num_rows(); ++row) grid += fmt::format("{:.17g}\n", fitted.values(row, x_fit));
+  write("grid.csv", grid);
+  r = run_cli("predict --model " + out.string() + " --data " + (dir_ / "grid.csv").string() + " --out " + (dir_ / "p.csv").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CsvTable again = read_csv(dir_ / "p.csv");
+  const Index m_new = again.find_column("y_mean"), sd_new = again.find_column("y_sd");
+  double widest = 0.0;
+  for (Index row = 0; row < fitted.num_rows(); ++row) {
+    EXPECT_NEAR(again.values(row + 1, m_new), fitted.values(row, m_fit), 1e-9) << "reloaded model, row " << row;
+    widest = std::max(widest, fitted.values(row, sd_fit));
+  }
+  EXPECT_GT(again.values(0, sd_new), 2 * widest) << "x = 3 is far outside the data (standardised: 5 sds)";
+  r = run_cli("fit --quiet --method nngp --noise 0.1" + data + " --out " + (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("need --likelihood gaussian without --noise, not 'gaussian'"), std::string::npos) << r.output;
+  r = run_cli("fit --quiet --method nngp --model rnet" + data + " --out " + (dir_ / "o").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--method nngp is the infinite-width limit of an MLP with biases"), std::string::npos) << r.output;
+}
+
 // posterior.nc for every method, with the groups az.loo / az.compare need: the pointwise
 // log-likelihood it holds gives metrics.json's training LPPD (computed separately, from the
 // predictive draws), and the posterior predictive / observed data are on the training rows.

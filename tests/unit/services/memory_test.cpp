@@ -72,6 +72,12 @@ TEST(FitMemory, EachMethodsOwnMatricesAreCounted) {
   EXPECT_GE(amcmc.largest().bytes, 4 * 4 * K2);
   const MemoryEstimate nuts = estimate_fit_memory(config_of({{"method", "nuts"}}), size);
   EXPECT_LT(nuts.total(), 0.05 * amcmc.total());
+  // ... unless its metric is dense (so for hmc and mala).
+  for (const char* method : {"nuts", "hmc", "mala"}) {
+    const MemoryEstimate dense = estimate_fit_memory(config_of({{"method", method}, {"metric", "dense"}}), size);
+    EXPECT_NE(dense.largest().what.find("the dense metric: 4 chains x 4 matrices"), std::string::npos) << method << ": " << dense.largest().what;
+    EXPECT_GE(dense.largest().bytes, 4 * 4 * K2) << method;
+  }
   // A full Laplace holds its curvature; a diagonal one does not.
   const MemoryEstimate full = estimate_fit_memory(config_of({{"method", "laplace"}}), size);
   EXPECT_NE(full.largest().what.find("Laplace's full curvature"), std::string::npos);

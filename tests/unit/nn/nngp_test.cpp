@@ -1,4 +1,4 @@
-// The NNGP kernel (prob/nngp.hpp) against Monte Carlo averages over wide random networks, its
+// The NNGP kernel (nn/nngp.hpp) against Monte Carlo averages over wide random networks, its
 // quadrature against the closed forms, and the GP fit with it.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,9 @@
 #include <tuple>
 
 #include "uqnn/nn/mlp.hpp"
+#include "uqnn/nn/nngp_posterior_model.hpp"
 #include "uqnn/optim/gaussian_process_fit.hpp"
-#include "uqnn/prob/nngp.hpp"
+#include "uqnn/nn/nngp.hpp"
 
 namespace uqnn {
 namespace {
@@ -154,6 +155,69 @@ TEST(Nngp, TheGpFitMaximisesTheMarginalLikelihoodOverSignalAndNoiseVariance) {
   GpFitParams ard = params;
   ard.per_input_length_scales = true;
   EXPECT_THROW(fit_gaussian_process(X, y, ard, rng), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace uqnn
+
+namespace uqnn {
+namespace {
+
+TEST(NngpPosteriorModel, IsTheExactGpPosteriorAndRoundTripsThroughJson) {
+  NngpArchitecture a;
+  a.depth = 2;
+  a.activation = Activation::Tanh;
+  Rng rng(34, 0);
+  Mat X(1, 15), Y(1, 15);
+  for (Index i = 0; i < 15; ++i) {
+    X(0, i) = -1.5 + 3.0 * static_cast<double>(i) / 14.0;
+    Y(0, i) = std::sin(2 * X(0, i)) + 0.1 * rng.normal();
+  }
+  const double s2 = 2.5, noise = 0.02;
+  const NngpPosteriorModel model(a, s2, noise, X, Y);
+  Mat Xs(1, 3);
+  Xs << -0.3, 0.8, 3.0;  // inside the data, and far outside
+  // Rasmussen & Williams eqs. 2.25-2.26 by explicit inverse.
+  Mat K = s2 * nngp_covariance(a, X, X);
+  K.diagonal().array() += noise;
+  const Mat Kinv = K.inverse();
+  const Mat Ks = s2 * nngp_covariance(a, X, Xs);
+  const Vec mean = Ks.transpose() * Kinv * Y.row(0).transpose();
+  const Vec var = (s2 * nngp_covariance(a, Xs, Xs) - Ks.transpose() * Kinv * Ks).diagonal();
+  const auto [m, sd] = model.mean_and_sd(Xs);
+  for (Index j = 0; j < 3; ++j) {
+    EXPECT_NEAR(m(0, j), mean[j], 1e-9);
+    EXPECT_NEAR(sd(0, j) * sd(0, j), var[j], 1e-9);
+  }
+  EXPECT_GT(sd(0, 2), 2 * sd(0, 0)) << "wider far from the data";
+  // f(z, x) = m(x) + z sd(x), its gradient and Hessian-vector product for a squared loss.
+  const Vec z = Vec::Constant(1, 0.7);
+  const Mat f = model.forward(z, Xs);
+  EXPECT_NEAR(f(0, 1), m(0, 1) + 0.7 * sd(0, 1), 1e-12);
+  const OutputLoss<double> loss = [](const Mat& F, Mat& dF) {
+    dF = F;
+    return 0.5 * F.squaredNorm();
+  };
+  Vec grad = Vec::Zero(1);
+  model.value_and_gradient(z, Xs, loss, grad);
+  const auto value = [&](double zz) { return 0.5 * model.forward(Vec::Constant(1, zz), Xs).squaredNorm(); };
+  EXPECT_NEAR(grad[0], (value(0.7 + 1e-6) - value(0.7 - 1e-6)) / 2e-6, 1e-6);
+  const OutputLoss<Dual> dual_loss = [](const MatT<Dual>& F, MatT<Dual>& dF) {
+    dF = F;
+    Dual v = make_dual(0.0, 0.0);
+    for (Index i = 0; i < F.size(); ++i) v = v + 0.5 * F.data()[i] * F.data()[i];
+    return v;
+  };
+  EXPECT_NEAR(model.hessian_vector_product(z, Vec::Constant(1, 1.0), Xs, dual_loss)[0], sd.squaredNorm(), 1e-10);
+  // Its evidence is the GaussianProcess's at the same hyperparameters (R&W eq. 2.30).
+  GpHyperparameters h;
+  h.signal_variance = s2;
+  h.noise_variance = noise;
+  EXPECT_NEAR(model.log_marginal_likelihood(), GaussianProcess(a, h).log_marginal_likelihood(X, Y.row(0).transpose()), 1e-9);
+  // model.json's description rebuilds the same model.
+  const std::unique_ptr<Model> again = make_model(model.to_json());
+  EXPECT_EQ(again->kind(), "nngp_posterior");
+  EXPECT_LT((again->forward(z, Xs) - f).cwiseAbs().maxCoeff(), 1e-12);
 }
 
 }  // namespace

@@ -47,5 +47,7 @@ double nngp_pair_expectation_by_quadrature(Activation activation, double k12, do
 
 /// k(X1, X2) [n1, n2] for inputs [d, n1] and [d, n2].
 Mat nngp_covariance(const NngpArchitecture& architecture, const Mat& X1, const Mat& X2);
+/// k(x, x) for each column of X (the diagonal of nngp_covariance(X, X), in O(n)).
+Vec nngp_variance(const NngpArchitecture& architecture, const Mat& X);
 
 }  // namespace uqnn

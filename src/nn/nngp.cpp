@@ -1,4 +1,4 @@
-#include "uqnn/prob/nngp.hpp"
+#include "uqnn/nn/nngp.hpp"
 
 #include <fmt/format.h>
 
@@ -22,8 +22,10 @@ struct NormalGrid {
   Vec nodes, weights;
   explicit NormalGrid(double scale) {
     constexpr double kHalfWidth = 8.5;
+    // At most 401 nodes (variances above ~50, a physical step above 0.3, where the error grows as
+    // exp(-pi^2 / step): 1e-4 at variance 900), so the cost per entry stays bounded.
     const double h = std::min(0.7, 0.3 / std::max(scale, 1e-12));
-    const auto n = static_cast<Index>(std::ceil(2.0 * kHalfWidth / h)) + 1;
+    const Index n = std::min<Index>(401, static_cast<Index>(std::ceil(2.0 * kHalfWidth / h)) + 1);
     nodes = Vec::LinSpaced(n, -kHalfWidth, kHalfWidth);
     const double step = 2.0 * kHalfWidth / static_cast<double>(n - 1);
     weights = (step / std::sqrt(2.0 * std::numbers::pi)) * (-0.5 * nodes.array().square()).exp().matrix();
@@ -80,6 +82,25 @@ double nngp_pair_expectation(Activation activation, double k12, double k11, doub
   return 0.0;
 }
 
+namespace {
+
+/// One layer of the recursion on the variances k(x, x).
+Vec next_variance(const NngpArchitecture& a, const Vec& k) {
+  Vec next(k.size());
+  for (Index i = 0; i < k.size(); ++i) next[i] = a.bias_variance + a.weight_variance * nngp_pair_expectation(a.activation, k[i], k[i], k[i]);
+  return next;
+}
+
+}  // namespace
+
+Vec nngp_variance(const NngpArchitecture& a, const Mat& X) {
+  a.validate();
+  const double d = static_cast<double>(std::max<Index>(1, X.rows()));
+  Vec k = (a.bias_variance + (a.weight_variance / d) * X.colwise().squaredNorm().transpose().array()).matrix();
+  for (Index l = 0; l < a.depth; ++l) k = next_variance(a, k.cwiseMax(1e-300));
+  return k;
+}
+
 Mat nngp_covariance(const NngpArchitecture& a, const Mat& X1, const Mat& X2) {
   a.validate();
   if (X1.rows() != X2.rows()) throw std::invalid_argument("nngp_covariance: inputs of different dimension");
@@ -102,12 +123,9 @@ Mat nngp_covariance(const NngpArchitecture& a, const Mat& X1, const Mat& X2) {
     if (symmetric)
       for (Index j = 0; j < next.cols(); ++j)
         for (Index i = j + 1; i < next.rows(); ++i) next(i, j) = next(j, i);
-    Vec next11(k11.size()), next22(k22.size());
-    for (Index i = 0; i < k11.size(); ++i) next11[i] = sb + sw * nngp_pair_expectation(a.activation, k11[i], k11[i], k11[i]);
-    for (Index j = 0; j < k22.size(); ++j) next22[j] = sb + sw * nngp_pair_expectation(a.activation, k22[j], k22[j], k22[j]);
     k12 = std::move(next);
-    k11 = std::move(next11);
-    k22 = std::move(next22);
+    k11 = next_variance(a, k11);
+    k22 = symmetric ? k11 : next_variance(a, k22);
   }
   return k12;
 }
