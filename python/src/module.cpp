@@ -457,6 +457,18 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("regression", &FittedModel::regression)
       .def_property_readonly("likelihood", [](const FittedModel& f) { return f.likelihood().kind(); })
       .def_property_readonly("draws", [](const FittedModel& f) { return draws_array(f.draws()); })
+      // The network's own weights w per draw: theta's head, or w(u) under a shrinkage prior's
+      // non-centred parameters (nn/non_centred_model.hpp).
+      .def_property_readonly("network_weights",
+                             [](const FittedModel& f) {
+                               const auto* non_centred = dynamic_cast<const NonCentredModel*>(&f.model());
+                               std::vector<Vec> w;
+                               for (const Vec& theta : f.draws()) {
+                                 const Vec u = theta.head(f.model().num_params());
+                                 w.push_back(non_centred ? non_centred->network_params(u) : u);
+                               }
+                               return draws_array(w);
+                             })
       .def_property_readonly("chain_of_draw", &FittedModel::chain_of_draw)
       .def_property_readonly("model_json", [](const FittedModel& f) { return to_python(f.model_json()); })
       .def("predict",

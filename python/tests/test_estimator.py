@@ -189,3 +189,29 @@ def test_classification_metrics_agree_with_the_cli_metrics(method):
     assert m["nll"] < np.log(2)
     p = est.predict(X)
     assert p.shape == (200,) and np.all((p >= 0) & (p <= 1))
+
+
+@pytest.mark.parametrize("prior", ["horseshoe", "regularized-horseshoe", "ard"])
+def test_shrinkage_priors_fit_and_give_the_network_weights(prior, sine):
+    X, y = sine
+    est = uqnn.BNN(hidden=(4,), activation="tanh", prior=prior, method="nuts", progress=False, chains=1, warmup=50,
+                   draws=20).fit(X, y)
+    names = est.param_names
+    assert "layer1.weight_raw[0,0]" in names and "layer1.weight[0,0]" not in names
+    f = est._fitted
+    w = f.network_weights
+    assert w.shape == (20, 13)  # the 1-4-1 network's own weights, not its non-centred parameters
+    d = est.draws[0]
+    z = d[:, names.index("layer1.weight_raw[0,0]")]
+    if prior == "ard":
+        scale = np.exp(d[:, names.index("layer1.weight.log_scale[0]")])
+    else:  # per weight: w = z tau lambda (layer 1's fan-in is 1); the regularized one tempers lambda by c
+        tau = np.exp(d[:, names.index("layer1.weight.log_tau[0]")])
+        lam = np.exp(d[:, names.index("layer1.weight.log_lambda[0]")])
+        if prior == "regularized-horseshoe":
+            c2 = np.exp(2 * d[:, names.index("log_c[0]")])
+            lam = np.sqrt(c2 * lam**2 / (c2 + tau**2 * lam**2))
+        scale = tau * lam
+    np.testing.assert_allclose(w[:, 0], z * scale, rtol=1e-12)
+    np.testing.assert_allclose(w[:, 4], d[:, names.index("layer1.bias[0]")])  # biases are themselves
+    assert np.all(np.isfinite(est.predict(X)))

@@ -85,3 +85,11 @@ def test_log_density_feeds_uqnn_sample(data):
     ld = uqnn.LogDensity(X, y, hidden=(3,), activation="tanh", noise=0.3)
     r = uqnn.sample(ld, ld.initial_point(0), chains=2, warmup=100, draws=50)
     assert r.draws.shape == (2, 50, ld.dim) and np.all(np.isfinite(r.sample_stats["lp"]))
+
+
+def test_a_torch_start_refuses_a_shrinkage_prior(data):
+    # Its parameters are standardised weights and log-scales: a torch network's weights are not a start.
+    X, y = data
+    est = uqnn.BNN.from_torch(make_net(), method="map", prior="horseshoe", progress=False, epochs=5)
+    with pytest.raises(ValueError, match="cannot start the fit"):
+        est.fit(X, y)

@@ -39,6 +39,9 @@ def _as_table(a, default_prefix: str) -> tuple[np.ndarray, list[str]]:
     return arr, names
 
 
+SHRINKAGE_PRIORS = ("horseshoe", "regularized-horseshoe", "ard")
+
+
 class BNN:
     """A Bayesian neural network: a posterior (or its approximation) over the weights of an MLP.
 
@@ -48,7 +51,10 @@ class BNN:
     activation : tanh, relu, silu, sigmoid, sine or identity.
     likelihood : gaussian, heteroscedastic, bernoulli or categorical.
     noise : the Gaussian noise sd in y's units; None learns it.
-    prior : gaussian, fan-in, mixture or laplace; prior_sigma its scale.
+    prior : gaussian, fan-in, mixture, laplace, flat, or the shrinkage priors horseshoe,
+        regularized-horseshoe and ard (non-centred: ``draws`` hold standardised weights and log-scales,
+        ``to_torch_state_dicts`` the weights themselves; options shrinkage_groups, horseshoe_global_scale,
+        slab_scale, slab_df, ard_shape, ard_rate); prior_sigma its scale (the biases' sd for shrinkage).
     standardize : standardise X and y on the training rows (priors then act in standardised units).
     method : any method of ``uqnn fit`` (``uqnn.method_names()``): nuts, hmc, mala, amcmc, slice,
         mclmc, sgld, sghmc, psgld, fsgld, fsghmc, map, ens, rms, swag, vi, laplace, dropout, vi-hmc, dei-nuts,
@@ -108,6 +114,9 @@ class BNN:
         options["out"] = out
         self._X_train, self._y_train = x, t
         start = None
+        if self._start is not None and self.prior in SHRINKAGE_PRIORS:
+            raise ValueError(f"prior {self.prior!r}: a torch network's weights cannot start the fit (its parameters are "
+                             "standardised weights and their scales); use from_torch with prior 'gaussian' or 'fan-in'")
         if self._start is not None:
             # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
             ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
@@ -140,8 +149,7 @@ class BNN:
         from ._torch import state_dicts
 
         f = self._require_fit()
-        flat = f.draws[:, : f.num_network_params]
-        return state_dicts(flat, self.hidden, len(f.input_names), len(f.target_names))
+        return state_dicts(f.network_weights, self.hidden, len(f.input_names), len(f.target_names))
 
     def _require_fit(self):
         if self._fitted is None:

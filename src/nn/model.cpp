@@ -7,6 +7,7 @@
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/nngp_posterior_model.hpp"
+#include "uqnn/nn/non_centred_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
 
@@ -145,6 +146,9 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
                                      center.size(), base->kind(), base->num_params()));
       return std::make_unique<LinearizedModel>(std::move(base), Eigen::Map<const Vec>(center.data(), static_cast<Index>(center.size())));
     }
+    if (kind == "non_centred")
+      return std::make_unique<NonCentredModel>(std::shared_ptr<Model>(make_model(d.at("network"))),
+                                               ShrinkageSpec::from_json(d.at("shrinkage")));
     if (kind == "nngp_posterior") {
       const auto& a = d.at("architecture");
       NngpArchitecture architecture;
@@ -165,7 +169,7 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
       return std::make_unique<NngpPosteriorModel>(architecture, d.at("signal_variance").get<double>(), d.at("noise_variance").get<double>(),
                                                   std::move(X), Eigen::Map<const Mat>(targets.data(), 1, static_cast<Index>(targets.size())));
     }
-    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, deeponet, linearized, nngp_posterior");
+    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, deeponet, linearized, nngp_posterior, non_centred");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
   } catch (const std::invalid_argument& e) {  // a constructor's range check (e.g. input_dim 0)

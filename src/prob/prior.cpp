@@ -5,11 +5,9 @@
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/prob/shrinkage_prior.hpp"
 
 namespace uqnn {
-
-namespace {
-}
 
 GaussianPrior::GaussianPrior(Vec mean, Vec sd) : mean_(std::move(mean)), sd_(std::move(sd)) {
   require(mean_.size() == sd_.size(), "gaussian prior mean and sd", "vectors of the same length");
@@ -149,7 +147,8 @@ std::shared_ptr<Prior> make_prior(const nlohmann::json& d) {
                                                  d.at("sigma1").get<double>(), d.at("sigma2").get<double>());
     if (kind == "laplace") return std::make_shared<LaplacePrior>(d.at("dim").get<Index>(), d.at("scale").get<double>());
     if (kind == "flat") return std::make_shared<FlatPrior>(d.at("dim").get<Index>());
-    throw InputError("unknown prior '" + kind + "': valid are gaussian, scale_mixture, laplace, flat");
+    if (kind == "shrinkage") return ShrinkagePrior::from_json(d);
+    throw InputError("unknown prior '" + kind + "': valid are gaussian, scale_mixture, laplace, flat, shrinkage");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid prior description: ") + e.what());
   }

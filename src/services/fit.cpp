@@ -19,6 +19,7 @@
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
+#include "uqnn/prob/shrinkage_prior.hpp"
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/fit_output.hpp"
@@ -77,16 +78,36 @@ std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double 
   throw InputError("--likelihood '" + c.likelihood + "' is not known: valid are gaussian, heteroscedastic, bernoulli, categorical");
 }
 
-std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const ParamLayout& layout) {
+bool is_shrinkage_prior(const std::string& prior) {
+  return prior == "horseshoe" || prior == "regularized-horseshoe" || prior == "ard";
+}
+
+std::shared_ptr<Model> with_shrinkage(const ProbabilityConfig& c, std::shared_ptr<Model> network) {
+  if (!is_shrinkage_prior(c.prior)) return network;
+  ShrinkageSpec spec = c.shrinkage;
+  spec.kind = parse_shrinkage_kind(c.prior);
+  spec.groups = parse_shrinkage_groups(c.shrinkage_groups);
+  spec.bias_sd = c.prior_sigma;
+  return std::make_shared<NonCentredModel>(std::move(network), spec);
+}
+
+std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const Model& model) {
+  const ParamLayout& layout = model.layout();
   if (!(c.prior_sigma > 0) || !std::isfinite(c.prior_sigma))
     throw InputError(fmt::format("--prior-sigma {} is invalid: it must be a finite number > 0", c.prior_sigma));
+  if (is_shrinkage_prior(c.prior)) {
+    const auto* non_centred = dynamic_cast<const NonCentredModel*>(&model);
+    if (!non_centred) throw std::invalid_argument("--prior " + c.prior + " needs the model made by with_shrinkage()");
+    return std::make_shared<ShrinkagePrior>(non_centred->hierarchy());
+  }
   if (c.prior == "gaussian") return GaussianPrior::isotropic(layout.size(), c.prior_sigma);
   if (c.prior == "fan-in") return GaussianPrior::fan_in_scaled(layout, c.prior_sigma);
   if (c.prior == "mixture")
     return std::make_shared<ScaleMixturePrior>(layout.size(), c.mixture_pi, c.mixture_sigma1, c.mixture_sigma2);
   if (c.prior == "laplace") return std::make_shared<LaplacePrior>(layout.size(), c.prior_sigma);
   if (c.prior == "flat") return std::make_shared<FlatPrior>(layout.size());
-  throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace, flat");
+  throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace, flat, horseshoe, "
+                   "regularized-horseshoe, ard");
 }
 
 Split choose_split(const DataConfig& c, Index n) {
@@ -174,9 +195,9 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   const auto& standardizer = p.standardizer;
   const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
   const auto likelihood = build_likelihood(cfg.probability, target_scale);
-  const auto model = build_model(cfg.model, p.data.input_dim(), likelihood->model_outputs(p.data.target_dim()));
+  const auto model = with_shrinkage(cfg.probability, build_model(cfg.model, p.data.input_dim(), likelihood->model_outputs(p.data.target_dim())));
   check_fit_memory(cfg, fit_size(cfg.model, *model, p.data, p.split));  // before anything of size K is allocated
-  const auto prior = build_prior(cfg.probability, model->layout());
+  const auto prior = build_prior(cfg.probability, *model);
   p.posterior = std::make_shared<Posterior>(model, likelihood, prior, std::move(train_std.inputs), std::move(train_std.targets));
 
   if (!p.split.validation.empty()) p.validation_std = standardizer.transform(p.data.subset(p.split.validation));

@@ -118,8 +118,29 @@ const OptionSchema<ProbabilityConfig>& probability_schema() {
           .add("prior", &ProbabilityConfig::prior,
                "prior on the weights: fan-in is sigma / sqrt(fan_in) per layer; flat is improper (p = 1, Stan's default), "
                "for models whose likelihood alone is proper such as a full-rank linear regression")
-          .one_of({"gaussian", "fan-in", "mixture", "laplace", "flat"})
-          .add("prior_sigma", &ProbabilityConfig::prior_sigma, "prior sd (gaussian), scale (fan-in, laplace)")
+          .one_of({"gaussian", "fan-in", "mixture", "laplace", "flat", "horseshoe", "regularized-horseshoe", "ard"})
+          .cite("horseshoe: Carvalho et al. 2010, Ghosh et al. 2019; regularized: Piironen & Vehtari 2017; ard: Neal 1996")
+          .add("prior_sigma", &ProbabilityConfig::prior_sigma,
+               "prior sd (gaussian), scale (fan-in, laplace), the biases' sd (horseshoe, regularized-horseshoe, ard)")
+          .above(0)
+          .add("shrinkage_groups", &ProbabilityConfig::shrinkage_groups,
+               "horseshoe: a local scale per weight (the classic horseshoe) or per unit (its incoming weights), each "
+               "with a global scale per layer; or one local scale per layer and one global scale")
+          .one_of({"weight", "unit", "layer"})
+          .add_nested("horseshoe_global_scale", [](ProbabilityConfig& c) -> double& { return c.shrinkage.global_scale; },
+                      "horseshoe: tau ~ C+(0, scale), relative to 1 / sqrt(fan_in)")
+          .above(0)
+          .add_nested("slab_scale", [](ProbabilityConfig& c) -> double& { return c.shrinkage.slab_scale; },
+                      "regularized horseshoe: the slab's scale s, relative to 1 / sqrt(fan_in)")
+          .above(0)
+          .cite("Piironen & Vehtari 2017, eq. 2.8; brms's default 2")
+          .add_nested("slab_df", [](ProbabilityConfig& c) -> double& { return c.shrinkage.slab_df; },
+                      "regularized horseshoe: c^2 ~ Inv-Gamma(df / 2, df s^2 / 2)")
+          .above(0)
+          .add_nested("ard_shape", [](ProbabilityConfig& c) -> double& { return c.shrinkage.ard_shape; },
+                      "ard: each scale's precision 1 / s^2 ~ Gamma(shape, rate), s relative to 1 / sqrt(fan_in)")
+          .above(0)
+          .add_nested("ard_rate", [](ProbabilityConfig& c) -> double& { return c.shrinkage.ard_rate; }, "ard: see --ard-shape")
           .above(0)
           .add("mixture_pi", &ProbabilityConfig::mixture_pi, "scale-mixture weight pi")
           .above(0)

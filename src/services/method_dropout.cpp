@@ -21,6 +21,9 @@ const OptionSchema<DropoutOptions>& dropout_options() {
 MethodResult run_dropout(const FitContext& c) {
   const DropoutOptions o = dropout_options().read(c.config.method_settings);
   const auto* mlp = dynamic_cast<const Mlp*>(&c.posterior->model());
+  if (!mlp && c.posterior->model().kind() == "non_centred")
+    throw InputError("--method dropout trains the network's own weights and cannot take --prior " + c.config.probability.prior +
+                     " (its weights are products of scales): use --prior gaussian, fan-in, mixture or laplace");
   if (!mlp) throw InputError("--method dropout needs --model mlp");
   auto model = std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p);
   DropoutObjective objective(model, c.posterior, c.config.seed, 2);

@@ -25,6 +25,9 @@ MethodResult run_nngp(const FitContext& c) {
                      "--likelihood gaussian without --noise, not '" + post->likelihood().kind() + "'");
   if (post->targets().rows() != 1)
     throw InputError(fmt::format("--method nngp models one target; the data have {} (--targets)", post->targets().rows()));
+  if (c.config.probability.prior != "gaussian")
+    throw InputError("--method nngp's prior is the infinite-width network's Gaussian process (--nngp-weight-variance, "
+                     "--nngp-bias-variance): --prior " + c.config.probability.prior + " does not apply");
   const Index n = post->num_data();
   if (n > kMaxRows)
     throw InputError(fmt::format("--method nngp is exact GP regression, O(N^3) in the {} training rows (at most {}): use "

@@ -20,6 +20,7 @@
 #include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/optim/trainer.hpp"
+#include "uqnn/nn/non_centred_model.hpp"
 #include "uqnn/prob/posterior.hpp"
 #include "uqnn/services/options.hpp"
 
@@ -45,9 +46,13 @@ struct ProbabilityConfig {
   /// N(0, 3^2) in standardised units.
   std::string noise_prior;
   Index num_classes = 2;                ///< categorical
-  std::string prior = "gaussian";       ///< gaussian | fan-in | mixture | laplace
-  double prior_sigma = 1.0;             ///< gaussian sd, fan-in scale, or laplace scale
+  /// gaussian | fan-in | mixture | laplace | flat | horseshoe | regularized-horseshoe | ard (the last
+  /// three wrap the network in a NonCentredModel: nn/non_centred_model.hpp)
+  std::string prior = "gaussian";
+  double prior_sigma = 1.0;             ///< gaussian sd, fan-in scale, laplace scale, or shrinkage priors' bias sd
   double mixture_pi = 0.5, mixture_sigma1 = 1.0, mixture_sigma2 = 0.1;
+  std::string shrinkage_groups = "weight";  ///< horseshoe: a local scale per weight, unit or layer
+  ShrinkageSpec shrinkage;                ///< the shrinkage priors' hyperparameters (kind, groups, bias_sd set from the above)
 };
 
 struct DataConfig {
@@ -219,6 +224,10 @@ FitReport run_predict(const PredictConfig& config);
 std::shared_ptr<Model> build_model(const ModelConfig& config, Index input_dim, Index output_dim);
 /// Builds the likelihood and prior; `target_scale` converts a noise sd in target units to standardised units.
 std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& config, double target_scale);
-std::shared_ptr<Prior> build_prior(const ProbabilityConfig& config, const ParamLayout& layout);
+/// A shrinkage prior (--prior horseshoe | regularized-horseshoe | ard) wraps the network in its
+/// NonCentredModel; any other prior leaves it alone.
+std::shared_ptr<Model> with_shrinkage(const ProbabilityConfig& config, std::shared_ptr<Model> network);
+/// The prior on `model`'s parameters (a shrinkage prior needs the model with_shrinkage made).
+std::shared_ptr<Prior> build_prior(const ProbabilityConfig& config, const Model& model);
 
 }  // namespace uqnn
