@@ -31,6 +31,9 @@ struct ViOptions {
   double vi_mu_init = 0.2;  ///< mu ~ U(-a, a)
   double vi_rho_init_lower = -5.0, vi_rho_init_upper = -4.0;
   std::string vi_kl = "analytic";  ///< analytic (Gaussian prior only) | mc
+  std::string vi_family = "mean-field";  ///< mean-field | flow (approx/flow.hpp)
+  Index vi_flow_layers = 8, vi_flow_hidden = 32, vi_flow_epochs = 10000, vi_flow_samples = 8;
+  double vi_flow_lr_decay = 0.01;  ///< the flow's learning rate decays to this fraction
 };
 const OptionSchema<ViOptions>& vi_options();
 

@@ -48,7 +48,23 @@ const OptionSchema<ViOptions>& vi_options() {
           .add("vi_rho_init_lower", &ViOptions::vi_rho_init_lower, "rho initialised U(lower, upper), sigma = softplus(rho)")
           .add("vi_rho_init_upper", &ViOptions::vi_rho_init_upper, "see --vi-rho-init-lower")
           .add("vi_kl", &ViOptions::vi_kl, "analytic (closed form, Gaussian prior) | mc (QUiNN's manual's log q - log p)")
-          .one_of({"analytic", "mc"});
+          .one_of({"analytic", "mc"})
+          .add("vi_family", &ViOptions::vi_family,
+               "mean-field: independent Gaussians (Bayes by Backprop) | flow: RealNVP affine couplings on a diagonal "
+               "Gaussian, fitted by the reparameterised ELBO (learns correlations; --vi-flow-*)")
+          .one_of({"mean-field", "flow"})
+          .cite("Dinh et al. 2017 (RealNVP); Rezende & Mohamed 2015")
+          .add("vi_flow_layers", &ViOptions::vi_flow_layers, "flow: affine coupling layers")
+          .at_least(0)
+          .add("vi_flow_hidden", &ViOptions::vi_flow_hidden, "flow: tanh units of each coupling's conditioner")
+          .at_least(1)
+          .add("vi_flow_epochs", &ViOptions::vi_flow_epochs, "flow: passes over the data (one Adam step each in full batch; --lr, --batch-size)")
+          .at_least(1)
+          .add("vi_flow_samples", &ViOptions::vi_flow_samples, "flow: reparameterised draws per step")
+          .at_least(1)
+          .add("vi_flow_lr_decay", &ViOptions::vi_flow_lr_decay, "flow: the learning rate decays exponentially to this fraction of --lr")
+          .above(0)
+          .at_most(1);
   return s;
 }
 

@@ -58,7 +58,8 @@ std::optional<diagnostics::Warning> not_converged_warning(const std::vector<Conv
   const bool lbfgs = r.optimizer == "lbfgs";
   // A stochastic objective (VI's ELBO estimate) has no exact gradient to report, nor a mode for L-BFGS.
   const bool has_gradient = std::isfinite(r.gradient_norm);
-  const std::string advice = lbfgs           ? "more --epochs (L-BFGS's cap on evaluations) or a larger --gradient-tolerance"
+  const std::string advice = !r.advice.empty() ? r.advice
+                             : lbfgs           ? "more --epochs (L-BFGS's cap on evaluations) or a larger --gradient-tolerance"
                              : !has_gradient ? "more --epochs or a learning-rate schedule"
                                              : "more --epochs, a learning-rate schedule, or --optimizer lbfgs for a "
                                                "full-batch posterior mode";

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "approx_common.hpp"
+#include "uqnn/approx/flow.hpp"
 #include "uqnn/approx/vi.hpp"
 #include "uqnn/diagnostics/statistics.hpp"
 
@@ -13,15 +14,40 @@ namespace uqnn {
 
 namespace detail {
 
+namespace {
+
+/// The prior --vi-prior names: the fit's, or seed 001's scale mixture.
+std::shared_ptr<const Prior> vi_prior(const ViOptions& o, const Posterior& post) {
+  if (o.vi_prior == "mixture") return std::make_shared<ScaleMixturePrior>(post.model().num_params(), o.vi_pi, o.vi_sigma1, o.vi_sigma2);
+  if (o.vi_prior == "model") return post.prior_ptr();
+  throw InputError("--vi-prior '" + o.vi_prior + "' is not known: valid are mixture, model");
+}
+
+/// -ELBO over the last two windows of w epochs: how much its mean fell, the relative tolerance, and
+/// two standard errors of the difference of the window means.
+struct ElboFall {
+  double fall = 0, tolerance = 0, noise = 0;
+  bool still_falling() const { return fall > std::max(tolerance, noise); }
+};
+ElboFall elbo_fall(const std::vector<double>& elbo, std::size_t w, double relative_tolerance) {
+  const auto window_moments = [&](std::size_t first) {
+    const Mat window = -Eigen::Map<const Vec>(elbo.data() + first, static_cast<Index>(w));
+    const double sd = diagnostics::sd(window);
+    return std::pair{diagnostics::mean(window), sd * sd / static_cast<double>(w)};
+  };
+  const auto [last, last_var] = window_moments(elbo.size() - w);
+  const auto [before, before_var] = window_moments(elbo.size() - 2 * w);
+  return {before - last, relative_tolerance * std::abs(last), 2.0 * std::sqrt(last_var + before_var)};
+}
+
+}  // namespace
+
 ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
   const ViOptions o = vi_options().read(c.config.method_settings);
+  if (o.vi_family != "mean-field")
+    throw InputError("--vi-family " + o.vi_family + " applies to --method vi (vi-hmc's subspace comes from a mean-field fit)");
   const Posterior& post = *c.posterior;
-  if (o.vi_prior == "mixture")
-    prior = std::make_shared<ScaleMixturePrior>(post.model().num_params(), o.vi_pi, o.vi_sigma1, o.vi_sigma2);
-  else if (o.vi_prior == "model")
-    prior = post.prior_ptr();
-  else
-    throw InputError("--vi-prior '" + o.vi_prior + "' is not known: valid are mixture, model");
+  prior = vi_prior(o, post);
   ViParams p;
   p.epochs = c.config.training.epochs;
   p.learning_rate = c.config.training.optimizer.learning_rate;
@@ -68,29 +94,87 @@ ConvergenceReport vi_convergence(const ViResult& fit, const TrainParams& trainin
                                      training.convergence_window);
     return report;
   }
-  // -ELBO's mean over a window and the variance of that mean (sd^2 / w).
-  const auto window_moments = [&](std::size_t first) {
-    const Mat window = -Eigen::Map<const Vec>(fit.elbo.data() + first, static_cast<Index>(w));
-    const double sd = diagnostics::sd(window);
-    return std::pair{diagnostics::mean(window), sd * sd / static_cast<double>(w)};
-  };
-  const auto [last, last_var] = window_moments(fit.elbo.size() - w);
-  const auto [before, before_var] = window_moments(fit.elbo.size() - 2 * w);
-  const double fall = before - last, noise = 2.0 * std::sqrt(last_var + before_var);
-  const double tolerance = training.convergence_tolerance * std::abs(last);
+  const ElboFall f = elbo_fall(fit.elbo, w, training.convergence_tolerance);
   Index worst = 0;
   const Vec drift = (fit.mu_last_window - fit.mu_window_before).cwiseAbs().cwiseQuotient(fit.approximation->sd());
   const double max_drift = drift.maxCoeff(&worst);
-  report.converged = fall <= std::max(tolerance, noise) && max_drift <= kMaxDrift;
+  report.converged = !f.still_falling() && max_drift <= kMaxDrift;
   report.stop_reason = fmt::format("epoch limit; between the last two windows of {} epochs -ELBO fell by {:.4g} (tolerance "
                                    "{:.3g}, two standard errors {:.3g}) and mean {} moved by {:.3g} of its sd (at most {:g})",
-                                   w, fall, tolerance, noise, worst, max_drift, kMaxDrift);
+                                   w, f.fall, f.tolerance, f.noise, worst, max_drift, kMaxDrift);
   return report;
 }
+
+namespace {
+
+/// --vi-family flow: RealNVP on the posterior (with --vi-prior's prior), from the chains' start.
+MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
+  std::shared_ptr<const Posterior> target = c.posterior;
+  const auto prior = vi_prior(o, *c.posterior);
+  if (prior != c.posterior->prior_ptr())
+    target = std::make_shared<Posterior>(c.posterior->model_ptr(), c.posterior->likelihood_ptr(), prior, c.posterior->inputs(),
+                                         c.posterior->targets());
+  FlowViParams p;
+  p.epochs = o.vi_flow_epochs;
+  p.learning_rate = c.config.training.optimizer.learning_rate;
+  p.final_rate_fraction = o.vi_flow_lr_decay;
+  p.batch_size = c.config.training.batch_size;
+  p.num_samples = o.vi_flow_samples;
+  p.num_couplings = o.vi_flow_layers;
+  p.hidden = o.vi_flow_hidden;
+  Rng rng(c.config.seed, 0);
+  const Vec start = c.initial_point(rng);
+  const auto progress = epoch_progress(c, p.epochs, "vi (flow)");
+  const FlowViResult fit = fit_flow_vi(*target, start, p, rng, [&progress](Index e, double elbo) {
+    return progress ? progress(e, -elbo, std::nan("")) : true;
+  });
+  Rng sampler(c.config.seed, 1);
+  MethodResult r;
+  r.draws = fit.approximation->sample(sampler, num_samples(c));
+  std::vector<double> negative;
+  for (double e : fit.elbo) negative.push_back(-e);
+  r.history = {{"-ELBO (per-epoch estimate)", negative}};
+  r.history_label = "-ELBO";
+  r.info = {{"family", "flow"},
+            {"final_elbo", fit.elbo.back()},
+            {"prior", prior->to_json()},
+            {"flow", {{"coupling_layers", fit.approximation->flow().num_couplings()},
+                      {"hidden", p.hidden},
+                      {"parameters", fit.approximation->flow().num_params()}}},
+            {"rejected_draws", fit.rejected_draws}};
+  // Convergence: -ELBO no longer falling over the last two windows of epochs / 10.
+  ConvergenceReport report;
+  report.optimizer = "adam";
+  report.iterations = static_cast<Index>(fit.elbo.size());
+  report.gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  report.advice = "more --vi-flow-epochs or --vi-flow-samples";
+  const auto w = static_cast<std::size_t>(std::max<Index>(c.config.training.convergence_window, p.epochs / 10));
+  if (fit.interrupted) {
+    report.stop_reason = "stop signal";
+  } else if (fit.elbo.size() < 2 * w) {
+    report.stop_reason = fmt::format("fewer epochs ({}) than two monitor windows of {}", fit.elbo.size(), w);
+  } else {
+    const ElboFall f = elbo_fall(fit.elbo, w, c.config.training.convergence_tolerance);
+    report.converged = !f.still_falling();
+    report.stop_reason = fmt::format("epoch limit; between the last two windows of {} epochs -ELBO fell by {:.4g} (tolerance {:.3g}, "
+                                     "two standard errors {:.3g})",
+                                     w, f.fall, f.tolerance, f.noise);
+  }
+  r.info["optimizer"] = training_info(report);
+  if (const auto warning = not_converged_warning({report}, "the flow's variational fit (-ELBO)")) r.warnings.push_back(*warning);
+  if (fit.rejected_draws > 0)
+    r.warnings.push_back({"non_finite_draws", fmt::format("vi (flow): {} draws had a non-finite log density or gradient and were "
+                                                          "left out of their steps", fit.rejected_draws)});
+  return r;
+}
+
+}  // namespace
 
 }  // namespace detail
 
 MethodResult run_vi(const FitContext& c) {
+  const detail::ViOptions o = detail::vi_options().read(c.config.method_settings);
+  if (o.vi_family == "flow") return detail::run_flow_vi(c, o);
   std::shared_ptr<const Prior> prior;
   const ViResult fit = detail::fit_vi(c, prior);
   Rng sampler(c.config.seed, 1);
@@ -100,7 +184,7 @@ MethodResult run_vi(const FitContext& c) {
   for (double e : fit.elbo) negative.push_back(-e);
   r.history = {{"-ELBO (KL + NLL, per-epoch estimate)", negative}};
   r.history_label = "-ELBO";
-  r.info = {{"final_elbo", fit.elbo.back()}, {"analytic_kl", fit.analytic_kl}, {"prior", prior->to_json()},
+  r.info = {{"family", "mean-field"}, {"final_elbo", fit.elbo.back()}, {"analytic_kl", fit.analytic_kl}, {"prior", prior->to_json()},
             {"mean_sigma", fit.approximation->sd().mean()}};
   const ConvergenceReport convergence = detail::vi_convergence(fit, c.config.training);
   r.info["optimizer"] = training_info(convergence);
@@ -109,7 +193,7 @@ MethodResult run_vi(const FitContext& c) {
 }
 
 namespace {
-const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop, mean-field Gaussian", "QUiNN's manual; Blundell et al. 2015", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
+const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop (mean-field Gaussian) or a RealNVP flow (--vi-family flow)", "QUiNN's manual; Blundell et al. 2015; Dinh et al. 2017", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
 }  // namespace
 
 }  // namespace uqnn

@@ -47,6 +47,7 @@ struct ConvergenceReport {
   Index iterations = 0;        ///< lbfgs: objective evaluations (which `epochs` caps); adam/sgd: epochs
   double gradient_norm = 0.0;  ///< norm of the full objective's gradient at best_theta
   std::string stop_reason;     ///< why the optimiser stopped, in words
+  std::string advice;          ///< what to change when it did not converge; empty: the optimiser's usual advice
 };
 
 struct TrainResult {
