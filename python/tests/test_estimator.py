@@ -215,3 +215,13 @@ def test_shrinkage_priors_fit_and_give_the_network_weights(prior, sine):
     np.testing.assert_allclose(w[:, 0], z * scale, rtol=1e-12)
     np.testing.assert_allclose(w[:, 4], d[:, names.index("layer1.bias[0]")])  # biases are themselves
     assert np.all(np.isfinite(est.predict(X)))
+
+
+def test_flow_vi_fits_and_records_its_family(sine):
+    X, y = sine
+    est = uqnn.BNN(hidden=(4,), activation="tanh", method="vi", vi_family="flow", vi_flow_epochs=200, vi_flow_layers=2,
+                   progress=False).fit(X, y)
+    assert est.metrics_["info"]["family"] == "flow" and est.metrics_["info"]["flow"]["coupling_layers"] == 2
+    assert np.all(np.isfinite(est.predict(X)))
+    with pytest.raises(ValueError, match="vi_family"):
+        uqnn.BNN(method="vi", vi_family="realnvp")
