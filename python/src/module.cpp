@@ -17,6 +17,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
+#include "uqnn/predictive/acquisition.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/run/observer.hpp"
 #include "uqnn/services/fit.hpp"
@@ -470,6 +471,25 @@ PYBIND11_MODULE(_core, m) {
                                return draws_array(w);
                              })
       .def_property_readonly("chain_of_draw", &FittedModel::chain_of_draw)
+      // Active learning's scores per row of X (predictive/acquisition.hpp): "bald" (nats) or
+      // "max-variance" (the epistemic variance, in the target's units squared).
+      .def("acquisition",
+           [](const FittedModel& f, const CArray& X, const std::string& strategy) {
+             if (!f.regression()) throw InputError("acquisition scores are for regression fits");
+             if (strategy != "bald" && strategy != "max-variance")
+               throw InputError("strategy '" + strategy + "' is not known: valid are bald, max-variance");
+             const Mat x = columns_of(X, "X");
+             Vec score;
+             {
+               py::gil_scoped_release release;
+               const PredictiveDraws d = f.predictive_draws(x);
+               const double scale = f.standardizer().target_scale()[0];
+               score = strategy == "bald" ? bald_score(d) : Vec(epistemic_variance(d) * scale * scale);
+             }
+             py::array_t<double> out(score.size());
+             std::copy(score.data(), score.data() + score.size(), out.mutable_data());
+             return out;
+           })
       .def_property_readonly("model_json", [](const FittedModel& f) { return to_python(f.model_json()); })
       .def("predict",
            [](const FittedModel& f, const CArray& X, std::vector<double> levels, std::uint64_t seed) {

@@ -225,3 +225,17 @@ def test_flow_vi_fits_and_records_its_family(sine):
     assert np.all(np.isfinite(est.predict(X)))
     with pytest.raises(ValueError, match="vi_family"):
         uqnn.BNN(method="vi", vi_family="realnvp")
+
+
+def test_acquisition_scores_rank_far_points_first(nuts_fit):
+    X = np.array([[0.0], [1.0], [8.0]])  # inside the data, inside, far outside [-3, 3]
+    bald = nuts_fit.acquisition(X, "bald")
+    var = nuts_fit.acquisition(X, "max-variance")
+    assert bald.shape == (3,) and var.shape == (3,)
+    assert bald[2] > max(bald[:2]) and var[2] > max(var[:2])
+    # max-variance is the square of predict's epistemic sd (the draws' means' spread), in y's units
+    f = nuts_fit._fitted
+    mu = np.array([f.predict(X[i:i + 1], [], 0)["epistemic_sd"][0] ** 2 for i in range(3)]).ravel()
+    np.testing.assert_allclose(var, mu, rtol=1e-9)
+    with pytest.raises(ValueError, match="strategy"):
+        nuts_fit.acquisition(X, "entropy")

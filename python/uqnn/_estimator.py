@@ -144,6 +144,13 @@ class BNN:
         est._start = spec["theta"]
         return est
 
+    def acquisition(self, X, strategy: str = "bald") -> np.ndarray:
+        """Active learning's score of each row of X: ``"bald"``, the mutual information between its
+        label and the weights (Houlsby et al. 2011; the predictive mixture's entropy taken as a
+        Gaussian's), or ``"max-variance"``, the epistemic variance. Label the highest first."""
+        x, _ = _as_table(X, "x")
+        return self._require_fit().acquisition(x, strategy)
+
     def to_torch_state_dicts(self) -> list:
         """The draws as PyTorch ``nn.Sequential`` state dicts (Linear layers at 0, 2, 4, ...)."""
         from ._torch import state_dicts

@@ -12,19 +12,6 @@
 
 namespace uqnn {
 
-namespace {
-
-Vec gather(const Vec& v, const IndexVec& idx) {
-  Vec out(static_cast<Index>(idx.size()));
-  for (std::size_t i = 0; i < idx.size(); ++i) out[static_cast<Index>(i)] = v[idx[i]];
-  return out;
-}
-
-void scatter(Vec& v, const IndexVec& idx, const Vec& values) {
-  for (std::size_t i = 0; i < idx.size(); ++i) v[idx[i]] = values[static_cast<Index>(i)];
-}
-
-}  // namespace
 
 RealNvpFlow::RealNvpFlow(Index dim, Index num_couplings, Index hidden, std::uint64_t partition_seed)
     : dim_(dim), hidden_(hidden) {
@@ -68,11 +55,11 @@ Vec RealNvpFlow::initial_params(const Vec& mean, double sd, Rng& rng) const {
   return phi;
 }
 
-double RealNvpFlow::forward(const Vec& phi, const Vec& z, Vec& x, FlowTape* tape) const {
-  if (z.size() != dim_ || phi.size() != num_params_)
-    throw std::invalid_argument(fmt::format("flow: z has {} entries and phi {}, expected {} and {}", z.size(), phi.size(), dim_, num_params_));
-  Vec y = z;
-  double log_det = 0.0;
+Vec RealNvpFlow::forward(const Vec& phi, const Mat& Z, Mat& X, FlowTape* tape) const {
+  if (Z.rows() != dim_ || phi.size() != num_params_)
+    throw std::invalid_argument(fmt::format("flow: z has {} rows and phi {} entries, expected {} and {}", Z.rows(), phi.size(), dim_, num_params_));
+  Mat Y = Z;
+  Vec log_det = Vec::Zero(Z.cols());
   if (tape) {
     tape->conditioning.resize(layers_.size());
     tape->transformed.resize(layers_.size());
@@ -83,74 +70,77 @@ double RealNvpFlow::forward(const Vec& phi, const Vec& z, Vec& x, FlowTape* tape
     const Layer& l = layers_[li];
     const auto na = static_cast<Index>(l.a.size()), nb = static_cast<Index>(l.b.size());
     const Eigen::Map<const Mat> W1(phi.data() + l.w1, hidden_, na), W2(phi.data() + l.w2, 2 * nb, hidden_);
-    const Vec ya = gather(y, l.a), yb = gather(y, l.b);
-    const Vec h = (W1 * ya + phi.segment(l.b1, hidden_)).array().tanh().matrix();
-    const Vec out = W2 * h + phi.segment(l.b2, 2 * nb);
-    const Vec s = out.head(nb).array().tanh().matrix();
-    scatter(y, l.b, (yb.array() * s.array().exp() + out.tail(nb).array()).matrix());
-    log_det += s.sum();
+    Mat Ya = Y(l.a, Eigen::all), Yb = Y(l.b, Eigen::all);
+    Mat H = ((W1 * Ya).colwise() + phi.segment(l.b1, hidden_)).array().tanh().matrix();
+    const Mat out = (W2 * H).colwise() + phi.segment(l.b2, 2 * nb);
+    Mat S = out.topRows(nb).array().tanh().matrix();
+    Y(l.b, Eigen::all) = (Yb.array() * S.array().exp() + out.bottomRows(nb).array()).matrix();
+    log_det += S.colwise().sum().transpose();
     if (tape) {
-      tape->conditioning[li] = ya;
-      tape->transformed[li] = yb;
-      tape->hidden[li] = h;
-      tape->log_scale[li] = s;
+      tape->conditioning[li] = std::move(Ya);
+      tape->transformed[li] = std::move(Yb);
+      tape->hidden[li] = std::move(H);
+      tape->log_scale[li] = std::move(S);
     }
   }
   const auto omega = phi.segment(dim_, dim_);
-  x = phi.head(dim_) + (omega.array().exp() * y.array()).matrix();
-  if (tape) tape->y = y;
-  return log_det + omega.sum();
+  X = (Y.array().colwise() * omega.array().exp()).matrix().colwise() + phi.head(dim_);
+  if (tape) tape->y = std::move(Y);
+  return log_det.array() + omega.sum();
 }
 
-void RealNvpFlow::backward(const Vec& phi, const FlowTape& tape, const Vec& g_x, double g_log_det, Vec& grad_phi) const {
+void RealNvpFlow::backward(const Vec& phi, const FlowTape& tape, const Mat& G_x, const Vec& w, Vec& grad_phi) const {
   const auto omega = phi.segment(dim_, dim_);
+  const double total_w = w.sum();
   // x = mu + exp(omega) y; log det includes sum omega.
-  grad_phi.head(dim_) += g_x;
-  grad_phi.segment(dim_, dim_) += (g_x.array() * omega.array().exp() * tape.y.array()).matrix() + Vec::Constant(dim_, g_log_det);
-  Vec g_y = (g_x.array() * omega.array().exp()).matrix();
+  grad_phi.head(dim_) += G_x.rowwise().sum();
+  grad_phi.segment(dim_, dim_) +=
+      ((G_x.array() * tape.y.array()).rowwise().sum() * omega.array().exp()).matrix() + Vec::Constant(dim_, total_w);
+  Mat G_y = (G_x.array().colwise() * omega.array().exp()).matrix();
   for (std::size_t li = layers_.size(); li-- > 0;) {
     const Layer& l = layers_[li];
     const auto na = static_cast<Index>(l.a.size()), nb = static_cast<Index>(l.b.size());
     const Eigen::Map<const Mat> W1(phi.data() + l.w1, hidden_, na), W2(phi.data() + l.w2, 2 * nb, hidden_);
-    const Vec& ya = tape.conditioning[li];
-    const Vec& yb = tape.transformed[li];
-    const Vec& h = tape.hidden[li];
-    const Vec& s = tape.log_scale[li];
-    const Vec g_out_b = gather(g_y, l.b), g_out_a = gather(g_y, l.a);
-    const Vec scale = s.array().exp().matrix();
-    // y_b' = y_b e^s + t, s = tanh(r), log det += sum s.
-    const Vec g_s = (g_out_b.array() * yb.array() * scale.array() + g_log_det).matrix();
-    Vec g_out(2 * nb);
-    g_out.head(nb) = (g_s.array() * (1.0 - s.array().square())).matrix();
-    g_out.tail(nb) = g_out_b;
-    Eigen::Map<Mat>(grad_phi.data() + l.w2, 2 * nb, hidden_) += g_out * h.transpose();
-    grad_phi.segment(l.b2, 2 * nb) += g_out;
-    const Vec g_pre = ((W2.transpose() * g_out).array() * (1.0 - h.array().square())).matrix();
-    Eigen::Map<Mat>(grad_phi.data() + l.w1, hidden_, na) += g_pre * ya.transpose();
-    grad_phi.segment(l.b1, hidden_) += g_pre;
-    scatter(g_y, l.a, g_out_a + W1.transpose() * g_pre);
-    scatter(g_y, l.b, (g_out_b.array() * scale.array()).matrix());
+    const Mat& Ya = tape.conditioning[li];
+    const Mat& Yb = tape.transformed[li];
+    const Mat& H = tape.hidden[li];
+    const Mat& S = tape.log_scale[li];
+    const Mat G_out_b = G_y(l.b, Eigen::all), G_out_a = G_y(l.a, Eigen::all);
+    const Mat scale = S.array().exp().matrix();
+    // y_b' = y_b e^s + t, s = tanh(r), log det += sum s (weighted by w per column).
+    const Mat G_s = ((G_out_b.array() * Yb.array() * scale.array()).rowwise() + w.transpose().array()).matrix();
+    Mat G_out(2 * nb, G_x.cols());
+    G_out.topRows(nb) = (G_s.array() * (1.0 - S.array().square())).matrix();
+    G_out.bottomRows(nb) = G_out_b;
+    Eigen::Map<Mat>(grad_phi.data() + l.w2, 2 * nb, hidden_).noalias() += G_out * H.transpose();
+    grad_phi.segment(l.b2, 2 * nb) += G_out.rowwise().sum();
+    const Mat G_pre = ((W2.transpose() * G_out).array() * (1.0 - H.array().square())).matrix();
+    Eigen::Map<Mat>(grad_phi.data() + l.w1, hidden_, na).noalias() += G_pre * Ya.transpose();
+    grad_phi.segment(l.b1, hidden_) += G_pre.rowwise().sum();
+    G_y(l.a, Eigen::all) = G_out_a + W1.transpose() * G_pre;
+    G_y(l.b, Eigen::all) = (G_out_b.array() * scale.array()).matrix();
   }
 }
 
-double RealNvpFlow::inverse(const Vec& phi, const Vec& x, Vec& z) const {
-  if (x.size() != dim_ || phi.size() != num_params_)
-    throw std::invalid_argument(fmt::format("flow: x has {} entries and phi {}, expected {} and {}", x.size(), phi.size(), dim_, num_params_));
+Vec RealNvpFlow::inverse(const Vec& phi, const Mat& X, Mat& Z) const {
+  if (X.rows() != dim_ || phi.size() != num_params_)
+    throw std::invalid_argument(fmt::format("flow: x has {} rows and phi {} entries, expected {} and {}", X.rows(), phi.size(), dim_, num_params_));
   const auto omega = phi.segment(dim_, dim_);
-  Vec y = ((x - phi.head(dim_)).array() * (-omega.array()).exp()).matrix();
-  double log_det = omega.sum();
+  Mat Y = ((X.colwise() - phi.head(dim_)).array().colwise() * (-omega.array()).exp()).matrix();
+  Vec log_det = Vec::Constant(X.cols(), omega.sum());
   for (std::size_t li = layers_.size(); li-- > 0;) {
     const Layer& l = layers_[li];
     const auto na = static_cast<Index>(l.a.size()), nb = static_cast<Index>(l.b.size());
     const Eigen::Map<const Mat> W1(phi.data() + l.w1, hidden_, na), W2(phi.data() + l.w2, 2 * nb, hidden_);
-    const Vec ya = gather(y, l.a);  // unchanged by the layer
-    const Vec h = (W1 * ya + phi.segment(l.b1, hidden_)).array().tanh().matrix();
-    const Vec out = W2 * h + phi.segment(l.b2, 2 * nb);
-    const Vec s = out.head(nb).array().tanh().matrix();
-    scatter(y, l.b, ((gather(y, l.b) - out.tail(nb)).array() * (-s.array()).exp()).matrix());
-    log_det += s.sum();
+    const Mat Ya = Y(l.a, Eigen::all);  // unchanged by the layer
+    const Mat H = ((W1 * Ya).colwise() + phi.segment(l.b1, hidden_)).array().tanh().matrix();
+    const Mat out = (W2 * H).colwise() + phi.segment(l.b2, 2 * nb);
+    const Mat S = out.topRows(nb).array().tanh().matrix();
+    const Mat Yb = Y(l.b, Eigen::all);
+    Y(l.b, Eigen::all) = ((Yb - out.bottomRows(nb)).array() * (-S.array()).exp()).matrix();
+    log_det += S.colwise().sum().transpose();
   }
-  z = y;
+  Z = std::move(Y);
   return log_det;
 }
 
@@ -167,14 +157,23 @@ FlowPosterior::FlowPosterior(std::shared_ptr<const RealNvpFlow> flow, Vec phi) :
 }
 
 std::vector<Vec> FlowPosterior::sample(Rng& rng, Index n) const {
-  std::vector<Vec> out(static_cast<std::size_t>(n));
-  for (auto& x : out) flow_->forward(phi_, rng.normal_vector(dim()), x);
+  // In batches of 256 columns: one matrix pass per batch, without a K x n matrix for large K.
+  std::vector<Vec> out;
+  out.reserve(static_cast<std::size_t>(n));
+  Mat Z, X;
+  for (Index first = 0; first < n; first += 256) {
+    const Index m = std::min<Index>(256, n - first);
+    Z.resize(dim(), m);
+    for (Index j = 0; j < m; ++j) Z.col(j) = rng.normal_vector(dim());
+    flow_->forward(phi_, Z, X);
+    for (Index j = 0; j < m; ++j) out.emplace_back(X.col(j));
+  }
   return out;
 }
 
 double FlowPosterior::log_prob(const Vec& x) const {
-  Vec z;
-  const double log_det = flow_->inverse(phi_, x, z);
+  Mat z;
+  const double log_det = flow_->inverse(phi_, x, z)[0];
   return -0.5 * z.squaredNorm() - kHalfLog2Pi * static_cast<double>(dim()) - log_det;
 }
 
@@ -208,7 +207,9 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
   const double base_entropy = 0.5 * static_cast<double>(K) * (1.0 + std::log(2.0 * std::numbers::pi));  // H[N(0, I_K)]
   FlowViResult result;
   FlowTape tape;
-  Vec z, x, grad_x(K), grad_phi(flow->num_params());
+  const Index S = params.num_samples;
+  Mat Z(K, S), X, G_x(K, S);
+  Vec grad_x(K), grad_phi(flow->num_params()), used(S);
   double lr = params.learning_rate;
   for (Index epoch = 0; epoch < params.epochs; ++epoch, lr *= decay) {
     const IndexVec order = batch == 0 ? IndexVec() : rng.permutation(N);
@@ -218,25 +219,28 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
       IndexVec rows;
       if (batch > 0)
         for (Index i = step * batch; i < std::min(N, (step + 1) * batch); ++i) rows.push_back(order[static_cast<std::size_t>(i)]);
-      grad_phi.setZero();
-      Index used = 0;
-      for (Index s = 0; s < params.num_samples; ++s) {
-        z = rng.normal_vector(K);
-        const double log_det = flow->forward(phi, z, x, &tape);
+      for (Index s = 0; s < S; ++s) Z.col(s) = rng.normal_vector(K);
+      const Vec log_det = flow->forward(phi, Z, X, &tape);
+      for (Index s = 0; s < S; ++s) {
+        const Vec x = X.col(s);
         const double log_p = batch == 0 ? target.log_density_and_grad(x, grad_x)
                                         : stochastic->minibatch_log_density_and_grad(x, rows, grad_x);
         if (!std::isfinite(log_p) || !grad_x.allFinite()) {  // e.g. an overflowing network: no step from it
           ++result.rejected_draws;
+          G_x.col(s).setZero();
+          used[s] = 0.0;
           continue;
         }
-        flow->backward(phi, tape, grad_x, 1.0, grad_phi);  // d/dphi [log p(T(z)) + log |det T'(z)|]
-        elbo_sum += log_p + log_det + base_entropy;
+        G_x.col(s) = grad_x;
+        used[s] = 1.0;
+        elbo_sum += log_p + log_det[s] + base_entropy;
         ++elbo_terms;
-        ++used;
       }
-      if (used == 0) continue;
-      const Vec descent = -grad_phi / static_cast<double>(used);
-      optimizer->step(phi, descent, lr);
+      const double num_used = used.sum();
+      if (num_used == 0) continue;
+      grad_phi.setZero();
+      flow->backward(phi, tape, G_x, used, grad_phi);  // d/dphi sum_s [log p(T(z_s)) + log |det T'(z_s)|]
+      optimizer->step(phi, -grad_phi / num_used, lr);
     }
     const double elbo = elbo_terms ? elbo_sum / static_cast<double>(elbo_terms) : -std::numeric_limits<double>::infinity();
     result.elbo.push_back(elbo);

@@ -27,15 +27,17 @@
 
 namespace uqnn {
 
-/// What the backward pass needs from one forward pass.
+/// What the backward pass needs from one forward pass of a batch of S draws (one per column).
 struct FlowTape {
-  std::vector<Vec> conditioning;  ///< per layer: y_a
-  std::vector<Vec> transformed;   ///< per layer: y_b before the layer
-  std::vector<Vec> hidden;        ///< per layer: the conditioner's hidden activations
-  std::vector<Vec> log_scale;     ///< per layer: s
-  Vec y;                          ///< the coupling layers' output (before mu + exp(omega) y)
+  std::vector<Mat> conditioning;  ///< per layer: y_a [|a|, S]
+  std::vector<Mat> transformed;   ///< per layer: y_b before the layer [|b|, S]
+  std::vector<Mat> hidden;        ///< per layer: the conditioner's hidden activations [H, S]
+  std::vector<Mat> log_scale;     ///< per layer: s [|b|, S]
+  Mat y;                          ///< the coupling layers' output (before mu + exp(omega) y) [K, S]
 };
 
+/// The flow works on batches: the S draws of a step go through each layer as one matrix product
+/// (columns are draws), so the conditioners cost matrix-matrix rather than S matrix-vector products.
 class RealNvpFlow {
  public:
   /// `num_couplings` >= 0 layers (none when dim < 2: the flow is then the affine map alone), each
@@ -49,13 +51,14 @@ class RealNvpFlow {
   /// Glorot-uniform from `rng` and its output layer zero (so the couplings are the identity).
   Vec initial_params(const Vec& mean, double sd, Rng& rng) const;
 
-  /// x = T_phi(z); returns log |det dx/dz|. Fills `tape` when given.
-  double forward(const Vec& phi, const Vec& z, Vec& x, FlowTape* tape = nullptr) const;
-  /// Adds to `grad_phi` the gradient in phi of L = g_x . x + g_log_det log |det| (the chain rule of
-  /// any L(x, log det) given its partial derivatives at the taped point).
-  void backward(const Vec& phi, const FlowTape& tape, const Vec& g_x, double g_log_det, Vec& grad_phi) const;
-  /// z = T_phi^-1(x); returns log |det dx/dz| at that z.
-  double inverse(const Vec& phi, const Vec& x, Vec& z) const;
+  /// X = T_phi(Z) column by column ([K, S]); returns each column's log |det dx/dz|. Fills `tape`
+  /// when given.
+  Vec forward(const Vec& phi, const Mat& Z, Mat& X, FlowTape* tape = nullptr) const;
+  /// Adds to `grad_phi` the gradient in phi of L = sum_s [G_x(:, s) . x_s + w_s log |det_s|] (the
+  /// chain rule of any sum of L_s(x_s, log det_s) given their partial derivatives at the taped batch).
+  void backward(const Vec& phi, const FlowTape& tape, const Mat& G_x, const Vec& w, Vec& grad_phi) const;
+  /// Z = T_phi^-1(X) column by column; returns each column's log |det dx/dz| at its z.
+  Vec inverse(const Vec& phi, const Mat& X, Mat& Z) const;
 
  private:
   struct Layer {

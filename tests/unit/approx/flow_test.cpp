@@ -22,22 +22,24 @@ Vec perturbed_params(const RealNvpFlow& flow, std::uint64_t seed) {
 }
 
 TEST(RealNvpFlow, ReverseGradientMatchesFiniteDifferences) {
+  // A batch of 3 draws; L(phi) = sum_s [A(:, s) . x_s + w_s log|det_s|] with Z fixed.
   const RealNvpFlow flow(5, 4, 6, 3);
   const Vec phi = perturbed_params(flow, 1);
   Rng rng(2);
-  const Vec z = rng.normal_vector(5), a = rng.normal_vector(5);
-  const double c = 0.8;
-  // L(phi) = a . x(phi) + c log|det|, z fixed.
+  Mat Z(5, 3), A(5, 3);
+  for (Index s = 0; s < 3; ++s) Z.col(s) = rng.normal_vector(5), A.col(s) = rng.normal_vector(5);
+  Vec w(3);
+  w << 0.8, 1.0, 0.0;  // a left-out draw weighs 0
   const auto loss = [&](const Vec& p) {
-    Vec x;
-    const double log_det = flow.forward(p, z, x);
-    return a.dot(x) + c * log_det;
+    Mat X;
+    const Vec log_det = flow.forward(p, Z, X);
+    return (A.array() * X.array()).sum() + w.dot(log_det);
   };
   FlowTape tape;
-  Vec x;
-  flow.forward(phi, z, x, &tape);
+  Mat X;
+  flow.forward(phi, Z, X, &tape);
   Vec grad = Vec::Zero(phi.size());
-  flow.backward(phi, tape, a, c, grad);
+  flow.backward(phi, tape, A, w, grad);
   const double h = 1e-6;
   for (Index i = 0; i < phi.size(); ++i) {
     Vec up = phi, down = phi;
@@ -51,22 +53,29 @@ TEST(RealNvpFlow, InverseAndLogDeterminantMatchTheForwardPass) {
   const Vec phi = perturbed_params(flow, 4);
   Rng rng(5);
   const Vec z = rng.normal_vector(3);
-  Vec x, back;
-  const double log_det = flow.forward(phi, z, x);
-  EXPECT_NEAR(flow.inverse(phi, x, back), log_det, 1e-12);
+  Mat x, back;
+  const double log_det = flow.forward(phi, z, x)[0];
+  EXPECT_NEAR(flow.inverse(phi, x, back)[0], log_det, 1e-12);
   EXPECT_LT((back - z).norm(), 1e-12);
   Mat J(3, 3);
   for (Index j = 0; j < 3; ++j) {
-    Vec up = z, down = z, xu, xd;
+    Vec up = z, down = z;
     up[j] += 1e-6, down[j] -= 1e-6;
+    Mat xu, xd;
     flow.forward(phi, up, xu);
     flow.forward(phi, down, xd);
     J.col(j) = (xu - xd) / 2e-6;
   }
   EXPECT_NEAR(std::log(std::abs(J.determinant())), log_det, 1e-7);
-  // q's density is N(z) / |det| at x = T(z).
+  // q's density is N(z) / |det| at x = T(z); a batch gives each column what it gives alone.
   const FlowPosterior q(std::make_shared<const RealNvpFlow>(flow), phi);
-  EXPECT_NEAR(q.log_prob(x), -0.5 * z.squaredNorm() - 3 * kHalfLog2Pi - log_det, 1e-12);
+  EXPECT_NEAR(q.log_prob(x.col(0)), -0.5 * z.squaredNorm() - 3 * kHalfLog2Pi - log_det, 1e-12);
+  Mat Z(3, 2), X2;
+  Z.col(0) = rng.normal_vector(3);
+  Z.col(1) = z;
+  const Vec both = flow.forward(phi, Z, X2);
+  EXPECT_NEAR(both[1], log_det, 1e-13);
+  EXPECT_LT((X2.col(1) - x.col(0)).norm(), 1e-13);
 }
 
 /// Mean and covariance of 20,000 draws of q.
