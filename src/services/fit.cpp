@@ -78,9 +78,11 @@ std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double 
   throw InputError("--likelihood '" + c.likelihood + "' is not known: valid are gaussian, heteroscedastic, bernoulli, categorical");
 }
 
+namespace {
 bool is_shrinkage_prior(const std::string& prior) {
   return prior == "horseshoe" || prior == "regularized-horseshoe" || prior == "ard";
 }
+}  // namespace
 
 std::shared_ptr<Model> with_shrinkage(const ProbabilityConfig& c, std::shared_ptr<Model> network) {
   if (!is_shrinkage_prior(c.prior)) return network;
