@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace uqnn::testing {
@@ -49,6 +51,17 @@ class CliTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  /// Writes sine.csv: y = sin(3x) + 0.1 sin(37 i) (deterministic noise) at `rows` points of [-1, 1];
+  /// returns its path.
+  std::string write_sine_csv(int rows) {
+    std::string csv = "x,y\n";
+    for (int i = 0; i < rows; ++i) {
+      const double x = -1.0 + 2.0 * i / (rows - 1.0);
+      csv += fmt::format("{},{}\n", x, std::sin(3.0 * x) + 0.1 * std::sin(37.0 * i));
+    }
+    write("sine.csv", csv);
+    return (dir_ / "sine.csv").string();
+  }
   static nlohmann::json json(const std::filesystem::path& p) {
     std::ifstream in(p);
     return nlohmann::json::parse(in);

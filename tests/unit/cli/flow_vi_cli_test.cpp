@@ -18,16 +18,7 @@ using testing::run_cli;
 
 class FlowViCli : public testing::CliTest {
  protected:
-  /// y = sin(3x) + small deterministic noise on 60 rows.
-  std::string flow_sine_csv() {
-    std::string csv = "x,y\n";
-    for (int i = 0; i < 60; ++i) {
-      const double x = -1.0 + 2.0 * i / 59.0;
-      csv += fmt::format("{},{}\n", x, std::sin(3.0 * x) + 0.1 * std::sin(37.0 * i));
-    }
-    write("sine.csv", csv);
-    return (dir_ / "sine.csv").string();
-  }
+  std::string flow_sine_csv() { return write_sine_csv(60); }
 };
 
 TEST_F(FlowViCli, FitsRecordsTheFlowAndReloads) {

@@ -18,16 +18,7 @@ using testing::run_cli;
 
 class MclmcCli : public testing::CliTest {
  protected:
-  /// y = sin(3x) + N(0, 0.1^2)-like deterministic noise on 80 rows.
-  std::string sine_csv() {
-    std::string csv = "x,y\n";
-    for (int i = 0; i < 80; ++i) {
-      const double x = -1.0 + 2.0 * i / 79.0;
-      csv += fmt::format("{},{}\n", x, std::sin(3.0 * x) + 0.1 * std::sin(37.0 * i));
-    }
-    write("sine.csv", csv);
-    return (dir_ / "sine.csv").string();
-  }
+  std::string sine_csv() { return write_sine_csv(80); }
 };
 
 TEST_F(MclmcCli, FitsASineAndReportsItsTuning) {
