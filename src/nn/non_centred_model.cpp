@@ -3,42 +3,43 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "uqnn/core/error.hpp"
 
 namespace uqnn {
 
-ShrinkageKind parse_shrinkage_kind(const std::string& name) {
-  if (name == "horseshoe") return ShrinkageKind::Horseshoe;
-  if (name == "regularized-horseshoe") return ShrinkageKind::RegularizedHorseshoe;
-  if (name == "ard") return ShrinkageKind::Ard;
-  throw InputError("shrinkage prior '" + name + "' is not known: valid are horseshoe, regularized-horseshoe, ard");
+namespace {
+
+/// Each enum value with its name, in the order the messages list them.
+const std::pair<ShrinkageKind, const char*> kKindNames[] = {
+    {ShrinkageKind::Horseshoe, "horseshoe"}, {ShrinkageKind::RegularizedHorseshoe, "regularized-horseshoe"}, {ShrinkageKind::Ard, "ard"}};
+const std::pair<ShrinkageGroups, const char*> kGroupNames[] = {
+    {ShrinkageGroups::Weight, "weight"}, {ShrinkageGroups::Unit, "unit"}, {ShrinkageGroups::Layer, "layer"}};
+
+template <typename E, std::size_t N>
+E parse_name(const std::pair<E, const char*> (&names)[N], const std::string& name, const std::string& what) {
+  std::string valid;
+  for (const auto& [value, text] : names) {
+    if (name == text) return value;
+    valid += (valid.empty() ? "" : ", ") + std::string(text);
+  }
+  throw InputError(what + " '" + name + "' is not known: valid are " + valid);
 }
 
-std::string to_string(ShrinkageKind kind) {
-  switch (kind) {
-    case ShrinkageKind::Horseshoe: return "horseshoe";
-    case ShrinkageKind::RegularizedHorseshoe: return "regularized-horseshoe";
-    case ShrinkageKind::Ard: return "ard";
-  }
+template <typename E, std::size_t N>
+std::string name_of(const std::pair<E, const char*> (&names)[N], E value) {
+  for (const auto& [v, text] : names)
+    if (v == value) return text;
   return "?";
 }
 
-ShrinkageGroups parse_shrinkage_groups(const std::string& name) {
-  if (name == "weight") return ShrinkageGroups::Weight;
-  if (name == "unit") return ShrinkageGroups::Unit;
-  if (name == "layer") return ShrinkageGroups::Layer;
-  throw InputError("shrinkage groups '" + name + "' is not known: valid are weight, unit, layer");
-}
+}  // namespace
 
-std::string to_string(ShrinkageGroups groups) {
-  switch (groups) {
-    case ShrinkageGroups::Weight: return "weight";
-    case ShrinkageGroups::Unit: return "unit";
-    case ShrinkageGroups::Layer: return "layer";
-  }
-  return "?";
-}
+ShrinkageKind parse_shrinkage_kind(const std::string& name) { return parse_name(kKindNames, name, "shrinkage prior"); }
+std::string to_string(ShrinkageKind kind) { return name_of(kKindNames, kind); }
+ShrinkageGroups parse_shrinkage_groups(const std::string& name) { return parse_name(kGroupNames, name, "shrinkage groups"); }
+std::string to_string(ShrinkageGroups groups) { return name_of(kGroupNames, groups); }
 
 void ShrinkageSpec::validate() const {
   const auto positive = [](double x, const char* flag) {
@@ -256,21 +257,21 @@ Mat NonCentredModel::forward(const Vec& u, const Mat& X) const {
 }
 
 double NonCentredModel::value_and_gradient(const Vec& u, const Mat& X, const OutputLoss<double>& loss, Vec& grad) const {
-  check_model_shapes(*this, u, X);
-  thread_local Vec g_w;  // a sampler calls this ~10^3 times per draw on the same shapes
-  g_w.setZero(hierarchy_.num_network);
-  const double value = network_->value_and_gradient(transform(hierarchy_, u), X, loss, g_w);
-  if (grad.size() != num_params()) grad = Vec::Zero(num_params());
-  grad += pull_back<double>(hierarchy_, u, g_w);
-  return value;
+  return value_and_gradient_at(u, X, nullptr, loss, grad);
 }
 
 double NonCentredModel::value_and_gradient(const Vec& u, const Mat& X, const MatT<float>& X_float,
                                            const OutputLoss<double>& loss, Vec& grad) const {
+  return value_and_gradient_at(u, X, &X_float, loss, grad);
+}
+
+double NonCentredModel::value_and_gradient_at(const Vec& u, const Mat& X, const MatT<float>* X_float,
+                                              const OutputLoss<double>& loss, Vec& grad) const {
   check_model_shapes(*this, u, X);
-  thread_local Vec g_w;
+  thread_local Vec g_w;  // a sampler calls this ~10^3 times per draw on the same shapes
   g_w.setZero(hierarchy_.num_network);
-  const double value = network_->value_and_gradient(transform(hierarchy_, u), X, X_float, loss, g_w);
+  const Vec w = transform(hierarchy_, u);
+  const double value = X_float ? network_->value_and_gradient(w, X, *X_float, loss, g_w) : network_->value_and_gradient(w, X, loss, g_w);
   if (grad.size() != num_params()) grad = Vec::Zero(num_params());
   grad += pull_back<double>(hierarchy_, u, g_w);
   return value;

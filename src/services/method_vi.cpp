@@ -29,6 +29,16 @@ struct ElboFall {
   double fall = 0, tolerance = 0, noise = 0;
   bool still_falling() const { return fall > std::max(tolerance, noise); }
 };
+/// The report of an Adam fit of a -ELBO estimate: no exact gradient to report; "stop signal" when stopped.
+ConvergenceReport elbo_report(const std::vector<double>& elbo, bool interrupted) {
+  ConvergenceReport report;
+  report.optimizer = "adam";
+  report.iterations = static_cast<Index>(elbo.size());
+  report.gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  if (interrupted) report.stop_reason = "stop signal";
+  return report;
+}
+
 ElboFall elbo_fall(const std::vector<double>& elbo, std::size_t w, double relative_tolerance) {
   const auto window_moments = [&](std::size_t first) {
     const Mat window = -Eigen::Map<const Vec>(elbo.data() + first, static_cast<Index>(w));
@@ -76,14 +86,8 @@ ConvergenceReport vi_convergence(const ViResult& fit, const TrainParams& trainin
   //    difference of the window means (a rise, or a fall the noise explains, is no descent);
   //  - no mean mu_k moved between the windows' averages by more than kMaxDrift of its sd sigma_k.
   constexpr double kMaxDrift = 0.02;
-  ConvergenceReport report;
-  report.optimizer = "adam";
-  report.iterations = static_cast<Index>(fit.elbo.size());
-  report.gradient_norm = std::numeric_limits<double>::quiet_NaN();
-  if (fit.interrupted) {
-    report.stop_reason = "stop signal";
-    return report;
-  }
+  ConvergenceReport report = elbo_report(fit.elbo, fit.interrupted);
+  if (fit.interrupted) return report;
   const auto w = static_cast<std::size_t>(fit.monitor_window);
   if (w == 0) {
     report.stop_reason = "epoch limit, no convergence monitor (--convergence-window 0)";
@@ -143,17 +147,12 @@ MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
                       {"parameters", fit.approximation->flow().num_params()}}},
             {"rejected_draws", fit.rejected_draws}};
   // Convergence: -ELBO no longer falling over the last two windows of epochs / 10.
-  ConvergenceReport report;
-  report.optimizer = "adam";
-  report.iterations = static_cast<Index>(fit.elbo.size());
-  report.gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  ConvergenceReport report = elbo_report(fit.elbo, fit.interrupted);
   report.advice = "more --vi-flow-epochs or --vi-flow-samples";
   const auto w = static_cast<std::size_t>(std::max<Index>(c.config.training.convergence_window, p.epochs / 10));
-  if (fit.interrupted) {
-    report.stop_reason = "stop signal";
-  } else if (fit.elbo.size() < 2 * w) {
+  if (!fit.interrupted && fit.elbo.size() < 2 * w) {
     report.stop_reason = fmt::format("fewer epochs ({}) than two monitor windows of {}", fit.elbo.size(), w);
-  } else {
+  } else if (!fit.interrupted) {
     const ElboFall f = elbo_fall(fit.elbo, w, c.config.training.convergence_tolerance);
     report.converged = !f.still_falling();
     report.stop_reason = fmt::format("epoch limit; between the last two windows of {} epochs -ELBO fell by {:.4g} (tolerance {:.3g}, "

@@ -114,6 +114,10 @@ class NonCentredModel : public Model {
   const ScaleHierarchy& hierarchy() const { return hierarchy_; }
 
  private:
+  /// Both value_and_gradient overloads: the network's gradient at w(u) (with X in float when given), pulled back to u.
+  double value_and_gradient_at(const Vec& u, const Mat& X, const MatT<float>* X_float, const OutputLoss<double>& loss,
+                               Vec& grad) const;
+
   std::shared_ptr<Model> network_;
   ScaleHierarchy hierarchy_;
 };
