@@ -19,6 +19,8 @@
 #include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/predictive/acquisition.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/predictive/thompson_sampling.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/run/observer.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -347,6 +349,55 @@ PYBIND11_MODULE(_core, m) {
         const Index dim = init.shape(init.ndim() - 1);
         auto density = std::make_shared<CallbackLogDensity>(reinterpret_cast<CallbackLogDensity::Fn>(fn), reinterpret_cast<void*>(data), dim);
         return run_sample(density, init, method, options, sink);
+      });
+
+  // The Mushroom-style contextual bandit (predictive/thompson_sampling.hpp): one agent, one reward
+  // pattern; uqnn.thompson_bandit builds the keyword interface on it.
+  m.def(
+      "thompson_bandit",
+      [](const CArray& contexts, const std::vector<bool>& edible, const py::dict& settings) {
+        if (contexts.ndim() != 2) throw InputError("contexts must be a 2-D array (mushrooms, features)");
+        MushroomBandit bandit;
+        bandit.contexts = Eigen::Map<const RowMajor>(contexts.data(), contexts.shape(0), contexts.shape(1)).transpose();
+        bandit.edible = edible;
+        if (static_cast<Index>(edible.size()) != bandit.contexts.cols())
+          throw InputError("edible has " + std::to_string(edible.size()) + " entries, contexts " + std::to_string(bandit.contexts.cols()) + " rows");
+        BanditExperiment e;
+        bandit.poison_probability = settings["poison_probability"].cast<double>();
+        e.agent.kind = settings["agent"].cast<std::string>();
+        e.agent.batch_size = settings["batch_size"].cast<Index>();
+        e.agent.members = settings["members"].cast<Index>();
+        e.agent.sg_step_size = settings["sg_step_size"].cast<double>();
+        e.agent.adam_learning_rate = settings["adam_learning_rate"].cast<double>();
+        e.agent.reward_scale = settings["reward_scale"].cast<double>();
+        e.agent.noise_sd = settings["noise_sd"].cast<double>();
+        e.run.rounds = settings["rounds"].cast<Index>();
+        e.run.updates_per_round = settings["updates_per_round"].cast<Index>();
+        e.run.buffer_capacity = settings["buffer_size"].cast<Index>();
+        e.hidden = settings["hidden"].cast<std::vector<Index>>();
+        e.seed = settings["seed"].cast<std::uint64_t>();
+        BanditTrace trace;
+        bool interrupted = false;
+        run_interruptible(
+            [&] {
+              const StopSignalScope scope;
+              try {
+                trace = run_bandit_experiment(bandit, e);
+              } catch (const std::invalid_argument& error) {
+                throw InputError(error.what());
+              }
+            },
+            interrupted, nullptr);
+        py::dict out;
+        out["cumulative_regret"] = py::array_t<double>(static_cast<py::ssize_t>(trace.cumulative_regret.size()), trace.cumulative_regret.data());
+        out["cumulative_reward"] = py::array_t<double>(static_cast<py::ssize_t>(trace.cumulative_reward.size()), trace.cumulative_reward.data());
+        out["actions"] = py::array_t<int>(static_cast<py::ssize_t>(trace.actions.size()), trace.actions.data());
+        out["eaten_poisonous"] = trace.eaten_poisonous;
+        out["rejected_edible"] = trace.rejected_edible;
+        out["divergences"] = trace.divergences;
+        out["interrupted"] = trace.interrupted || interrupted;
+        out["agent_prior"] = trace.agent_prior;
+        return out;
       });
 
   m.def(

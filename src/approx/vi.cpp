@@ -27,6 +27,67 @@ void ViParams::validate() const {
   schedule.validate();
 }
 
+BayesByBackpropGradient bayes_by_backprop_gradient(const Vec& mu, const Vec& rho, const Prior& prior, const Likelihood& lik,
+                                                   bool analytic_kl, Index num_samples, double kl_divisor,
+                                                   const std::function<double(const Vec& w, Vec& grad)>& data_term, Rng& rng) {
+  const Index K = mu.size(), P = prior.dim(), E = K - P;
+  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&prior);
+  if (analytic_kl && gaussian == nullptr) throw std::invalid_argument("vi: the analytic KL needs a Gaussian prior");
+  Vec sigma(K), dsigma(K);
+  for (Index k = 0; k < K; ++k) {
+    sigma[k] = softplus(rho[k]);
+    dsigma[k] = sigmoid(rho[k]);
+  }
+  BayesByBackpropGradient out;
+  out.g_mu = Vec::Zero(K);
+  out.g_rho = Vec::Zero(K);
+  const double inv_S = 1.0 / static_cast<double>(num_samples);
+  for (Index s = 0; s < num_samples; ++s) {
+    const Vec eps = rng.normal_vector(K);
+    const Vec w = mu + sigma.cwiseProduct(eps);
+    // d/dw of the data term -(N/|b|) sum log p(y_i | w).
+    Vec g_w = Vec::Zero(K);
+    const double nll = -data_term(w, g_w);
+    g_w = -g_w;
+    out.nll += inv_S * nll;
+    if (!analytic_kl || E > 0) {
+      // Monte Carlo KL, seed 001: log q(w) - log p(w) (for analytic KL only the extras' part).
+      const Index first = analytic_kl ? P : 0;
+      double log_q = 0.0;
+      for (Index k = first; k < K; ++k) log_q += -std::log(sigma[k]) - 0.5 * eps[k] * eps[k] - 0.5 * kLog2Pi;
+      Vec g_prior = Vec::Zero(K);
+      double log_p = 0.0;
+      if (first == 0) {
+        Vec gp = Vec::Zero(P);
+        log_p += prior.log_density(w.head(P), &gp);
+        g_prior.head(P) = gp;
+      }
+      Vec ge = Vec::Zero(E);
+      log_p += lik.extra_log_prior(w.tail(E), &ge);
+      g_prior.tail(E) = ge;
+      out.kl += inv_S * (log_q - log_p);
+      // log q(mu + sigma eps) = sum -log sigma - eps^2/2 - const: its total derivative is
+      // 0 in mu and -sigma'/sigma in rho; -log p contributes through w.
+      g_w -= g_prior / kl_divisor;
+      for (Index k = first; k < K; ++k) out.g_rho[k] += inv_S * (-dsigma[k] / sigma[k]) / kl_divisor;
+    }
+    out.g_mu += inv_S * g_w;
+    out.g_rho += inv_S * g_w.cwiseProduct(eps).cwiseProduct(dsigma);
+  }
+  if (analytic_kl) {
+    // KL(N(mu, sigma^2) || N(m, s^2)) = log(s / sigma) + (sigma^2 + (mu - m)^2) / (2 s^2) - 1/2.
+    const Vec& m = gaussian->mean();
+    const Vec& sd = gaussian->sd();
+    for (Index k = 0; k < P; ++k) {
+      const double s2 = sd[k] * sd[k], d = mu[k] - m[k];
+      out.kl += std::log(sd[k] / sigma[k]) + (sigma[k] * sigma[k] + d * d) / (2 * s2) - 0.5;
+      out.g_mu[k] += (d / s2) / kl_divisor;
+      out.g_rho[k] += ((-1.0 / sigma[k] + sigma[k] / s2) * dsigma[k]) / kl_divisor;
+    }
+  }
+  return out;
+}
+
 ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const ViParams& params, Rng& rng,
                                const std::function<bool(Index, double)>& on_epoch) {
   const MinibatchLogLikelihood columns = [&post](const Vec& w, const IndexVec& rows, Vec* grad) {
@@ -41,9 +102,8 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
   const Index K = post.dim(), P = post.model().num_params(), E = post.likelihood().num_extra();
   if (prior.dim() != P) throw std::invalid_argument(fmt::format("vi: prior has dimension {}, the network {}", prior.dim(), P));
   const Likelihood& lik = post.likelihood();
-  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&prior);
   ViResult result;
-  result.analytic_kl = params.analytic_kl && gaussian != nullptr;
+  result.analytic_kl = params.analytic_kl && dynamic_cast<const GaussianPrior*>(&prior) != nullptr;
 
   Vec mu(K), rho(K);
   for (Index k = 0; k < K; ++k) {
@@ -79,58 +139,17 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
       IndexVec rows;
       for (Index i = start; i < stop; ++i) rows.push_back(order.empty() ? i : order[static_cast<std::size_t>(i)]);
       const double scale = static_cast<double>(N) / static_cast<double>(rows.size());
-      Vec sigma(K), dsigma(K);
-      for (Index k = 0; k < K; ++k) {
-        sigma[k] = softplus(rho[k]);
-        dsigma[k] = sigmoid(rho[k]);
-      }
-      Vec g_mu = Vec::Zero(K), g_rho = Vec::Zero(K);
-      double kl_estimate = 0.0, nll_estimate = 0.0;
-      const double inv_S = 1.0 / static_cast<double>(params.num_samples);
-      for (Index s = 0; s < params.num_samples; ++s) {
-        const Vec eps = rng.normal_vector(K);
-        const Vec w = mu + sigma.cwiseProduct(eps);
-        // d/dw of the data term -(N/|b|) sum log p(y_i | w).
-        Vec g_w = Vec::Zero(K);
-        const double nll = -scale * data_term(w, rows, &g_w);
-        g_w *= -scale;
-        nll_estimate += inv_S * nll;
-        if (!result.analytic_kl || E > 0) {
-          // Monte Carlo KL, seed 001: log q(w) - log p(w) (for analytic KL only the extras' part).
-          const Index first = result.analytic_kl ? P : 0;
-          const Index count = K - first;
-          double log_q = 0.0;
-          for (Index k = first; k < K; ++k) log_q += -std::log(sigma[k]) - 0.5 * eps[k] * eps[k] - 0.5 * kLog2Pi;
-          Vec g_prior = Vec::Zero(K);
-          double log_p = 0.0;
-          if (first == 0) {
-            Vec gp = Vec::Zero(P);
-            log_p += prior.log_density(w.head(P), &gp);
-            g_prior.head(P) = gp;
-          }
-          Vec ge = Vec::Zero(E);
-          log_p += lik.extra_log_prior(w.tail(E), &ge);
-          g_prior.tail(E) = ge;
-          kl_estimate += inv_S * (log_q - log_p);
-          // log q(mu + sigma eps) = sum -log sigma - eps^2/2 - const: its total derivative is
-          // 0 in mu and -sigma'/sigma in rho; -log p contributes through w.
-          g_w -= g_prior / static_cast<double>(B);
-          for (Index k = first; k < first + count; ++k) g_rho[k] += inv_S * (-dsigma[k] / sigma[k]) / static_cast<double>(B);
-        }
-        g_mu += inv_S * g_w;
-        g_rho += inv_S * g_w.cwiseProduct(eps).cwiseProduct(dsigma);
-      }
-      if (result.analytic_kl) {
-        // KL(N(mu, sigma^2) || N(m, s^2)) = log(s / sigma) + (sigma^2 + (mu - m)^2) / (2 s^2) - 1/2.
-        const Vec& m = gaussian->mean();
-        const Vec& sd = gaussian->sd();
-        for (Index k = 0; k < P; ++k) {
-          const double s2 = sd[k] * sd[k], d = mu[k] - m[k];
-          kl_estimate += std::log(sd[k] / sigma[k]) + (sigma[k] * sigma[k] + d * d) / (2 * s2) - 0.5;
-          g_mu[k] += (d / s2) / static_cast<double>(B);
-          g_rho[k] += ((-1.0 / sigma[k] + sigma[k] / s2) * dsigma[k]) / static_cast<double>(B);
-        }
-      }
+      const BayesByBackpropGradient step = bayes_by_backprop_gradient(
+          mu, rho, prior, lik, result.analytic_kl, params.num_samples, static_cast<double>(B),
+          [&](const Vec& w, Vec& grad) {
+            const double value = data_term(w, rows, &grad);
+            grad *= scale;
+            return scale * value;
+          },
+          rng);
+      const double kl_estimate = step.kl, nll_estimate = step.nll;
+      const Vec& g_mu = step.g_mu;
+      const Vec& g_rho = step.g_rho;
       elbo_sum += -(kl_estimate + nll_estimate);
       phi << mu, rho;
       grad_phi << g_mu, g_rho;

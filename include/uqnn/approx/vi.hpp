@@ -14,6 +14,7 @@
 /// QUiNN's default) is the true negative ELBO. The reported ELBO is the unbiased estimate
 /// -(KL + NLL) per epoch whatever B. Likelihood extras (learned log sigma) are variational too, with
 /// the likelihood's own prior on them.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -64,6 +65,24 @@ double inverse_softplus(double sigma);
 /// likelihood's prior. Extras' mu start at the likelihood's initial extras.
 ViResult fit_bayes_by_backprop(const Posterior& posterior, const Prior& prior, const ViParams& params, Rng& rng,
                                const std::function<bool(Index, double)>& on_epoch = {});
+
+/// The gradient of seed 001's per-minibatch loss at q = N(mu, softplus(rho)^2) (network parameters
+/// then likelihood extras):
+///   KL(q || p) / kl_divisor - data_term(w),   w = mu + softplus(rho) eps,
+/// averaged over `num_samples` reparameterised draws (K normals each from `rng`). `data_term(w, grad)`
+/// returns the minibatch's log likelihood already scaled to the data set (N / |b| sum log p(y_i | w))
+/// and adds its gradient to `grad`. kl_divisor is the number of minibatches per pass over the data
+/// (Blundell et al. 2015, eq. 8 with pi_i = 1 / M). The KL is closed form for the network when
+/// `analytic_kl` (the prior must then be a GaussianPrior), a one-sample estimate otherwise; the
+/// extras' part is always estimated. One step of fit_bayes_by_backprop, and of an online learner.
+struct BayesByBackpropGradient {
+  double kl = 0.0;   ///< estimate of KL(q || p), not divided
+  double nll = 0.0;  ///< estimate of -data_term
+  Vec g_mu, g_rho;   ///< gradient of the loss in mu and rho
+};
+BayesByBackpropGradient bayes_by_backprop_gradient(const Vec& mu, const Vec& rho, const Prior& prior, const Likelihood& likelihood,
+                                                   bool analytic_kl, Index num_samples, double kl_divisor,
+                                                   const std::function<double(const Vec& w, Vec& grad)>& data_term, Rng& rng);
 
 /// The data term of one minibatch: log p(y_i | w) summed over the examples `rows` of the posterior's
 /// data, or an unbiased estimate of that sum (e.g. a DeepONet's query points subsampled inside each
