@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 // Helpers shared by the runners of the optimisation-based methods (private to src/services).
 #include <fmt/format.h>
 
@@ -31,6 +32,9 @@ struct ViOptions {
   double vi_mu_init = 0.2;  ///< mu ~ U(-a, a)
   double vi_rho_init_lower = -5.0, vi_rho_init_upper = -4.0;
   std::string vi_kl = "analytic";  ///< analytic (Gaussian prior only) | mc
+  /// mean-field: with --lr-schedule constant, the learning rate decays exponentially to this
+  /// fraction of --lr over the epochs. Unset: 0.01 for vi, 1 (constant, seed 000's) for vi-hmc.
+  std::optional<double> vi_lr_decay;
   std::string vi_family = "mean-field";  ///< mean-field | flow (approx/flow.hpp)
   Index vi_flow_layers = 8, vi_flow_hidden = 32, vi_flow_epochs = 10000, vi_flow_samples = 8;
   double vi_flow_lr_decay = 0.01;  ///< the flow's learning rate decays to this fraction
@@ -69,8 +73,9 @@ inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const st
 }
 
 /// Bayes by Backprop on the context's posterior with the fit's VI settings (method_vi.cpp);
-/// `prior` receives the prior used on the network parameters. Shared by vi and vi-hmc.
-ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior);
+/// `prior` receives the prior used on the network parameters; `default_lr_decay` is the learning
+/// rate's final fraction when --vi-lr-decay is unset. Shared by vi and vi-hmc.
+ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior, double default_lr_decay);
 
 
 }  // namespace uqnn::detail

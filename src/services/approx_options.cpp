@@ -49,6 +49,11 @@ const OptionSchema<ViOptions>& vi_options() {
           .add("vi_rho_init_upper", &ViOptions::vi_rho_init_upper, "see --vi-rho-init-lower")
           .add("vi_kl", &ViOptions::vi_kl, "analytic (closed form, Gaussian prior) | mc (QUiNN's manual's log q - log p)")
           .one_of({"analytic", "mc"})
+          .add("vi_lr_decay", &ViOptions::vi_lr_decay,
+               "mean-field: with --lr-schedule constant, the learning rate decays exponentially to this fraction of --lr "
+               "over --epochs; unset: 0.01 for vi (Adam's iterate then settles on the optimum), 1 (constant) for vi-hmc")
+          .above(0)
+          .at_most(1)
           .add("vi_family", &ViOptions::vi_family,
                "mean-field: independent Gaussians (Bayes by Backprop) | flow: RealNVP affine couplings on a diagonal "
                "Gaussian, fitted by the reparameterised ELBO (learns correlations; --vi-flow-*)")

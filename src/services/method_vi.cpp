@@ -52,7 +52,7 @@ ElboFall elbo_fall(const std::vector<double>& elbo, std::size_t w, double relati
 
 }  // namespace
 
-ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
+ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior, double default_lr_decay) {
   const ViOptions o = vi_options().read(c.config.method_settings);
   if (o.vi_family != "mean-field")
     throw InputError("--vi-family " + o.vi_family + " applies to --method vi (vi-hmc's subspace comes from a mean-field fit)");
@@ -63,6 +63,14 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior) {
   p.learning_rate = c.config.training.optimizer.learning_rate;
   p.batch_size = c.config.training.batch_size;
   p.schedule = c.config.training.schedule;
+  // A constant Adam rate leaves the means wandering around the optimum by a sizeable fraction of a
+  // posterior sd (0.04-0.15 sd on the ill-conditioned regression of the tests, even at 100,000
+  // epochs); decaying it to 1% settles them within 0.05 sd in 20,000 epochs.
+  const double decay = o.vi_lr_decay.value_or(default_lr_decay);
+  if (p.schedule.name == "constant" && decay < 1.0) {
+    p.schedule.name = "exponential";
+    p.schedule.gamma = std::pow(decay, 1.0 / static_cast<double>(p.epochs));
+  }
   p.num_samples = o.vi_samples;
   p.mu_init_lower = -o.vi_mu_init;
   p.mu_init_upper = o.vi_mu_init;
@@ -85,7 +93,10 @@ ConvergenceReport vi_convergence(const ViResult& fit, const TrainParams& trainin
   //  - -ELBO did not fall by more than the relative tolerance and two standard errors of the
   //    difference of the window means (a rise, or a fall the noise explains, is no descent);
   //  - no mean mu_k moved between the windows' averages by more than kMaxDrift of its sd sigma_k.
-  constexpr double kMaxDrift = 0.02;
+  // 0.05 sd is the accuracy asked of VI's means. With vi's decaying rate the last windows still hold
+  // the end of the approach: on the tests' regression at the defaults the window averages moved by
+  // 0.017-0.061 sd while the final means were within 0.015-0.043 sd of the optimum (6 seeds).
+  constexpr double kMaxDrift = 0.05;
   ConvergenceReport report = elbo_report(fit.elbo, fit.interrupted);
   if (fit.interrupted) return report;
   const auto w = static_cast<std::size_t>(fit.monitor_window);
@@ -171,11 +182,15 @@ MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
 
 }  // namespace detail
 
+/// vi's own default of --epochs: 20,000 full-batch steps with the decaying rate bring the means of
+/// the tests' ill-conditioned regression within 0.05 posterior sd (2000 leave them 2 sd off).
+static nlohmann::json vi_training_defaults() { return {{"epochs", 20000}}; }
+
 MethodResult run_vi(const FitContext& c) {
   const detail::ViOptions o = detail::vi_options().read(c.config.method_settings);
   if (o.vi_family == "flow") return detail::run_flow_vi(c, o);
   std::shared_ptr<const Prior> prior;
-  const ViResult fit = detail::fit_vi(c, prior);
+  const ViResult fit = detail::fit_vi(c, prior, 0.01);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
   r.draws = fit.approximation->sample(sampler, detail::num_samples(c));
@@ -192,7 +207,7 @@ MethodResult run_vi(const FitContext& c) {
 }
 
 namespace {
-const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop (mean-field Gaussian) or a RealNVP flow (--vi-family flow)", "QUiNN's manual; Blundell et al. 2015; Dinh et al. 2017", {&detail::samples_options().group(), &detail::vi_options().group()}, {}, &run_vi});
+const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop (mean-field Gaussian) or a RealNVP flow (--vi-family flow)", "QUiNN's manual; Blundell et al. 2015; Dinh et al. 2017", {&detail::samples_options().group(), &detail::vi_options().group()}, vi_training_defaults(), &run_vi});
 }  // namespace
 
 }  // namespace uqnn

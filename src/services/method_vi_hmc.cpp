@@ -93,7 +93,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
   const auto& post = c.posterior;
   const Index P = post->model().num_params();
   std::shared_ptr<const Prior> prior;
-  const ViResult vi = detail::fit_vi(c, prior);
+  const ViResult vi = detail::fit_vi(c, prior, /*default_lr_decay=*/1.0);  // seed 000's constant rate
   const Vec vi_sd = vi.approximation->sd();
   SensitivityReport report = compute_sensitivities(post->model(), vi.mu.head(P), vi_sd.head(P), post->inputs());
   std::vector<double> taus{0.3, 0.5, 0.75, 0.9, 1.0};

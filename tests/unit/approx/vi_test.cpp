@@ -96,34 +96,39 @@ TEST(BayesByBackprop, ElboHistoryIncreases) {
 namespace uqnn {
 namespace {
 
-// `uqnn fit --method vi` at its defaults on the ill-conditioned regression: the prior is the fit's
-// --prior (N(0, 3^2) here, not QUiNN's N(0, 1) mixture, which silently answered another posterior),
-// 2000 epochs of Adam leave the means far from the optimum along the correlated pair, and the fit
-// says that it did not converge. Here -ELBO's last windows are flat within their noise (measured:
-// it rose by 0.36, two standard errors 0.42); the means' drift between the windows is what shows it.
-// At 20,000 epochs the bias's mean still moves 0.05 sd per 2000 epochs (warned); at 100,000 the
-// monitor is satisfied. The means are then within 0.15 posterior sd of the exact ones (printed):
-// what is left is the jitter of Adam's last iterate at lr 0.01, which the monitor does not see, and
-// which is above the issue's 0.05 sd (issue 18, item 2: not done).
-TEST(BayesByBackprop, AtTheDefaultsItUsesTheFitsPriorAndWarnsWhenTheElboIsStillFalling) {
-  const MethodResult short_fit = testing::fit_ill_conditioned_linear("vi");
-  EXPECT_EQ(short_fit.info["prior"]["kind"], "gaussian") << short_fit.info["prior"];
-  EXPECT_DOUBLE_EQ(short_fit.info["prior"]["sd"][0].get<double>(), 3.0) << short_fit.info["prior"];
+// `uqnn fit --method vi` at its defaults on the ill-conditioned regression (w1, w2 correlated below
+// -0.9, sds 20x apart): the prior is the fit's --prior (N(0, 3^2) here, not QUiNN's N(0, 1) mixture,
+// which silently answered another posterior), and 20,000 epochs with Adam's rate decaying to 1% put
+// the means within 0.05 posterior sd of the exact ones and the sds within 5% of the mean-field
+// optimum 1 / sqrt(Lambda_kk) (issue 18, item 2). QUiNN's schedule, a constant rate for 2000 epochs,
+// leaves the means wandering, and the fit says that it did not converge.
+TEST(BayesByBackprop, AtTheDefaultsTheMeansAreExactAndTheSdsTheMeanFieldOptimum) {
+  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
+  const Mat precision = target.covariance.inverse();
+  for (const int seed : {1, 2}) {
+    const MethodResult fit = testing::fit_ill_conditioned_linear("vi", {{"seed", seed}, {"num_samples", 40000}});
+    EXPECT_EQ(fit.info["prior"]["kind"], "gaussian") << fit.info["prior"];
+    EXPECT_DOUBLE_EQ(fit.info["prior"]["sd"][0].get<double>(), 3.0) << fit.info["prior"];
+    EXPECT_EQ(fit.info["optimizer"]["iterations"], 20000);
+    // 40,000 draws of q: the sample mean's error is below 0.007 sd, the sd's below 0.4%.
+    Vec mean = Vec::Zero(5), second = Vec::Zero(5);
+    for (const Vec& d : fit.draws) mean += d, second += d.cwiseProduct(d);
+    mean /= static_cast<double>(fit.draws.size());
+    second /= static_cast<double>(fit.draws.size());
+    for (Index k = 0; k < 5; ++k) {
+      const double exact_sd = std::sqrt(target.covariance(k, k)), mean_field_sd = 1.0 / std::sqrt(precision(k, k));
+      EXPECT_LT(std::abs(mean[k] - target.mean[k]) / exact_sd, 0.05) << "seed " << seed << " parameter " << k;
+      EXPECT_NEAR(std::sqrt(second[k] - mean[k] * mean[k]) / mean_field_sd, 1.0, 0.05) << "seed " << seed << " parameter " << k;
+    }
+  }
+}
+
+TEST(BayesByBackprop, AConstantRateForQuiNNsEpochsWarnsThatItDidNotConverge) {
+  const MethodResult short_fit = testing::fit_ill_conditioned_linear("vi", {{"epochs", 2000}, {"vi_lr_decay", 1.0}});
   const auto codes = testing::warning_codes(short_fit);
   EXPECT_NE(std::find(codes.begin(), codes.end(), "not_converged"), codes.end()) << short_fit.info["optimizer"];
   EXPECT_FALSE(short_fit.info["optimizer"]["converged"].get<bool>());
   EXPECT_EQ(short_fit.info["optimizer"]["iterations"], 2000);
-
-  const MethodResult long_fit = testing::fit_ill_conditioned_linear("vi", {{"epochs", 100000}});
-  EXPECT_TRUE(long_fit.info["optimizer"]["converged"].get<bool>()) << long_fit.info["optimizer"];
-  EXPECT_TRUE(long_fit.warnings.empty());
-  // Converged, the means are the mean-field optimum's: the exact posterior mean (Gaussian target).
-  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
-  Vec mean = Vec::Zero(5);
-  for (const Vec& d : long_fit.draws) mean += d / static_cast<double>(long_fit.draws.size());
-  const Vec sds = target.covariance.diagonal().cwiseSqrt();
-  std::printf("  vi at 100000 epochs: mean error in posterior sds %s\n",
-              ::testing::PrintToString((mean - target.mean).cwiseQuotient(sds).transpose()).c_str());
 }
 
 }  // namespace
