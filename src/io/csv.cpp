@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -161,22 +162,69 @@ Index CsvTable::find_column(std::string_view name) const {
   return -1;
 }
 
-CsvTable parse_csv(std::string_view text, const std::string& source) {
-  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
+namespace {
+
+/// Gives the records of a CSV text one at a time (a quoted field may hold line breaks, so a record
+/// can span lines); the view stays valid until the next call.
+using NextRecord = std::function<bool(std::string_view& record)>;
+
+/// The records of a CSV file, read in blocks of 1 MiB: only the record being parsed and the rest of
+/// its block are in memory, never the whole file. A record longer than kCsvMaxLineBytes (a binary,
+/// /dev/zero, a pipe that never ends its line) is an error instead of filling memory.
+class StreamedRecords {
+ public:
+  StreamedRecords(std::ifstream& in, std::string source) : in_(in), source_(std::move(source)) {}
+  bool next(std::string_view& record) {
+    for (;;) {
+      const std::size_t end = csv_record_end(buffer_, pos_);
+      if (end < buffer_.size() || (eof_ && pos_ < buffer_.size())) {
+        record = std::string_view(buffer_).substr(pos_, end - pos_);
+        lines_ += 1 + static_cast<std::size_t>(std::count(record.begin(), record.end(), '\n'));
+        pos_ = end < buffer_.size() ? end + 1 : buffer_.size();
+        return true;
+      }
+      if (eof_) return false;
+      buffer_.erase(0, pos_);  // the records before pos_ were parsed: keep only the pending one
+      pos_ = 0;
+      if (buffer_.size() > kCsvMaxLineBytes)
+        throw InputError(fmt::format("{}:{}: line longer than {} MiB: is this a CSV file?", source_, lines_ + 1,
+                                     kCsvMaxLineBytes >> 20));
+      const std::size_t kept = buffer_.size();
+      buffer_.resize(kept + kBlock);
+      in_.read(buffer_.data() + kept, static_cast<std::streamsize>(kBlock));
+      const auto got = static_cast<std::size_t>(in_.gcount());
+      buffer_.resize(kept + got);
+      if (in_.bad()) throw InputError(source_ + ": read error");
+      if (got == 0 || !in_) eof_ = true;
+      if (first_block_) {
+        first_block_ = false;
+        if (buffer_.compare(0, 3, "\xEF\xBB\xBF") == 0) buffer_.erase(0, 3);  // UTF-8 BOM
+      }
+    }
+  }
+
+ private:
+  static constexpr std::size_t kBlock = std::size_t{1} << 20;
+  std::ifstream& in_;
+  std::string source_;
+  std::string buffer_;
+  std::size_t pos_ = 0, lines_ = 0;
+  bool eof_ = false, first_block_ = true;
+};
+
+/// The table of the records `next_record` gives; `size_hint` (bytes of text, 0 if unknown) sizes the
+/// value buffer.
+CsvTable parse_records(const NextRecord& next_record, const std::string& source, std::size_t size_hint) {
   CsvTable table;
   table.source = source;
 
-  std::size_t pos = 0;
   Index line_number = 0;       // of the current record's first line (messages name it)
   Index next_line_number = 1;  // a quoted field with line breaks spans several lines
   auto next_line = [&](std::string_view& line) {
-    if (pos >= text.size()) return false;
-    const std::size_t end = csv_record_end(text, pos);
-    line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    pos = end == text.size() ? text.size() : end + 1;
+    if (!next_record(line)) return false;
     line_number = next_line_number;
     next_line_number += 1 + static_cast<Index>(std::count(line.begin(), line.end(), '\n'));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     return true;
   };
   auto where = [&]() { return source + ":" + std::to_string(line_number) + ": "; };
@@ -218,7 +266,7 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
 
   // Data rows, stored row-major while reading, then copied into the column-major Mat.
   std::vector<double> buffer;
-  buffer.reserve(num_columns * std::max<std::size_t>(16, text.size() / (8 * num_columns + 1)));
+  buffer.reserve(num_columns * std::max<std::size_t>(16, size_hint / (8 * num_columns + 1)));
   std::size_t num_rows = 0;
   while (next_line(line)) {
     if (is_blank(line)) continue;
@@ -249,6 +297,21 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
   return table;
 }
 
+}  // namespace
+
+CsvTable parse_csv(std::string_view text, const std::string& source) {
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
+  std::size_t pos = 0;
+  const NextRecord next = [&](std::string_view& record) {
+    if (pos >= text.size()) return false;
+    const std::size_t end = csv_record_end(text, pos);
+    record = text.substr(pos, end - pos);
+    pos = end == text.size() ? text.size() : end + 1;
+    return true;
+  };
+  return parse_records(next, source, text.size());
+}
+
 CsvTable read_csv(const std::filesystem::path& path) {
   const std::string source = path.string();
   std::ifstream in(path, std::ios::binary);
@@ -258,30 +321,10 @@ CsvTable read_csv(const std::filesystem::path& path) {
   }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(source + ": is a directory, not a CSV file");
-  std::string text;
   const auto size = std::filesystem::file_size(path, ec);
-  if (!ec) text.reserve(static_cast<std::size_t>(size));
-  // Read in blocks, checking the line length as we go: a file without line breaks (a binary,
-  // /dev/zero, a pipe that never ends its line) stops at kCsvMaxLineBytes instead of filling memory.
-  std::vector<char> block(std::size_t{1} << 20);
-  std::size_t line_start = 0, lines = 1;
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    const std::size_t got = static_cast<std::size_t>(in.gcount());
-    if (got == 0) break;
-    const std::size_t scanned = text.size();
-    text.append(block.data(), got);
-    for (std::size_t i = scanned; i < text.size(); ++i)
-      if (text[i] == '\n') {
-        line_start = i + 1;
-        ++lines;
-      }
-    if (text.size() - line_start > kCsvMaxLineBytes)
-      throw InputError(fmt::format("{}:{}: line longer than {} MiB: is this a CSV file?", source, lines,
-                                   kCsvMaxLineBytes >> 20));
-  }
-  if (in.bad()) throw InputError(source + ": read error");
-  return parse_csv(text, source);
+  StreamedRecords records(in, source);
+  return parse_records([&records](std::string_view& record) { return records.next(record); }, source,
+                       ec ? 0 : static_cast<std::size_t>(size));
 }
 
 std::string format_double(double value) { return fmt::format("{}", value); }

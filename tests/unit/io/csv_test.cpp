@@ -5,7 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/rng.hpp"
 #include "unit/io/temp_dir.hpp"
 
 namespace uqnn {
@@ -125,6 +128,31 @@ TEST(Csv, QuotedFieldsMayHoldLineBreaksAndLaterLinesKeepTheirNumbers) {
   values << 1.5, -2;
   write_csv(dir.path() / "out.csv", {"line\nbreak", "plain"}, values);
   EXPECT_EQ(read_csv(dir.path() / "out.csv").column_names, (std::vector<std::string>{"line\nbreak", "plain"}));
+}
+
+TEST(Csv, AFileIsReadInBlocksAndGivesWhatTheWholeTextGives) {
+  // About 5 MiB (five of read_csv's 1 MiB blocks): a BOM, CRLF line ends and a quoted header with a
+  // line break at the start, long quoted fields with doubled quotes and line breaks throughout, so
+  // that records straddle block boundaries at every kind of character.
+  std::string text = "\xEF\xBB\xBF\"x\r\n(long)\",\"y \"\"q\"\"\",\"z\"\r\n";
+  Rng rng(3);
+  Index rows = 0;
+  while (text.size() < (std::size_t{5} << 20)) {
+    const std::string pad(static_cast<std::size_t>(rng.uniform_index(300)), ' ');
+    text += fmt::format("{}{:.17g},\"{:.17g}\"{},{}\r\n", pad, rng.normal(), rng.normal(), pad, rows);
+    ++rows;
+  }
+  TempDir dir;
+  const auto file = dir.write("big.csv", text);
+  const CsvTable streamed = read_csv(file), whole = parse_csv(text, file.string());
+  EXPECT_EQ(streamed.column_names, (std::vector<std::string>{"x\r\n(long)", "y \"q\"", "z"}));
+  EXPECT_EQ(streamed.column_names, whole.column_names);
+  ASSERT_EQ(streamed.values.rows(), rows);
+  EXPECT_TRUE(streamed.values == whole.values);  // bitwise
+  EXPECT_EQ(streamed.values(rows - 1, 2), static_cast<double>(rows - 1));
+  // A bad value in the last block is named by its line (the header spans lines 1-2).
+  text += "1,2,oops\n";
+  EXPECT_EQ(read_error(text), fmt::format("data.csv:{}: column 'z' (3rd field): 'oops' is not a number", rows + 3));
 }
 
 TEST(Csv, AFileWithoutLineBreaksStopsAtTheLineBound) {
