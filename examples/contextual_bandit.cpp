@@ -20,7 +20,7 @@
 //
 // Usage: contextual_bandit [--data mushroom.csv] [--agents fsgld,sgld,vi,ens,map] [--patterns 0.4,0.5,0.6]
 //                          [--rounds 10000] [--updates 64] [--batch 64] [--buffer 4096] [--arch 100,100]
-//                          [--members 5] [--seed 1] [--threads 2] [--out DIR]
+//                          [--members 5] [--sg-step 1e-2] [--adam-lr 1e-3] [--seed 1] [--threads 2] [--out DIR]
 //   writes DIR/bandit.csv (agent, p, round, cumulative regret and reward every 10 rounds),
 //   DIR/bandit.md (final regret, mistakes and time per agent and pattern) and DIR/regret.png.
 #include <algorithm>
@@ -33,9 +33,9 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "list_argument.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/data/dataset.hpp"
@@ -82,48 +82,34 @@ void run_job(const Settings& s, const MushroomBandit& base, Job& job) {
   job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<double> parse_numbers(const std::string& text) {
-  std::vector<double> out;
-  for (const auto& item : examples::split_list(text)) out.push_back(std::stod(item));
-  return out;
-}
-
 int run(int argc, char** argv) {
   Settings s;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("Usage: contextual_bandit [--data mushroom.csv] [--agents fsgld,sgld,vi,ens,map] [--patterns 0.4,0.5,0.6]\n"
-                  "                         [--rounds 10000] [--updates 64] [--batch 64] [--buffer 4096] [--arch 100,100]\n"
-                  "                         [--members 5] [--sg-step ETA (1e-2)] [--adam-lr LR (1e-3)] [--seed 1] [--threads 2]\n"
-                  "                         [--out DIR (contextual_bandit)]\n"
-                  "Thompson sampling on the Mushroom bandit (seed 002 sec. 5.4): writes DIR/bandit.csv, DIR/bandit.md\n"
-                  "and DIR/regret.png (cumulative regret per agent, one panel per poison probability).\n");
-      return 0;
-    }
-    if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-    const std::string v = argv[++i];
-    if (a == "--data") s.data = v;
-    else if (a == "--agents") s.agents = examples::split_list(v);
-    else if (a == "--patterns") s.patterns = parse_numbers(v);
-    else if (a == "--rounds") s.run.rounds = std::stol(v);
-    else if (a == "--updates") s.run.updates_per_round = std::stol(v);
-    else if (a == "--batch") s.agent.batch_size = std::stol(v);
-    else if (a == "--buffer") s.run.buffer_capacity = std::stol(v);
-    else if (a == "--arch") {
-      s.arch.clear();
-      for (const auto& w : examples::split_list(v)) s.arch.push_back(std::stol(w));
-    } else if (a == "--members") s.agent.members = std::stol(v);
-    else if (a == "--sg-step") s.agent.sg_step_size = std::stod(v);
-    else if (a == "--adam-lr") s.agent.adam_learning_rate = std::stod(v);
-    else if (a == "--seed") s.seed = std::stoull(v);
-    else if (a == "--threads") s.threads = std::max(1, std::stoi(v));
-    else if (a == "--out") s.out = v;
-    else throw std::invalid_argument("unknown option " + a + " (see --help)");
+  std::string data_path = s.data.string(), out = s.out.string();
+  CLI::App app("contextual_bandit: Thompson sampling on the Mushroom bandit (seed 002 sec. 5.4); writes DIR/bandit.csv, "
+               "DIR/bandit.md and DIR/regret.png (cumulative regret per agent, one panel per poison probability)");
+  app.add_option("--data", data_path, "mushroom.csv: 117 one-hot features and `edible`")->capture_default_str();
+  app.add_option("--agents", s.agents, "fsgld, sgld, vi, ens, map")->delimiter(',')->capture_default_str();
+  app.add_option("--patterns", s.patterns, "poison probabilities p")->delimiter(',')->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--rounds", s.run.rounds, "rounds per run")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--updates", s.run.updates_per_round, "gradient steps per round")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--batch", s.agent.batch_size, "minibatch size")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--buffer", s.run.buffer_capacity, "the last this many tuples are trained on")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--arch", s.arch, "hidden relu layers")->delimiter(',')->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--members", s.agent.members, "ens: networks")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--sg-step", s.agent.sg_step_size, "sgld, fsgld: eta (step eta / buffer)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--adam-lr", s.agent.adam_learning_rate, "vi, ens, map: Adam's learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--seed", s.seed, "random seed")->capture_default_str();
+  app.add_option("--threads", s.threads, "runs in parallel (results do not depend on it)")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--out", out, "output directory")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints the help, or the error
+    return code == 0 ? 0 : 2;      // a usage error exits 2, as uqnn's do
   }
+  s.data = data_path;
+  s.out = out;
   s.run.validate();
-  for (double p : s.patterns)
-    if (!(p >= 0 && p <= 1)) throw std::invalid_argument(fmt::format("--patterns: {} is not a probability in [0, 1]", p));
   for (const auto& name : s.agents) {
     BanditAgentParams check = s.agent;
     check.kind = name;
