@@ -127,7 +127,7 @@ class BanditAgentBase : public BanditAgent {
   Index divergences_ = 0;
 };
 
-/// sgld and fsgld: w += eps grad log p~(w) + sqrt(2 eps) xi, eps = eta_t / N (file comment of the header).
+/// sgld and fsgld: w += eps grad log p~(w) + sqrt(2 eps) xi, eps = eta_t / capacity (file comment of the header).
 class LangevinAgent final : public BanditAgentBase {
  public:
   LangevinAgent(std::shared_ptr<const Model> model, std::shared_ptr<const Prior> prior, const BanditAgentParams& params,
