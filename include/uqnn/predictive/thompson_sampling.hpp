@@ -19,8 +19,9 @@
 ///   draw is the chain's current state.
 /// - fsgld: the same with log p(theta) replaced by the GP functional prior log P0(f(X_M; theta)) at
 ///   measurement points X_M drawn from the buffer at every step (seed 002 eq. 6).
-/// - vi: Bayes by Backprop (approx/vi.hpp's step) on the buffer's negative ELBO, KL(q || p) - log p~,
-///   one reparameterised draw per step; the Thompson draw is w = mu + softplus(rho) eps.
+/// - vi: Bayes by Backprop (approx/vi.hpp's step) on the buffer's negative ELBO, KL(q || p) minus the
+///   minibatch log likelihood scaled by N / n at one reparameterised draw w ~ q per step; the
+///   Thompson draw is w = mu + softplus(rho) eps.
 /// - ens: M networks trained by Adam on their own minibatches from their own random starts; the
 ///   draw is a uniformly chosen member (ensemble sampling, Lu & Van Roy 2017).
 /// - map: one network trained by Adam; it plays the action its point estimate prefers (greedy).
