@@ -234,11 +234,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "active_learning: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return uqnn::examples::run_example("active_learning", run, argc, argv); }

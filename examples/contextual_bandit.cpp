@@ -36,6 +36,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "list_argument.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/data/dataset.hpp"
@@ -213,11 +214,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "contextual_bandit: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return uqnn::examples::run_example("contextual_bandit", run, argc, argv); }

@@ -238,11 +238,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "coverage_blr: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return uqnn::examples::run_example("coverage_blr", run, argc, argv); }

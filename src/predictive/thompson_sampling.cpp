@@ -14,10 +14,11 @@
 #include "uqnn/optim/optimizer.hpp"
 #include "uqnn/prob/functional_prior.hpp"
 #include "uqnn/prob/likelihood.hpp"
+#include "uqnn/prob/posterior.hpp"
 
 namespace uqnn {
 
-ReplayBuffer::ReplayBuffer(Index input_dim, Index capacity) : inputs_(input_dim, capacity), rewards_(capacity) {
+ReplayBuffer::ReplayBuffer(Index input_dim, Index capacity) : inputs_(input_dim, capacity), rewards_(1, capacity) {
   require(input_dim >= 1, "replay buffer input_dim", ">= 1");
   require(capacity >= 1, "replay buffer capacity", ">= 1");
 }
@@ -26,7 +27,7 @@ void ReplayBuffer::add(const Vec& input, double reward) {
   if (input.size() != inputs_.rows())
     throw std::invalid_argument(fmt::format("replay buffer: input has {} entries, expected {}", input.size(), inputs_.rows()));
   inputs_.col(next_) = input;
-  rewards_[next_] = reward;
+  rewards_(0, next_) = reward;
   next_ = (next_ + 1) % capacity();
   size_ = std::min(size_ + 1, capacity());
 }
@@ -44,17 +45,9 @@ IndexVec ReplayBuffer::sample(Rng& rng, Index n) const {
   return slots;
 }
 
-Mat ReplayBuffer::inputs(const IndexVec& slots) const {
-  Mat out(inputs_.rows(), static_cast<Index>(slots.size()));
-  for (std::size_t i = 0; i < slots.size(); ++i) out.col(static_cast<Index>(i)) = inputs_.col(slots[i]);
-  return out;
-}
+Mat ReplayBuffer::inputs(const IndexVec& slots) const { return gather_columns(inputs_, slots); }
 
-Mat ReplayBuffer::rewards(const IndexVec& slots) const {
-  Mat out(1, static_cast<Index>(slots.size()));
-  for (std::size_t i = 0; i < slots.size(); ++i) out(0, static_cast<Index>(i)) = rewards_[slots[i]];
-  return out;
-}
+Mat ReplayBuffer::rewards(const IndexVec& slots) const { return gather_columns(rewards_, slots); }
 
 void BanditAgentParams::validate() const {
   if (kind != "sgld" && kind != "fsgld" && kind != "vi" && kind != "ens" && kind != "map")

@@ -50,8 +50,8 @@ class ReplayBuffer {
   Mat rewards(const IndexVec& slots) const;
 
  private:
-  Mat inputs_;
-  Vec rewards_;
+  Mat inputs_;   ///< [input_dim, capacity]
+  Mat rewards_;  ///< [1, capacity]
   Index size_ = 0, next_ = 0;
 };
 
