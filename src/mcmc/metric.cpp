@@ -12,6 +12,21 @@ Metric make_unit_metric(Index dim) {
   return DiagonalMetric{Vec::Ones(dim), Vec::Ones(dim)};
 }
 
+void archive_metric(StateArchive& archive, Metric& metric) {
+  bool dense = is_dense(metric);
+  archive.io(dense);
+  if (!dense) {
+    if (archive.loading()) metric = DiagonalMetric{};
+    auto& diagonal = std::get<DiagonalMetric>(metric);
+    archive.io(diagonal.inverse_metric), archive.io(diagonal.sqrt_metric);
+    return;
+  }
+  if (archive.loading()) metric = DenseMetric{};
+  auto& matrix = std::get<DenseMetric>(metric);
+  archive.io(matrix.inverse_metric);
+  if (archive.loading()) matrix.inverse_llt.compute(matrix.inverse_metric);
+}
+
 Metric make_diagonal_metric(Vec inverse_metric) {
   require(inverse_metric.size() > 0, "inverse_metric", "non-empty");
   require(inverse_metric.allFinite() && (inverse_metric.array() > 0.0).all(), "inverse_metric",

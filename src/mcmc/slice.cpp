@@ -101,6 +101,11 @@ DrawStats SliceChainSampler::transition(Rng& rng, bool warmup) {
   return stats;
 }
 
+void SliceChainSampler::archive(StateArchive& a) {
+  a.section("slice sampler");
+  a.io(state_.position), a.io(state_.log_density), a.io(params_.widths), a.io(mean_move_), a.io(warmup_sweeps_);
+}
+
 std::string SliceChainSampler::describe() const {
   return fmt::format("slice: widths min {:.3g} mean {:.3g} max {:.3g}", params_.widths.minCoeff(), params_.widths.mean(),
                      params_.widths.maxCoeff());

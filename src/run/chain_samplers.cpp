@@ -131,6 +131,16 @@ DrawStats HamiltonianSampler<Kernel, Config>::transition(Rng& rng, bool warmup) 
 }
 
 template <typename Kernel, typename Config>
+void HamiltonianSampler<Kernel, Config>::archive(StateArchive& a) {
+  a.section("hamiltonian sampler");
+  a.io(state_.position), a.io(state_.log_density), a.io(state_.grad);
+  a.io(config_.kernel.step_size);
+  archive_metric(a, config_.kernel.metric);
+  a.io(warmup_);
+  a.io(num_warmup_), a.io(warmup_done_), a.io(need_step_size_init_), a.io(finished_warmup_), a.io(metric_from_curvature_);
+}
+
+template <typename Kernel, typename Config>
 std::string HamiltonianSampler<Kernel, Config>::describe() const {
   if constexpr (std::is_same_v<Kernel, Nuts>)
     return fmt::format("nuts: step_size={:.6g}, max_depth={}, {}", config_.kernel.step_size,
@@ -219,6 +229,14 @@ DrawStats AdaptiveMetropolisSampler::transition(Rng& rng, bool warmup) {
     state_.proposal_cholesky = lambda_ * base_cholesky_;
   }
   return DrawStats{state_.log_density, step.info.accept_prob, kNaN, 0, 0, step.info.is_divergent, kNaN};
+}
+
+void AdaptiveMetropolisSampler::archive(StateArchive& a) {
+  a.section("adaptive metropolis sampler");
+  a.io(state_.position), a.io(state_.log_density), a.io(state_.iteration), a.io(state_.history_count);
+  a.io(state_.history_mean), a.io(state_.history_m2), a.io(state_.proposal_cholesky);
+  a.io(base_cholesky_), a.io(lambda_), a.io(scale_), a.io(window_);
+  a.io(num_warmup_), a.io(warmup_done_), a.io(adapting_);
 }
 
 std::string AdaptiveMetropolisSampler::describe() const {

@@ -213,6 +213,17 @@ DrawStats MclmcChainSampler::transition(Rng& rng, bool warmup) {
   return stats;
 }
 
+void MclmcChainSampler::archive(StateArchive& a) {
+  a.section("mclmc sampler");
+  a.io(state_.position), a.io(state_.momentum), a.io(state_.log_density), a.io(state_.grad);
+  a.io(params_.step_size), a.io(params_.L), a.io(params_.sqrt_diag_cov);
+  a.io(momentum_drawn_), a.io(divergences_in_warmup_);
+  a.io(num_warmup_), a.io(warmup_done_), a.io(phase1_end_), a.io(phase2_end_), a.io(retune_end_);
+  a.io(weight_sum_), a.io(xi_average_), a.io(max_step_size_);
+  a.io(window_ends_), a.io(next_window_), a.io(moment_weight_), a.io(moment_x_), a.io(moment_x2_);
+  a.io(ess_coordinates_), a.io(ess_draws_), a.io(ess_stride_), a.io(ess_steps_);
+}
+
 std::string MclmcChainSampler::describe() const {
   std::string preconditioner = "identity";
   if (params_.sqrt_diag_cov.size() != 0)

@@ -5,12 +5,20 @@
 #include <chrono>
 #include <exception>
 #include <fmt/format.h>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/state_archive.hpp"
+#include "uqnn/io/atomic_file.hpp"
 
 namespace uqnn {
+
+std::filesystem::path CheckpointConfig::chain_file(int chain) const {
+  return directory / fmt::format("chain-{}.state", chain);
+}
 
 void RunConfig::validate() const {
   require(num_chains >= 1, "num_chains", ">= 1");
@@ -18,6 +26,8 @@ void RunConfig::validate() const {
   require(num_warmup >= 0, "num_warmup", ">= 0");
   require(num_draws >= 0, "num_draws", ">= 0");
   require(thin >= 1, "thin", ">= 1");
+  require(checkpoint.every_iterations >= 0, "checkpoint.every_iterations", ">= 0");
+  require(checkpoint.every_seconds >= 0 && std::isfinite(checkpoint.every_seconds), "checkpoint.every_seconds", "finite and >= 0");
 }
 
 Index RunResult::min_draws() const {
@@ -127,6 +137,92 @@ void read_chain(const std::string& bytes, RunResult& r, std::size_t c) {
   r.chain_stopped[c] = in.get_int() != 0;
 }
 
+/// What a chain's checkpoint holds besides its sampler's state.
+struct ChainProgress {
+  long next_iteration = 0;  ///< iterations done (warmup included)
+  Vec initial_point;
+  Mat draws;                ///< the kept draws so far
+  std::vector<DrawStats> stats, warmup_stats;
+  bool chain_stopped = false;
+};
+
+constexpr const char* kCheckpointFormat = "uqnn chain checkpoint 1";
+
+/// Archives the run settings a checkpoint belongs to; loading checks that they are this run's.
+void archive_identity(StateArchive& a, const RunConfig& config, int chain, Index dim, const std::string& file) {
+  std::int64_t values[6] = {chain, config.num_warmup, config.num_draws, config.thin, dim, static_cast<std::int64_t>(config.seed)};
+  const std::int64_t expected[6] = {values[0], values[1], values[2], values[3], values[4], values[5]};
+  for (auto& v : values) a.io(v);
+  const char* names[6] = {"chain", "warmup", "draws", "thin", "parameters", "seed"};
+  for (int i = 0; i < 6; ++i)
+    if (values[i] != expected[i])
+      throw InputError(fmt::format("{}: was written with {} {}, but this run has {} {} (resume with the settings of the run "
+                                   "that wrote it)",
+                                   file, names[i], values[i], names[i], expected[i]));
+}
+
+void save_checkpoint(const RunConfig& config, int chain, ChainSampler& sampler, Rng& rng, ChainProgress& progress) {
+  const auto file = config.checkpoint.chain_file(chain);
+  StateArchive a;
+  a.section(kCheckpointFormat);
+  archive_identity(a, config, chain, sampler.dim(), file.string());
+  a.io(progress.next_iteration), a.io(rng), a.io(progress.initial_point), a.io(progress.draws);
+  a.io(progress.stats), a.io(progress.warmup_stats), a.io(progress.chain_stopped);
+  sampler.archive(a);
+  const std::string bytes = a.take();
+  atomic_write(file, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+}
+
+/// Restores chain `chain` from its checkpoint: the sampler is init()ed at the saved initial point,
+/// begins its warmup, then takes the saved state.
+ChainProgress load_checkpoint(const RunConfig& config, int chain, ChainSampler& sampler, Rng& rng) {
+  const Index dim = sampler.dim();
+  const auto file = config.checkpoint.chain_file(chain);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot be read", file.string()));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StateArchive a(bytes, file.string());
+  a.section(kCheckpointFormat);
+  archive_identity(a, config, chain, dim, file.string());
+  ChainProgress progress;
+  a.io(progress.next_iteration), a.io(rng), a.io(progress.initial_point), a.io(progress.draws);
+  a.io(progress.stats), a.io(progress.warmup_stats), a.io(progress.chain_stopped);
+  const long total = config.num_warmup + config.num_draws;
+  const long kept_expected = std::max(0L, (progress.next_iteration - config.num_warmup + config.thin - 1) / config.thin);
+  if (progress.next_iteration < 0 || progress.next_iteration > total || progress.draws.rows() != kept_expected ||
+      progress.draws.cols() != dim || static_cast<long>(progress.stats.size()) != kept_expected ||
+      static_cast<long>(progress.warmup_stats.size()) != std::min(progress.next_iteration, config.num_warmup) ||
+      progress.initial_point.size() != dim)
+    throw InputError(fmt::format("{}: its iteration ({}) and its draws ({} x {}) do not agree (a corrupt checkpoint)", file.string(),
+                                 progress.next_iteration, progress.draws.rows(), progress.draws.cols()));
+  sampler.init(progress.initial_point);
+  sampler.begin_warmup(config.num_warmup);
+  sampler.archive(a);
+  a.expect_end();
+  return progress;
+}
+
+/// Shows observers that are functions of the kept draws (replays_gathered_chains) the first
+/// `count` kept draws of chain c, as if they had been drawn here (chains gathered from other ranks,
+/// chains restored from a checkpoint).
+void replay_kept_draws(const std::vector<Observer*>& observers, const RunResult& result, const RunConfig& config, int c,
+                       Index count) {
+  const auto ci = static_cast<std::size_t>(c);
+  for (Observer* o : observers)
+    if (o->replays_gathered_chains())
+      for (Index d = 0; d < count; ++d) {
+        const Vec position = result.draws[ci].row(d).transpose();
+        IterationEvent event;
+        event.chain = c;
+        event.iteration = config.num_warmup + d * config.thin;
+        event.kept = true;
+        event.draw_index = d;
+        event.position = &position;
+        event.stats = &result.stats[ci][static_cast<std::size_t>(d)];
+        o->on_iteration(event);
+      }
+}
+
 Vec initial_point_of(const InitialPoints& points, int chain, int num_chains, Rng& rng) {
   if (const auto* one = std::get_if<Vec>(&points)) return *one;
   if (const auto* each = std::get_if<std::vector<Vec>>(&points)) {
@@ -181,17 +277,33 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   std::vector<std::exception_ptr> errors(chains);
   bool began = false;
 
+  result.resumed_at.assign(chains, 0);
+  const CheckpointConfig& checkpoint = config.checkpoint;
+  if (checkpoint.enabled()) {
+    std::error_code error;
+    std::filesystem::create_directories(checkpoint.directory, error);
+    if (error)
+      throw InputError(fmt::format("{}: the checkpoint directory cannot be created ({})", checkpoint.directory.string(), error.message()));
+  }
+
   auto run_one = [&](int c) {
     const auto ci = static_cast<std::size_t>(c);
     Rng rng(config.seed, static_cast<std::uint64_t>(c));
     ChainSampler& sampler = *samplers[ci];
+    ChainProgress restored;
     try {
-      Vec x0 = initial_point_of(initial_points, c, num_chains, rng);
-      result.initial_points[ci] = x0;
-      try {
-        sampler.init(x0);
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("chain {}: {}", c, e.what()));
+      if (checkpoint.enabled() && checkpoint.resume && std::filesystem::exists(checkpoint.chain_file(c))) {
+        restored = load_checkpoint(config, c, sampler, rng);
+        result.initial_points[ci] = restored.initial_point;
+      } else {
+        Vec x0 = initial_point_of(initial_points, c, num_chains, rng);
+        result.initial_points[ci] = x0;
+        try {
+          sampler.init(x0);
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("chain {}: {}", c, e.what()));
+        }
+        sampler.begin_warmup(config.num_warmup);
       }
     } catch (...) {
       errors[ci] = std::current_exception();
@@ -201,14 +313,31 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
     Mat& draws = result.draws[ci];
     auto& stats = result.stats[ci];
     draws.resize(kept_per_chain, sampler.position().size());
+    const Index kept_before = restored.draws.rows();
+    draws.topRows(kept_before) = restored.draws;
+    long kept = static_cast<long>(kept_before);
+    stats = std::move(restored.stats);
     stats.reserve(static_cast<std::size_t>(kept_per_chain));
+    result.warmup_stats[ci] = std::move(restored.warmup_stats);
     result.warmup_stats[ci].reserve(static_cast<std::size_t>(config.num_warmup));
-    long kept = 0;
+    result.resumed_at[ci] = restored.next_iteration;
+    replay_kept_draws(observers, result, config, c, kept_before);
+    const long total = config.num_warmup + config.num_draws;
+    bool chain_stop = restored.chain_stopped;
+    long it = restored.next_iteration;
+    auto save = [&] {
+      ChainProgress progress;
+      progress.next_iteration = it;
+      progress.initial_point = result.initial_points[ci];
+      progress.draws = draws.topRows(kept);
+      progress.stats = stats;
+      progress.warmup_stats = result.warmup_stats[ci];
+      progress.chain_stopped = chain_stop;
+      save_checkpoint(config, c, sampler, rng, progress);
+    };
     try {
-      sampler.begin_warmup(config.num_warmup);
-      const long total = config.num_warmup + config.num_draws;
-      bool chain_stop = false;
-      for (long it = 0; it < total && !chain_stop && !stop.load(std::memory_order_relaxed); ++it) {
+      auto last_save = std::chrono::steady_clock::now();
+      for (; it < total && !chain_stop && !stop.load(std::memory_order_relaxed);) {
         const bool warmup = it < config.num_warmup;
         DrawStats s = sampler.transition(rng, warmup);
         IterationEvent event;
@@ -231,8 +360,18 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
           if (action == ObserverAction::Stop) stop = true;
           if (action == ObserverAction::StopChain) chain_stop = true;
         }
+        ++it;
+        if (!checkpoint.enabled() || it == total) continue;
+        const auto now = std::chrono::steady_clock::now();
+        if ((checkpoint.every_iterations > 0 && it % checkpoint.every_iterations == 0) ||
+            (checkpoint.every_seconds > 0 && std::chrono::duration<double>(now - last_save).count() >= checkpoint.every_seconds)) {
+          save();
+          last_save = now;
+        }
       }
       result.chain_stopped[ci] = chain_stop;
+      // A chain that stopped before its end keeps its state, so that a resumed run continues it.
+      if (checkpoint.enabled() && (it < total || chain_stop || checkpoint.at_chain_end)) save();
     } catch (...) {
       errors[ci] = std::current_exception();
       stop = true;
@@ -278,19 +417,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
       if (!result.chain_in_part[ci] || std::find(here.begin(), here.end(), c) != here.end()) continue;
       read_chain(all[ci], result, ci);
       // Observers that are functions of the kept draws see the other ranks' chains as if run here.
-      for (Observer* o : observers)
-        if (o->replays_gathered_chains())
-          for (Index d = 0; d < result.draws[ci].rows(); ++d) {
-            const Vec position = result.draws[ci].row(d).transpose();
-            IterationEvent event;
-            event.chain = c;
-            event.iteration = config.num_warmup + d * config.thin;
-            event.kept = true;
-            event.draw_index = d;
-            event.position = &position;
-            event.stats = &result.stats[ci][static_cast<std::size_t>(d)];
-            o->on_iteration(event);
-          }
+      replay_kept_draws(observers, result, config, c, result.draws[ci].rows());
     }
   } else if (first_error) {
     if (began)

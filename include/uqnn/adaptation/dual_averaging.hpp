@@ -6,6 +6,8 @@
 /// the step size is exp(x_t) during adaptation and exp(x_bar) when it completes.
 /// References: Hoffman & Gelman (2014), JMLR 15, sec. 3.2; Nesterov (2009); seed 004; Stan
 /// `stepsize_adaptation.hpp`.
+#include "uqnn/core/state_archive.hpp"
+
 namespace uqnn {
 
 struct DualAveragingParams {
@@ -27,6 +29,7 @@ class DualAveraging {
   double final_step_size() const;
   long iterations() const { return counter_; }
   const DualAveragingParams& params() const { return params_; }
+  void archive(StateArchive& a) { a.io(counter_), a.io(s_bar_), a.io(x_bar_), a.io(mu_); }
 
  private:
   DualAveragingParams params_;

@@ -47,6 +47,8 @@ class StanWarmup {
   double final_step_size(double current) const;
   const WindowSchedule& schedule() const { return *schedule_; }
   const StanWarmupParams& params() const { return params_; }
+  /// The adaptation state; the schedule is not in it (begin() makes it from the warmup length).
+  void archive(StateArchive& a) { a.io(averaging_), a.io(variance_), a.io(covariance_); }
 
  private:
   StanWarmupParams params_;

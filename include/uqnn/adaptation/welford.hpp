@@ -2,6 +2,7 @@
 /// @file Welford's online sample variance and covariance (divisor n - 1), numerically stable.
 /// References: Welford (1962), Technometrics 4(3); Stan `welford_var_estimator`,
 /// `welford_covar_estimator`.
+#include "uqnn/core/state_archive.hpp"
 #include "uqnn/core/types.hpp"
 
 namespace uqnn {
@@ -16,6 +17,7 @@ class WelfordVariance {
   const Vec& mean() const { return mean_; }
   /// Sample variance (divisor n - 1); zero when fewer than 2 samples.
   Vec variance() const;
+  void archive(StateArchive& a) { a.io(n_), a.io(mean_), a.io(m2_); }
 
  private:
   long n_ = 0;
@@ -32,6 +34,7 @@ class WelfordCovariance {
   const Vec& mean() const { return mean_; }
   /// Sample covariance (divisor n - 1); zero when fewer than 2 samples.
   Mat covariance() const;
+  void archive(StateArchive& a) { a.io(n_), a.io(mean_), a.io(m2_); }
 
  private:
   long n_ = 0;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 
 #include "uqnn/core/types.hpp"
 
@@ -66,6 +67,9 @@ class Rng {
     return p;
   }
   std::mt19937_64& engine() { return engine_; }
+  /// The normal variate kept from the last polar pair, if any (checkpoints save it with the engine).
+  std::pair<double, bool> spare() const { return {spare_, has_spare_}; }
+  void set_spare(double spare, bool has_spare) { spare_ = spare, has_spare_ = has_spare; }
 
  private:
   std::mt19937_64 engine_;

@@ -11,6 +11,7 @@
 
 #include "uqnn/core/draw_stats.hpp"
 #include "uqnn/core/rng.hpp"
+#include "uqnn/core/state_archive.hpp"
 
 namespace uqnn {
 
@@ -25,6 +26,13 @@ class ChainSampler {
   /// One transition. During warmup the sampler adapts its tuning; afterwards it is fixed.
   virtual DrawStats transition(Rng& rng, bool warmup) = 0;
   virtual const Vec& position() const = 0;
+  /// The number of parameters (known before init()).
+  virtual Index dim() const = 0;
+  /// Saves or restores everything transition() depends on besides the chain's Rng: position and
+  /// gradient, momentum, tuning, the warmup's adaptation state and counters. The driver restores a
+  /// chain by init() at its initial point, begin_warmup(), then archive(): the restored sampler
+  /// continues bitwise as the saved one would have (checkpoint and resume, run_chains).
+  virtual void archive(StateArchive& archive) = 0;
   /// A short description of the tuned state (step size, metric) for logs and output metadata.
   virtual std::string describe() const { return {}; }
 };

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "uqnn/core/rng.hpp"
+#include "uqnn/core/state_archive.hpp"
 
 namespace uqnn {
 
@@ -27,6 +28,10 @@ struct DenseMetric {
 using Metric = std::variant<DiagonalMetric, DenseMetric>;
 
 /// The unit metric of dimension `dim`.
+/// Saves or restores a metric: the diagonal with its cached square roots bit for bit, the dense
+/// matrix with its factor recomputed (the same arithmetic on the same bits gives the same factor).
+void archive_metric(StateArchive& archive, Metric& metric);
+
 Metric make_unit_metric(Index dim);
 /// A diagonal metric; throws std::invalid_argument unless every entry is finite and > 0.
 Metric make_diagonal_metric(Vec inverse_metric);

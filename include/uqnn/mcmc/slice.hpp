@@ -62,7 +62,9 @@ class SliceChainSampler : public ChainSampler {
   void init(const Vec& position) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
+  Index dim() const override { return density_->dim(); }
   std::string describe() const override;
+  void archive(StateArchive& archive) override;
 
  private:
   std::shared_ptr<const LogDensity> density_;

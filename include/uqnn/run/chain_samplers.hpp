@@ -99,7 +99,9 @@ class HamiltonianSampler : public ChainSampler {
   void begin_warmup(Index num_warmup) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
+  Index dim() const override { return density_->dim(); }
   std::string describe() const override;
+  void archive(StateArchive& archive) override;
   const auto& params() const { return config_.kernel; }
   const StanWarmup& warmup() const { return warmup_; }
 
@@ -126,8 +128,10 @@ class AdaptiveMetropolisSampler : public ChainSampler {
   void init(const Vec& position) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
+  Index dim() const override { return density_->dim(); }
   std::string describe() const override;
   void begin_warmup(Index num_warmup) override;
+  void archive(StateArchive& archive) override;
   const AdaptiveMetropolisState& state() const { return state_; }
 
  private:

@@ -58,7 +58,9 @@ class MclmcChainSampler : public ChainSampler {
   void begin_warmup(Index num_warmup) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
+  Index dim() const override { return density_->dim(); }
   std::string describe() const override;
+  void archive(StateArchive& archive) override;
   const MclmcParams& params() const { return params_; }
 
  private:

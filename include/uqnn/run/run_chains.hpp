@@ -10,6 +10,7 @@
 /// chain, bitwise as one process would. With --part k/n (work_layout().part) only the chains
 /// c = k-1, k-1+n, ... run; the others stay empty with chain_in_part[c] false.
 /// References: NumPyro `MCMC`; Stan `run_adaptive_sampler` / `generate_transitions`.
+#include <filesystem>
 #include <functional>
 #include <variant>
 #include <vector>
@@ -19,6 +20,25 @@
 
 namespace uqnn {
 
+/// Checkpoints (issue 17): chain c's whole state (its sampler's archive(), its Rng, the iteration,
+/// the draws and statistics so far, its initial point) in `directory`/chain-<c>.state, written
+/// atomically (temp file + rename) every `every_iterations` iterations or `every_seconds` seconds,
+/// and whenever the chain stops before its end (an observer's Stop: Ctrl-C, SIGTERM). With
+/// `resume`, a chain whose file exists continues from it, bitwise as the run that wrote it would
+/// have; a chain without one starts afresh (it had not started, or had not reached a checkpoint).
+/// Each chain writes only its own file, so chains never wait for each other; under MPI each rank
+/// writes its chains' files into the shared directory.
+struct CheckpointConfig {
+  std::filesystem::path directory;  ///< empty: no checkpoints
+  long every_iterations = 0;        ///< >= 0; 0 = not by count
+  double every_seconds = 0.0;       ///< >= 0; 0 = not by time
+  /// Also when a chain ends normally (so a resumed run need not redo a chain that had finished).
+  bool at_chain_end = false;
+  bool resume = false;
+  bool enabled() const { return !directory.empty(); }
+  std::filesystem::path chain_file(int chain) const;
+};
+
 struct RunConfig {
   int num_chains = 4;         ///< >= 1
   int num_threads = 0;        ///< >= 0; 0 = min(num_chains, hardware threads)
@@ -26,6 +46,7 @@ struct RunConfig {
   long num_draws = 1000;      ///< sampling iterations, >= 0 (kept: ceil(num_draws / thin))
   long thin = 1;              ///< >= 1
   std::uint64_t seed = 0;     ///< chain c uses Rng(seed, c)
+  CheckpointConfig checkpoint;
   void validate() const;
 };
 
@@ -43,6 +64,7 @@ struct RunResult {
   bool interrupted = false;                     ///< an observer stopped the run early (Stop)
   std::vector<bool> chain_stopped;              ///< per chain: an observer ended it alone (StopChain)
   std::vector<bool> chain_in_part;              ///< per chain: run by this part (all true without --part)
+  std::vector<long> resumed_at;                 ///< per chain: the iteration a checkpoint restored (0: started afresh)
   double seconds = 0.0;                         ///< wall time
 
   int num_chains() const { return static_cast<int>(draws.size()); }

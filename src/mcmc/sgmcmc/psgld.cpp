@@ -94,6 +94,12 @@ DrawStats PsgldSampler::transition(Rng& rng, bool /*warmup*/) {
   return stats;
 }
 
+void PsgldSampler::archive(StateArchive& a) {
+  a.section("psgld sampler");
+  a.io(state_.position), a.io(state_.square_average), a.io(grad_), a.io(preconditioner_), a.io(iteration_);
+  a.io(initialised_), a.io(estimator_);
+}
+
 std::string PsgldSampler::describe() const {
   return fmt::format("psgld schedule={} alpha={} lambda={} gamma_correction={} batch_size={}",
                      params_.schedule.describe(), params_.alpha, params_.lambda, params_.gamma_correction,

@@ -95,6 +95,12 @@ DrawStats SghmcSampler::transition(Rng& rng, bool /*warmup*/) {
   return stats;
 }
 
+void SghmcSampler::archive(StateArchive& a) {
+  a.section("sghmc sampler");
+  a.io(state_.position), a.io(state_.momentum), a.io(grad_), a.io(iteration_), a.io(transitions_);
+  a.io(initialised_), a.io(momentum_drawn_), a.io(estimator_);
+}
+
 std::string SghmcSampler::describe() const {
   return fmt::format("sghmc schedule={} friction={} noise_estimate={} mass={} resample_momentum={} num_steps={} "
                      "batch_size={}",

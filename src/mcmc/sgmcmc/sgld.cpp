@@ -53,6 +53,11 @@ DrawStats SgldSampler::transition(Rng& rng, bool /*warmup*/) {
   return stats;
 }
 
+void SgldSampler::archive(StateArchive& a) {
+  a.section("sgld sampler");
+  a.io(position_), a.io(grad_), a.io(iteration_), a.io(initialised_), a.io(estimator_);
+}
+
 std::string SgldSampler::describe() const {
   return fmt::format("sgld schedule={} batch_size={}", params_.schedule.describe(), estimator_.batch_size());
 }

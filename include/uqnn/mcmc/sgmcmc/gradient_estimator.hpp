@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "uqnn/core/rng.hpp"
+#include "uqnn/core/state_archive.hpp"
 #include "uqnn/prob/randomized_log_density.hpp"
 
 namespace uqnn::sgmcmc {
@@ -38,6 +39,8 @@ class GradientEstimator {
   /// Estimate of log p(theta) and its gradient (overwrites `grad`): minibatch or exact.
   double estimate(Rng& rng, const Vec& theta, Vec& grad);
   /// Starts a new epoch at the next call (the pending permutation is discarded).
+  /// The minibatch order: the epoch's permutation and the position in it.
+  void archive(StateArchive& a) { a.io(permutation_), a.io(cursor_); }
   void reset() {
     permutation_.clear();
     cursor_ = 0;

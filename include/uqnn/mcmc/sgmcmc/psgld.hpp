@@ -71,7 +71,9 @@ class PsgldSampler : public ChainSampler {
   void init(const Vec& position) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
+  Index dim() const override { return estimator_.dim(); }
   std::string describe() const override;
+  void archive(StateArchive& archive) override;
 
   const PsgldState& state() const { return state_; }
   /// G of the last transition (empty before the first).

@@ -74,7 +74,9 @@ class SghmcSampler : public ChainSampler {
   void init(const Vec& position) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return state_.position; }
+  Index dim() const override { return estimator_.dim(); }
   std::string describe() const override;
+  void archive(StateArchive& archive) override;
 
   const Vec& momentum() const { return state_.momentum; }
   const SghmcParams& params() const { return params_; }

@@ -52,7 +52,9 @@ class SgldSampler : public ChainSampler {
   void init(const Vec& position) override;
   DrawStats transition(Rng& rng, bool warmup) override;
   const Vec& position() const override { return position_; }
+  Index dim() const override { return estimator_.dim(); }
   std::string describe() const override;
+  void archive(StateArchive& archive) override;
 
   const SgldParams& params() const { return params_; }
   /// Gradient steps taken since init() (the schedule's t for the next transition).

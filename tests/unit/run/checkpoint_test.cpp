@@ -1,0 +1,197 @@
+// Checkpoint and resume (issue 17): a run stopped at any iteration (inside warmup's windows, at
+// their ends, at the switch to sampling, after it) and resumed from its checkpoints gives bitwise
+// the draws, statistics, tuning and initial points of the run that was never stopped, for every
+// ChainSampler. Also: periodic checkpoints survive a crash; a checkpoint of another run or a
+// damaged one is refused with the file's name.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <stdexcept>
+
+#include "../io/temp_dir.hpp"
+#include "../mcmc/test_models.hpp"
+#include "../sgmcmc/targets.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/mcmc/sgmcmc/psgld.hpp"
+#include "uqnn/mcmc/sgmcmc/sghmc.hpp"
+#include "uqnn/mcmc/sgmcmc/sgld.hpp"
+#include "uqnn/mcmc/slice.hpp"
+#include "uqnn/run/chain_samplers.hpp"
+#include "uqnn/run/mclmc_sampler.hpp"
+#include "uqnn/run/run_chains.hpp"
+
+namespace uqnn {
+namespace {
+
+struct SamplerCase {
+  std::string name;
+  SamplerFactory factory;
+  InitialPoints start;
+};
+
+/// Every ChainSampler; the gradient samplers on the hard Gaussian (correlation 0.98, scales 100x
+/// apart), the SG family on a minibatched regression (its permutation is state too).
+std::vector<SamplerCase> sampler_cases() {
+  const auto hard = testing::hard_gaussian();
+  const auto regression = testing::make_linear_regression(200).posterior;
+  // Random starts drawn from the chain's stream: a resumed chain must not draw its start again.
+  const InitialPointFn near_mode = [hard](int, Rng& rng) { return Vec(hard->mean() + rng.normal_vector(3)); };
+  const InitialPointFn near_zero = [](int, Rng& rng) { return Vec(0.1 * rng.normal_vector(3)); };
+  AdaptiveMetropolisConfig haario;
+  haario.adaptation = AmAdaptation::Haario;
+  haario.adapt_after_warmup = true;
+  haario.kernel.t0 = 20;
+  haario.kernel.t_adapt = 30;
+  MalaConfig dense_mala;
+  dense_mala.warmup.metric = MetricAdaptation::Dense;
+  sgmcmc::SgldParams sgld;
+  sgld.batch_size = 50;
+  sgld.schedule = sgmcmc::StepSizeSchedule::constant(1e-5);
+  sgmcmc::PsgldParams psgld;
+  psgld.batch_size = 50;
+  sgmcmc::SghmcParams sghmc;
+  sghmc.batch_size = 50;
+  sghmc.schedule = sgmcmc::StepSizeSchedule::constant(1e-4);
+  return {
+      {"nuts", make_sampler_factory(hard, NutsConfig{}), near_mode},
+      {"hmc", make_sampler_factory(hard, HmcConfig{}), near_mode},
+      {"mala dense", make_sampler_factory(hard, dense_mala), near_mode},
+      {"amcmc windowed", make_sampler_factory(hard, AdaptiveMetropolisConfig{}), near_mode},
+      {"amcmc haario", make_sampler_factory(hard, haario), near_mode},
+      {"slice", [hard] { return std::make_unique<SliceChainSampler>(hard, SliceParams{}); }, near_mode},
+      {"mclmc", [hard] { return std::make_unique<MclmcChainSampler>(hard, MclmcConfig{}); }, near_mode},
+      {"sgld", [regression, sgld] { return std::make_unique<sgmcmc::SgldSampler>(regression, sgld); }, near_zero},
+      {"psgld", [regression, psgld] { return std::make_unique<sgmcmc::PsgldSampler>(regression, psgld); }, near_zero},
+      {"sghmc", [regression, sghmc] { return std::make_unique<sgmcmc::SghmcSampler>(regression, sghmc); }, near_zero},
+  };
+}
+
+/// 2 chains on 2 threads, 150 warmup iterations (windows [75, 100) and [100, 100) ... as Stan's
+/// schedule makes them) and 101 draws thinned by 2.
+RunConfig checkpoint_config(const std::filesystem::path& dir) {
+  RunConfig c;
+  c.num_chains = 2;
+  c.num_threads = 2;
+  c.num_warmup = 150;
+  c.num_draws = 101;
+  c.thin = 2;
+  c.seed = 11;
+  c.checkpoint.directory = dir;
+  return c;
+}
+
+/// The same bits (NaN statistics included: amcmc has no step size).
+std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
+
+void expect_bitwise_equal(const RunResult& a, const RunResult& b, const std::string& what) {
+  ASSERT_EQ(a.num_chains(), b.num_chains()) << what;
+  for (int c = 0; c < a.num_chains(); ++c) {
+    const auto ci = static_cast<std::size_t>(c);
+    ASSERT_EQ(a.draws[ci].rows(), b.draws[ci].rows()) << what << ", chain " << c;
+    EXPECT_TRUE(a.draws[ci] == b.draws[ci]) << what << ", chain " << c << ": draws differ";
+    EXPECT_TRUE(a.initial_points[ci] == b.initial_points[ci]) << what << ", chain " << c;
+    EXPECT_EQ(a.sampler_descriptions[ci], b.sampler_descriptions[ci]) << what << ", chain " << c;
+    ASSERT_EQ(a.stats[ci].size(), b.stats[ci].size()) << what;
+    ASSERT_EQ(a.warmup_stats[ci].size(), b.warmup_stats[ci].size()) << what;
+    for (std::size_t i = 0; i < a.stats[ci].size(); ++i) {
+      EXPECT_EQ(bits(a.stats[ci][i].lp), bits(b.stats[ci][i].lp)) << what << ", chain " << c << ", draw " << i;
+      EXPECT_EQ(bits(a.stats[ci][i].step_size), bits(b.stats[ci][i].step_size)) << what << ", chain " << c << ", draw " << i;
+      EXPECT_EQ(bits(a.stats[ci][i].energy), bits(b.stats[ci][i].energy)) << what << ", chain " << c << ", draw " << i;
+      EXPECT_EQ(a.stats[ci][i].n_leapfrog, b.stats[ci][i].n_leapfrog) << what;
+    }
+    for (std::size_t i = 0; i < a.warmup_stats[ci].size(); ++i)
+      EXPECT_EQ(bits(a.warmup_stats[ci][i].step_size), bits(b.warmup_stats[ci][i].step_size)) << what << ", warmup " << i;
+  }
+}
+
+TEST(Checkpoint, AStoppedAndResumedRunIsBitwiseTheUninterruptedOneForEverySampler) {
+  for (const SamplerCase& sampler : sampler_cases()) {
+    testing::TempDir dir;
+    RunConfig plain = checkpoint_config(dir.path() / "unused");
+    plain.checkpoint = {};
+    const RunResult whole = run_chains(plain, sampler.factory, sampler.start);
+    ASSERT_EQ(whole.min_draws(), 51) << sampler.name;
+    // Stops at chain 0's iteration 1 (the first), 75 and 99 (a window's first and last), 149 (the
+    // last of warmup) and 190 (sampling); each resumed run goes on to the next stop. The other
+    // chain stops wherever it is when the flag is seen.
+    const RunConfig config = checkpoint_config(dir.path() / "checkpoint");
+    RunResult last;
+    long resumed = 0;
+    for (const long stop_at : {1L, 75L, 99L, 149L, 190L, -1L}) {
+      RunConfig c = config;
+      c.checkpoint.resume = stop_at != 1;
+      StopWhenObserver stop([stop_at](const IterationEvent& e) { return e.chain == 0 && e.iteration == stop_at; });
+      std::vector<Observer*> observers;
+      if (stop_at >= 0) observers.push_back(&stop);
+      last = run_chains(c, sampler.factory, sampler.start, observers);
+      EXPECT_EQ(last.interrupted, stop_at >= 0) << sampler.name << ", stop " << stop_at;
+      ASSERT_TRUE(std::filesystem::exists(c.checkpoint.chain_file(0))) << sampler.name;
+      if (c.checkpoint.resume) resumed += last.resumed_at[0];
+    }
+    EXPECT_GT(resumed, 0) << sampler.name << ": no chain was resumed";
+    expect_bitwise_equal(whole, last, sampler.name);
+  }
+}
+
+TEST(Checkpoint, PeriodicCheckpointsSurviveACrashAndResumeBitwise) {
+  const auto target = testing::hard_gaussian();
+  const auto factory = make_sampler_factory(target, NutsConfig{});
+  testing::TempDir dir;
+  RunConfig config = checkpoint_config(dir.path() / "checkpoint");
+  config.checkpoint.every_iterations = 40;
+  RunConfig plain = config;
+  plain.checkpoint = {};
+  const RunResult whole = run_chains(plain, factory, target->mean());
+  // A crash at chain 0's iteration 130 (an exception: nothing is saved on the way out), after its
+  // checkpoint at 120.
+  StopWhenObserver crash([](const IterationEvent& e) {
+    if (e.chain == 0 && e.iteration == 130) throw std::runtime_error("simulated crash");
+    return false;
+  });
+  EXPECT_THROW(run_chains(config, factory, target->mean(), {&crash}), std::runtime_error);
+  config.checkpoint.resume = true;
+  const RunResult resumed = run_chains(config, factory, target->mean());
+  EXPECT_EQ(resumed.resumed_at[0], 120);
+  expect_bitwise_equal(whole, resumed, "nuts after a crash");
+}
+
+TEST(Checkpoint, ACheckpointOfAnotherRunOrADamagedOneIsRefusedWithItsFileName) {
+  const auto target = testing::hard_gaussian();
+  const auto factory = make_sampler_factory(target, NutsConfig{});
+  testing::TempDir dir;
+  RunConfig config = checkpoint_config(dir.path() / "checkpoint");
+  config.checkpoint.at_chain_end = true;
+  run_chains(config, factory, target->mean());
+  const auto file = config.checkpoint.chain_file(0);
+  config.checkpoint.resume = true;
+
+  RunConfig longer = config;
+  longer.num_draws = 200;
+  try {
+    run_chains(longer, factory, target->mean());
+    ADD_FAILURE() << "a checkpoint of a run with other draws was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(file.string() + ": was written with draws 101, but this run has draws 200"),
+              std::string::npos)
+        << e.what();
+  }
+  // The same sampler on another target: the parameter count differs.
+  const auto other = make_sampler_factory(testing::correlated_gaussian(), AdaptiveMetropolisConfig{});
+  RunConfig other_config = config;
+  EXPECT_THROW(run_chains(other_config, other, Vec(Vec::Zero(3))), InputError);  // another sampler's state
+
+  const std::string bytes = testing::TempDir::read(file);
+  for (const std::size_t keep : {std::size_t{10}, bytes.size() / 2, bytes.size() - 1}) {
+    dir.write("checkpoint/chain-0.state", bytes.substr(0, keep));
+    try {
+      run_chains(config, factory, target->mean());
+      ADD_FAILURE() << "a checkpoint cut to " << keep << " bytes was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace uqnn
