@@ -40,10 +40,19 @@ int print_fit_report(const FitConfig& cfg, const FitReport& report) {
 Command add_fit(CLI::App& app) {
   auto* c = app.add_subcommand("fit", "fit a network to a CSV data set with a UQ method and write predictions, metrics, draws and figures");
   const auto flags = FitFlags::add(*c);
-  return [c, flags]() {
+  auto resume = std::make_shared<std::string>();
+  c->add_option("--resume", *resume,
+                "DIR: continue the stopped run whose --out is DIR from its chains' checkpoint, bitwise as if it had not "
+                "stopped (only --threads, --quiet and --checkpoint-every may be given with it)")
+      ->group("Run and output");
+  return [c, flags, resume]() {
     if (flags->help_requested()) {
       flags->print_help(std::cout, *c);
       return 0;
+    }
+    if (!resume->empty()) {
+      const FitConfig cfg = resume_fit_config(*resume, flags->request());
+      return print_fit_report(cfg, run_fit(cfg));
     }
     const FitConfig cfg = make_fit_config(flags->request());
     if (cfg.data.path.empty()) throw InputError("--data is required: a CSV file with a header row");

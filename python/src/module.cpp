@@ -311,11 +311,12 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fit",
       [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
-         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink) {
+         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume) {
         FitRequest request;
         request.given = given_options(options);
         request.invocation = {{"python", to_json(options)}};
         FitConfig cfg = make_fit_config(request);
+        cfg.resume = resume;  // run_fit checks that the checkpoint in `out` is this fit's
         if (start) cfg.start = Vec(Eigen::Map<const Vec>(start->data(), start->size()));
         Dataset data;
         data.inputs = columns_of(X, "X");
@@ -333,7 +334,8 @@ PYBIND11_MODULE(_core, m) {
         run_interruptible([&] { report = run_fit(cfg); }, interrupted, reporter.get());
         return py::make_tuple(to_python(report.metrics), interrupted);
       },
-      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start"), py::arg("reporter"));
+      py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start"), py::arg("reporter"),
+      py::arg("resume") = false);
 
   m.def(
       "sample_python",

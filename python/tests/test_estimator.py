@@ -239,3 +239,47 @@ def test_acquisition_scores_rank_far_points_first(nuts_fit):
     np.testing.assert_allclose(var, mu, rtol=1e-9)
     with pytest.raises(ValueError, match="strategy"):
         nuts_fit.acquisition(X, "entropy")
+
+
+def test_a_stopped_chain_run_resumes_from_its_checkpoint_bitwise(sine, tmp_path):
+    import signal
+    import threading
+    import time
+
+    X, y = sine
+    kw = dict(hidden=(5,), activation="tanh", method="nuts", progress=False, chains=2, warmup=100, draws=1500,
+              chain_init="random", seed=4)
+    uqnn.BNN(out=tmp_path / "ref", **kw).fit(X, y)
+    run = tmp_path / "run"
+
+    done = threading.Event()
+
+    def stop_after_the_first_checkpoint():
+        for _ in range(1200):
+            if (run / "checkpoint" / "chain-0.state").exists():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            if done.wait(0.05):
+                return
+
+    watcher = threading.Thread(target=stop_after_the_first_checkpoint)
+    watcher.start()
+    try:
+        with pytest.raises(uqnn.Interrupted):
+            uqnn.BNN(out=run, checkpoint_every=200, **kw).fit(X, y)
+    finally:
+        done.set()
+        watcher.join()
+    assert (run / "checkpoint" / "fit.json").exists()
+    # Other data, or other settings, are not the stopped run.
+    with pytest.raises(ValueError, match="training data differ"):
+        uqnn.BNN(out=run, **kw).fit(X, y + 1.0, resume=True)
+    with pytest.raises(ValueError, match="was started with draws = 1500"):
+        uqnn.BNN(out=run, **{**kw, "draws": 1000}).fit(X, y, resume=True)
+    resumed = uqnn.BNN(out=run, threads=1, **kw).fit(X, y, resume=True)
+    assert resumed.metrics_["info"]["resumed_at_iteration"][0] >= 200
+    for name in ("draws.csv", "predictions.csv"):
+        assert (run / name).read_bytes() == (tmp_path / "ref" / name).read_bytes(), name
+    assert not (run / "checkpoint").exists()
+    with pytest.raises(ValueError, match="resume=True needs the out directory"):
+        uqnn.BNN(**kw).fit(X, y, resume=True)

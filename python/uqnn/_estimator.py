@@ -100,9 +100,16 @@ class BNN:
         return o
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y) -> "BNN":
+    def fit(self, X, y, resume: bool = False) -> "BNN":
         """Fits the network to X (n, d) and y (n,) or (n, t): NumPy arrays or pandas frames/series,
-        float32 or float64, C or Fortran order. Returns self."""
+        float32 or float64, C or Fortran order. Returns self.
+
+        resume=True continues a chain run that was stopped (Ctrl-C, SIGTERM, a killed job) from the
+        checkpoint in ``out``: same estimator settings and data, bitwise the draws of a run that was
+        never stopped. Methods that run chains save it when stopped, and every
+        ``checkpoint_every=N`` iterations (or ``"10m"``) when asked."""
+        if resume and self.out is None:
+            raise ValueError("resume=True needs the out directory of the stopped run (BNN(..., out=DIR))")
         x, input_names = _as_table(X, "x")
         t, target_names = _as_table(y, "y")
         options = self._options()
@@ -121,7 +128,7 @@ class BNN:
             # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
             ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
             start = np.concatenate([self._start, ld.initial_point(0)[len(self._start):]])
-        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress))
+        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress), resume)
         self.metrics_ = metrics
         self._fitted = _core.FittedModel.load(out)
         self._dir = out

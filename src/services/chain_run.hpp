@@ -19,7 +19,17 @@ struct ChainOptions {
   long warmup = 1000;  ///< warmup (adaptation) or burn-in iterations per chain
   long draws = 1000;   ///< sampling iterations per chain
   long thin = 1;
+  std::string checkpoint_every;  ///< "" (only when stopped), "N" iterations, or "Ns" / "Nm" / "Nh"
 };
+
+/// --checkpoint-every as iterations or seconds (both 0 for "").
+struct CheckpointInterval {
+  long iterations = 0;
+  double seconds = 0.0;
+};
+/// "" -> none; "500" -> every 500 iterations; "90s", "10m", "2h" -> every so many seconds. Throws
+/// InputError "<where>: ..." for anything else.
+CheckpointInterval parse_checkpoint_interval(const std::string& text, const std::string& where);
 
 inline const OptionSchema<ChainOptions>& chain_options() {
   static const auto s = OptionSchema<ChainOptions>("chains", "MCMC chains")
@@ -30,7 +40,14 @@ inline const OptionSchema<ChainOptions>& chain_options() {
                             .add("draws", &ChainOptions::draws, "sampling iterations per chain")
                             .at_least(0)
                             .add("thin", &ChainOptions::thin, "keep every thin-th draw")
-                            .at_least(1);
+                            .at_least(1)
+                            .add("checkpoint_every", &ChainOptions::checkpoint_every,
+                                 "save each chain's whole state into OUT/checkpoint every N iterations (e.g. 500) or "
+                                 "every T seconds, minutes or hours (90s, 10m, 2h); a run stopped by Ctrl-C, SIGTERM or "
+                                 "SIGHUP saves it anyway, and `uqnn fit --resume OUT` continues it bitwise")
+                            .checked_by([](const std::string& text, const std::string& where) {
+                              parse_checkpoint_interval(text, where);
+                            });
   return s;
 }
 
@@ -45,9 +62,16 @@ inline RunConfig chain_run_config(const ChainOptions& chains, int threads, std::
   run.seed = seed;
   return run;
 }
-/// ... with a fit's --threads and --seed.
+/// ... with a fit's --threads and --seed, and its checkpoints (FitConfig::checkpoint_dir, set by
+/// run_fit) every --checkpoint-every.
 inline RunConfig chain_run_config(const FitConfig& cfg, const ChainOptions& chains) {
-  return chain_run_config(chains, cfg.threads, cfg.seed);
+  RunConfig run = chain_run_config(chains, cfg.threads, cfg.seed);
+  run.checkpoint.directory = cfg.checkpoint_dir;
+  const CheckpointInterval every = parse_checkpoint_interval(chains.checkpoint_every, "--checkpoint-every");
+  run.checkpoint.every_iterations = every.iterations;
+  run.checkpoint.every_seconds = every.seconds;
+  run.checkpoint.resume = cfg.resume;
+  return run;
 }
 
 /// Ctrl-C ends the chains with the draws made so far; progress goes to the fit's reporter.

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
@@ -224,6 +225,76 @@ struct WorkLayoutScope {
 
 }  // namespace
 
+namespace {
+
+/// The settings as a resumed run must find them: paths absolute (a run may be resumed from
+/// another directory), without those a resumed run may change (threads, quiet, checkpoint_every)
+/// and the output directory.
+nlohmann::json comparable_settings(const FitConfig& cfg) {
+  nlohmann::json settings = cfg.record.value("settings", nlohmann::json::object());
+  for (const auto& group : fit_option_groups(cfg.method))
+    for (const auto& option : group.options)
+      if (option.type == OptionType::Path && settings.contains(option.name) && settings[option.name].is_string() &&
+          !settings[option.name].get<std::string>().empty())
+        settings[option.name] = std::filesystem::absolute(settings[option.name].get<std::string>()).lexically_normal().string();
+  return settings;
+}
+
+/// A fingerprint of the training data (FNV-1a over the standardised inputs' and targets' bits): a
+/// resumed run must continue on the data it started on.
+std::string data_fingerprint(const Posterior& posterior) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const Mat* m : {&posterior.inputs(), &posterior.targets()}) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(m->data());
+    for (std::size_t i = 0; i < static_cast<std::size_t>(m->size()) * sizeof(double); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+/// Before the chains of a checkpointing fit. A fresh run removes the states a stopped run left in
+/// the directory (they belong to another run) and records its settings and data fingerprint in
+/// checkpoint/fit.json (for --resume). A resumed run checks that it is that run: same settings
+/// (bar threads, quiet, checkpoint_every), same data.
+void prepare_checkpoint_dir(const FitConfig& cfg, const Posterior& posterior) {
+  static const std::set<std::string> may_change{"threads", "quiet", "checkpoint_every", "out"};
+  const auto record = cfg.checkpoint_dir / "fit.json";
+  nlohmann::json settings = comparable_settings(cfg);
+  const std::string fingerprint = data_fingerprint(posterior);
+  if (cfg.resume) {
+    nlohmann::json saved;
+    try {
+      std::ifstream in(record);
+      saved = nlohmann::json::parse(in);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("resume: {} is missing or not valid JSON (the run finished, or was never checkpointed)",
+                                   record.string()));
+    }
+    const nlohmann::json saved_settings = saved.value("settings", nlohmann::json::object());
+    for (const auto& [name, value] : saved_settings.items())
+      if (!may_change.count(name) && settings.value(name, nlohmann::json()) != value)
+        throw InputError(fmt::format("resume: the run in {} was started with {} = {}, this one has {} (a resumed run "
+                                     "continues with the settings it was started with)",
+                                     cfg.checkpoint_dir.parent_path().string(), name, value.dump(),
+                                     settings.value(name, nlohmann::json()).dump()));
+    if (saved.value("data_fingerprint", std::string()) != fingerprint)
+      throw InputError(fmt::format("resume: the training data differ from those the run in {} started on",
+                                   cfg.checkpoint_dir.parent_path().string()));
+    return;
+  }
+  std::error_code error;
+  std::filesystem::remove_all(cfg.checkpoint_dir, error);
+  std::filesystem::create_directories(cfg.checkpoint_dir, error);
+  if (error)
+    throw InputError(fmt::format("{}: the checkpoint directory cannot be made ({})", cfg.checkpoint_dir.string(), error.message()));
+  atomic_write_text(record, nlohmann::json{{"format", "uqnn-checkpoint"},
+                                           {"settings", settings},
+                                           {"data_fingerprint", fingerprint},
+                                           {"invocation", cfg.record.value("invocation", nlohmann::json())}}
+                                .dump(2));
+}
+
+}  // namespace
+
 FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   given.training.validate();
   const auto started = std::chrono::steady_clock::now();
@@ -264,13 +335,28 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   } else if (layout.world->size() > 1) {
     log(fmt::format("uqnn fit: {} MPI ranks share out the chains / members", layout.world->size()));
   }
+  // Methods that run chains keep each chain's state in --out/checkpoint (not in the staging
+  // directory: it must outlive a killed run), with the run's settings for --resume.
+  const bool checkpoints = !method && cfg.method_settings.contains("checkpoint_every");
+  if (cfg.resume && !checkpoints)
+    throw InputError(fmt::format("--resume: --method {} does not checkpoint (methods that run chains do)", cfg.method));
+  if (checkpoints) {
+    cfg.checkpoint_dir = given.out_dir / "checkpoint";
+    if (root) prepare_checkpoint_dir(cfg, *posterior);
+    (void)layout.world->all_gather("");  // no rank writes a chain's state before rank 0 cleared old ones
+  }
   const bool has_validation = !split.validation.empty() || !cfg.data.validation_path.empty();
   const FitContext context{cfg, posterior, has_validation ? problem.validation_std.inputs : posterior->inputs(),
                            has_validation ? problem.validation_std.targets : posterior->targets(), has_validation, reporter};
   MethodResult result = method ? method(context) : run_method(context);
   posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
+  const std::string resume_hint =
+      checkpoints ? fmt::format("; each chain's state is in {}: `uqnn fit --resume {}` (Python: fit(..., resume=True)) "
+                                "continues the run",
+                                cfg.checkpoint_dir.string(), given.out_dir.string())
+                  : "";
   if (result.draws.empty() && stop_requested())
-    throw std::runtime_error(fmt::format("stopped by signal {} before the first draw: nothing to write", stop_signal()));
+    throw std::runtime_error(fmt::format("stopped by signal {} before the first draw: nothing to write{}", stop_signal(), resume_hint));
   if (result.draws.empty()) throw std::runtime_error("method " + cfg.method + " returned no draws");
   if (stop_requested() && !result.info.value("interrupted", false)) {
     result.info["interrupted"] = true;
@@ -286,6 +372,14 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   FitReport report = write_fit_output(output);
   out->commit();
   for (auto& file : report.files) file = out->final_path(file);
+  if (checkpoints) {
+    if (result.info.value("interrupted", false)) {
+      log(fmt::format("stopped{}", resume_hint));
+    } else {
+      std::error_code ignored;  // the run is complete: its checkpoint has served
+      std::filesystem::remove_all(cfg.checkpoint_dir, ignored);
+    }
+  }
   return report;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -297,6 +298,55 @@ FitConfig make_fit_config(const FitRequest& request) {
   for (const OptionGroup* g : spec.groups)
     for (const auto& o : g->options) cfg.method_settings[o.name] = settings.at(o.name);
   cfg.record = {{"settings", settings}, {"invocation", request.invocation}};
+  return cfg;
+}
+
+FitRequest request_from_settings(const nlohmann::json& settings, const std::string& source, const std::set<std::string>& skip) {
+  FitRequest request;
+  // Only what differs from the defaults is given (an unset path is recorded as "", which as a given
+  // value would name a missing file).
+  std::map<std::string, nlohmann::json> defaults;
+  for (const auto& g : fit_option_groups(settings.value("method", std::string("map"))))
+    for (const auto& o : g.options) defaults[o.name] = o.default_value;
+  for (const auto& [name, value] : settings.items()) {
+    if (skip.count(name)) continue;
+    if (defaults.count(name) && defaults[name] == value && name != "method") continue;
+    request.given.push_back({name, value, fmt::format("{}: settings.{}", source, name)});
+  }
+  return request;
+}
+
+FitConfig resume_fit_config(const std::filesystem::path& dir, const FitRequest& overrides) {
+  // What a resumed run may change: how it runs, not what it draws.
+  static const std::set<std::string> may_change{"threads", "quiet", "checkpoint_every"};
+  for (const GivenOption& g : overrides.given)
+    if (!may_change.count(g.name))
+      throw InputError(fmt::format("{}: cannot be given with --resume, which continues the run with the settings it was "
+                                   "started with; only --threads, --quiet and --checkpoint-every may change",
+                                   g.where));
+  const std::filesystem::path record = dir / "checkpoint" / "fit.json";
+  if (!std::filesystem::exists(record))
+    throw InputError(fmt::format("--resume {}: there is no checkpoint to resume ({} is missing: the run finished, was "
+                                 "not a sampling method, or {} is not the --out of a uqnn fit)",
+                                 dir.string(), record.string(), dir.string()));
+  nlohmann::json saved;
+  try {
+    std::ifstream in(record);
+    saved = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON ({})", record.string(), e.what()));
+  }
+  if (!saved.is_object() || !saved.contains("settings") || !saved["settings"].is_object())
+    throw InputError(fmt::format("{}: holds no settings (it is not a uqnn checkpoint)", record.string()));
+  FitRequest request = request_from_settings(saved["settings"], record.string(), {"out"});
+  // The run's own directory, whatever the current directory is.
+  request.given.push_back({"out", dir.string(), "--resume"});
+  for (const GivenOption& g : overrides.given) request.given.push_back(g);
+  request.invocation = {{"resume", std::filesystem::absolute(dir).string()},
+                        {"started_by", saved.value("invocation", nlohmann::json())},
+                        {"resumed_by", overrides.invocation}};
+  FitConfig cfg = make_fit_config(request);
+  cfg.resume = true;
   return cfg;
 }
 

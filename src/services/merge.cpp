@@ -169,18 +169,8 @@ FitReport run_merge(const MergeConfig& config) {
   parts = check_parts(std::move(parts));
 
   // The run's settings as one run: the first part's, whole, into the merged directory.
-  FitRequest request;
-  const std::string source = (parts.front().dir / "model.json").string();
-  // Only what differs from the defaults is given (an unset path is recorded as "", which as a given
-  // value would name a missing file).
-  std::map<std::string, nlohmann::json> defaults;
-  for (const auto& g : fit_option_groups(parts.front().settings.value("method", std::string("map"))))
-    for (const auto& o : g.options) defaults[o.name] = o.default_value;
-  for (const auto& [name, value] : parts.front().settings.items()) {
-    if (name == "part" || name == "out" || name == "shards") continue;
-    if (defaults.count(name) && defaults[name] == value && name != "method") continue;
-    request.given.push_back({name, value, fmt::format("{}: settings.{}", source, name)});
-  }
+  FitRequest request =
+      request_from_settings(parts.front().settings, (parts.front().dir / "model.json").string(), {"part", "out", "shards"});
   request.given.push_back({"out", config.out_dir.string(), "uqnn merge OUT"});
   request.given.push_back({"quiet", config.quiet, "uqnn merge --quiet"});
   nlohmann::json from = nlohmann::json::array();

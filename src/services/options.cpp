@@ -115,9 +115,12 @@ nlohmann::json OptionSpec::check(const nlohmann::json& value, const std::string&
     }
     case OptionType::Text:
     case OptionType::Path:
+      // A checked text may be given as a number (Python's checkpoint_every=500, TOML's 500).
+      if (type == OptionType::Text && text_check && value.is_number_integer()) return check(nlohmann::json(value.dump()), where);
       if (!value.is_string()) return fail(value.dump());
       if (type == OptionType::Path && must_exist && !std::filesystem::exists(value.get<std::string>()))
         throw InputError(fmt::format("{}: {} does not exist", where, value.get<std::string>()));
+      if (text_check) text_check(value.get<std::string>(), where);
       return value;
     case OptionType::Choice:
       if (!value.is_string() || std::find(choices.begin(), choices.end(), value.get<std::string>()) == choices.end())

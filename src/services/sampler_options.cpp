@@ -2,9 +2,40 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <string>
+
 #include "uqnn/core/error.hpp"
 
 namespace uqnn::detail {
+
+CheckpointInterval parse_checkpoint_interval(const std::string& text, const std::string& where) {
+  CheckpointInterval every;
+  if (text.empty()) return every;
+  const auto fail = [&]() -> CheckpointInterval {
+    throw InputError(fmt::format("{}: '{}' is invalid: it must be a number of iterations >= 1 (e.g. 500) or a time "
+                                 "> 0 with its unit s, m or h (e.g. 90s, 10m, 2h)",
+                                 where, text));
+  };
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return fail();
+  }
+  const std::string unit = text.substr(used);
+  if (!std::isfinite(value) || !(value > 0)) return fail();
+  if (unit.empty()) {
+    if (value != std::floor(value) || value > 1e15) return fail();
+    every.iterations = static_cast<long>(value);
+  } else if (unit == "s" || unit == "m" || unit == "h") {
+    every.seconds = value * (unit == "s" ? 1.0 : unit == "m" ? 60.0 : 3600.0);
+  } else {
+    return fail();
+  }
+  return every;
+}
 
 const OptionSchema<StepOptions>& step_options() {
   static const auto s = OptionSchema<StepOptions>("step", "Step size")
@@ -59,6 +90,7 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
                {"interrupted", r.interrupted},
                {"sampling_seconds", r.seconds},
                {"tuned", r.sampler_descriptions}});
+  if (cfg.resume) info["resumed_at_iteration"] = r.resumed_at;  // per chain; 0: started afresh
   result.info = std::move(info);
   if (r.interrupted) context.log("interrupted: keeping the draws made so far");
   return result;

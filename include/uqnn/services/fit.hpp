@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,12 @@ struct FitConfig {
   /// How the fit was asked for (command line, config file, Python call) and every setting used:
   /// model.json records it so a run can be repeated from its directory.
   nlohmann::json record = nlohmann::json::object();
+  /// Continue the stopped run whose chains' states are in out_dir/checkpoint (uqnn fit --resume;
+  /// resume_fit_config makes the rest of the config from the run's own record).
+  bool resume = false;
+  /// Set by run_fit for methods that run chains (those with --checkpoint-every): out_dir/checkpoint
+  /// (beside the staged files, so that it outlives a killed run).
+  std::filesystem::path checkpoint_dir;
   /// Where training and chains start instead of the network initialisation (the Python module's
   /// BNN.from_torch: the user's trained network), network parameters then likelihood extras.
   std::optional<Vec> start;
@@ -121,6 +128,15 @@ std::vector<OptionGroup> all_option_groups();
 /// Checks every given option (known, applies to the method, type, range, choices) and builds the
 /// config; errors are InputError starting with the option's `where`.
 FitConfig make_fit_config(const FitRequest& request);
+/// The config that continues the stopped run in `dir` (uqnn fit --resume DIR): its settings as
+/// recorded in dir/checkpoint/fit.json, with `overrides` applied, which may only be options that do
+/// not change the draws (threads, quiet, checkpoint_every). Throws InputError when `dir` holds no
+/// checkpoint or an override would change the run.
+FitConfig resume_fit_config(const std::filesystem::path& dir, const FitRequest& overrides);
+/// The request that repeats a run from its recorded `settings` (model.json's or a checkpoint's):
+/// the settings that differ from their defaults, as given options named "<source>: settings.<name>",
+/// except those in `skip`.
+FitRequest request_from_settings(const nlohmann::json& settings, const std::string& source, const std::set<std::string>& skip);
 /// C++ convenience: options by name, e.g. {{"method", "nuts"}, {"chains", 2}, {"draws", 100}}.
 FitConfig fit_config_from_options(const nlohmann::json& options);
 

@@ -39,6 +39,9 @@ struct OptionSpec {
   bool must_exist = false;                 ///< Path: must name an existing file or directory
   std::string help;
   std::string reference;                   ///< where the option and its default come from
+  /// Text: a check of the value's form beyond its type (e.g. --checkpoint-every's "500" or "10m");
+  /// throws InputError "<where>: ...".
+  std::function<void(const std::string& text, const std::string& where)> text_check;
 
   /// "--ens-members".
   std::string flag() const;
@@ -124,6 +127,10 @@ class OptionSchema {
     });
   }
   OptionSchema& existing() { return set([](OptionSpec& s) { s.must_exist = true; }); }
+  /// A Text option whose form `check(text, where)` checks (throwing InputError).
+  OptionSchema& checked_by(std::function<void(const std::string&, const std::string&)> check) {
+    return set([check](OptionSpec& s) { s.text_check = check; });
+  }
   OptionSchema& cite(const std::string& reference) { return set([&reference](OptionSpec& s) { s.reference = reference; }); }
 
   const OptionGroup& group() const { return group_; }

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "unit/cli/cli_fixture.hpp"
+#include "unit/io/temp_dir.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
 
@@ -211,6 +212,53 @@ TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
     EXPECT_GT(metrics.at("num_draws").get<long>(), 0);
     EXPECT_TRUE(fs::exists(out / "draws.csv"));
   }
+}
+
+// Checkpoint and resume (issue 17): a chain run stopped by SIGTERM, or killed outright after a
+// periodic checkpoint, continues with `uqnn fit --resume OUT` (on another thread count) to the
+// files of the run that was never stopped, byte for byte; the checkpoint is then removed.
+TEST_F(Cli, AStoppedOrKilledChainRunResumesFromItsCheckpointToTheUninterruptedFiles) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", -2.0 + 0.1 * i, std::sin(-4.0 + 0.2 * i) + 0.05 * std::cos(7.0 * i));
+  write("d.csv", csv);
+  const std::string common = "fit --quiet --figure none --data " + (dir_ / "d.csv").string() +
+                             " --method nuts --chains 2 --warmup 100 --draws 2000 --arch 5 --chain-init random";
+  const CliRun reference = run_cli(common + " --out " + (dir_ / "ref").string());
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  for (const auto& [signal_name, code] : {std::pair{"TERM", 143}, {"KILL", 137}}) {
+    const fs::path out = dir_ / signal_name;
+    // The signal comes once chain 0 has saved its state at iteration 200 (of 2100).
+    const std::string script = std::string(UQNN_CLI_PATH) + " " + common + " --threads 2 --checkpoint-every 200 --out " +
+                               out.string() + " & pid=$!; for i in $(seq 1200); do [ -f " + (out / "checkpoint" / "chain-0.state").string() +
+                               " ] && break; sleep 0.05; done; kill -" + signal_name + " $pid; wait $pid; echo exit=$?";
+    const std::string output = testing::run_script(script);
+    ASSERT_NE(output.find("exit=" + std::to_string(code)), std::string::npos) << signal_name << "\n" << output;
+    EXPECT_TRUE(fs::exists(out / "checkpoint" / "fit.json")) << signal_name;
+    // SIGTERM writes what was drawn; SIGKILL leaves only the checkpoint.
+    EXPECT_EQ(fs::exists(out / "draws.csv"), std::string(signal_name) == "TERM") << signal_name;
+    const CliRun resumed = run_cli("fit --resume " + out.string() + " --threads 1 --quiet");
+    ASSERT_EQ(resumed.exit_code, 0) << signal_name << "\n" << resumed.output;
+    for (const char* file : {"draws.csv", "predictions.csv"})
+      EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(dir_ / "ref" / file)) << signal_name << ": " << file;
+    EXPECT_FALSE(fs::exists(out / "checkpoint")) << signal_name << ": a finished run keeps no checkpoint";
+    const auto info = json(out / "metrics.json").at("info");
+    EXPECT_FALSE(info.at("interrupted").get<bool>());
+    EXPECT_GE(info.at("resumed_at_iteration").at(0).get<long>(), 200) << signal_name << ": chain 0 did not resume";
+  }
+  // What --resume refuses: a changed setting, a finished run; --checkpoint-every where no chains run
+  // or in another form.
+  CliRun r = run_cli("fit --resume " + (dir_ / "ref").string() + " --draws 10");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--draws: cannot be given with --resume"), std::string::npos) << r.output;
+  r = run_cli("fit --resume " + (dir_ / "ref").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("there is no checkpoint to resume"), std::string::npos) << r.output;
+  r = run_cli("fit --data " + (dir_ / "d.csv").string() + " --method map --checkpoint-every 10");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--checkpoint-every: does not apply to --method map"), std::string::npos) << r.output;
+  r = run_cli("fit --data " + (dir_ / "d.csv").string() + " --method nuts --checkpoint-every 10x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--checkpoint-every: '10x' is invalid"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
