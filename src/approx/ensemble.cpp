@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/state_archive.hpp"
+#include "uqnn/io/atomic_file.hpp"
 
 namespace uqnn {
 
@@ -54,6 +58,40 @@ std::vector<double> to_doubles(const Vec& v) { return {v.data(), v.data() + v.si
 Vec to_vec(const std::vector<double>& v) { return Eigen::Map<const Vec>(v.data(), static_cast<Index>(v.size())); }
 }  // namespace
 
+namespace {
+constexpr const char* kMemberCheckpointFormat = "uqnn member checkpoint 1";
+std::filesystem::path member_file(const MemberCheckpoint& checkpoint, Index j) {
+  return checkpoint.directory / fmt::format("member-{}.state", j);
+}
+}  // namespace
+
+std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count) {
+  const auto file = member_file(checkpoint, j);
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  std::ifstream in(file, std::ios::binary);
+  const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StateArchive a(contents, file.string());
+  a.section(kMemberCheckpointFormat);
+  std::int64_t member = -1, members = -1;
+  std::string bytes;
+  a.io(member), a.io(members), a.io(bytes);
+  a.expect_end();
+  if (member != j || members != count)
+    throw InputError(fmt::format("{}: holds member {} of {}; this run expects member {} of {}", file.string(), member, members, j, count));
+  return bytes;
+}
+
+void write_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count, const std::string& bytes) {
+  StateArchive a;
+  a.section(kMemberCheckpointFormat);
+  std::int64_t member = j, members = count;
+  std::string payload = bytes;
+  a.io(member), a.io(members), a.io(payload);
+  const std::string contents = a.take();
+  atomic_write(member_file(checkpoint, j),
+               [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
+}
+
 std::string member_fit_bytes(const MemberFit& fit) {
   ByteWriter w;
   w.put(to_doubles(fit.theta));
@@ -67,6 +105,7 @@ std::string member_fit_bytes(const MemberFit& fit) {
   w.put(std::vector<double>{c.converged ? 1.0 : 0.0, static_cast<double>(c.iterations), c.gradient_norm});
   w.put(c.optimizer);
   w.put(c.stop_reason);
+  w.put(c.advice);
   return w.take();
 }
 
@@ -86,6 +125,8 @@ MemberFit member_fit_from_bytes(const std::string& bytes) {
   fit.convergence.gradient_norm = numbers.at(2);
   fit.convergence.optimizer = r.get_string();
   fit.convergence.stop_reason = r.get_string();
+  fit.convergence.advice = r.get_string();
+  if (!r.done()) throw InputError("a trained member's bytes go on after its last field (a corrupt message or checkpoint)");
   return fit;
 }
 
@@ -147,7 +188,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     fit.convergence = trained.convergence;
     return fit;
   };
-  return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes);
+  return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint);
 }
 
 std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const RandomizedMapParams& params,
@@ -190,7 +231,7 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
     return fit;
   };
   return run_members<MemberFit>(params.ensemble.members, params.ensemble.threads, member, member_fit_bytes,
-                                member_fit_from_bytes);
+                                member_fit_from_bytes, params.ensemble.checkpoint);
 }
 
 }  // namespace uqnn

@@ -93,6 +93,7 @@ DeiMcmcResult run_dei_mcmc(std::shared_ptr<const Posterior> posterior, const Dei
   run.num_draws = params.draws;
   run.thin = params.thin;
   run.seed = seed + 1;  // the ensemble used Rng(seed, j); chains get their own streams
+  run.checkpoint = params.checkpoint;
   SamplerFactory sampler;
   if (params.mclmc) {
     sampler = make_mclmc_factory(posterior, *params.mclmc);

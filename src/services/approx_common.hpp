@@ -47,6 +47,7 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
   EnsembleParams p = ensemble_options().read(c.config.method_settings);
   p.threads = c.config.threads;
   p.training = c.config.training;
+  p.checkpoint = {c.config.checkpoint_dir, c.config.resume};  // each finished member (run_fit sets the directory)
   return p;
 }
 

@@ -337,9 +337,9 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   }
   // Methods that run chains keep each chain's state in --out/checkpoint (not in the staging
   // directory: it must outlive a killed run), with the run's settings for --resume.
-  const bool checkpoints = !method && cfg.method_settings.contains("checkpoint_every");
+  const bool checkpoints = !method && find_method(cfg.method).checkpoints;
   if (cfg.resume && !checkpoints)
-    throw InputError(fmt::format("--resume: --method {} does not checkpoint (methods that run chains do)", cfg.method));
+    throw InputError(fmt::format("--resume: --method {} does not checkpoint (methods that run chains or ensemble members do)", cfg.method));
   if (checkpoints) {
     cfg.checkpoint_dir = given.out_dir / "checkpoint";
     if (root) prepare_checkpoint_dir(cfg, *posterior);

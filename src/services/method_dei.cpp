@@ -166,6 +166,10 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
   p.ensemble.threads = cfg.threads;
   p.ensemble.training = cfg.training;  // seed 003 App. D's defaults: dei_training_defaults()
   p.threads = cfg.threads;
+  // The members' and the chains' checkpoints (run_fit sets the directory for methods that keep them).
+  p.ensemble.checkpoint = {cfg.checkpoint_dir, cfg.resume};
+  p.checkpoint.directory = cfg.checkpoint_dir;
+  p.checkpoint.resume = cfg.resume;
   // --dei-start given: the networks of an earlier fit (its out dir or its draws.csv, e.g. `uqnn fit
   // --method map` or `--method ens`: one row per network, columns chain, draw, parameter names).
   // One chain per network unless --members is given; then chain c starts at network c mod K.
@@ -306,10 +310,16 @@ MethodResult run_mile(const FitContext& context) {
 
 namespace uqnn {
 namespace {
-const bool registered_dei = register_method({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
-                                         "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
+/// Both keep their finished members and their chains' states in OUT/checkpoint.
+MethodSpec checkpointing(MethodSpec spec) {
+  spec.checkpoints = true;
+  return spec;
+}
+const bool registered_dei = register_method(checkpointing({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
+                                                           "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(),
+                                                           &run_dei_nuts}));
 const bool registered_mile =
-    register_method({"mile", "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",
-                     "Sommer et al. 2025 (MILE)", {&mile_options().group()}, mile_training_defaults(), &run_mile});
+    register_method(checkpointing({"mile", "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",
+                                   "Sommer et al. 2025 (MILE)", {&mile_options().group()}, mile_training_defaults(), &run_mile}));
 }  // namespace
 }  // namespace uqnn

@@ -26,7 +26,11 @@ MethodResult run_randomized_map(const FitContext& c) {
 }
 
 namespace {
-const bool registered_rms = register_method({"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map, true});
+const bool registered_rms = register_method([] {
+  MethodSpec spec{"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map, true};
+  spec.checkpoints = true;  // each finished member
+  return spec;
+}());
 }  // namespace
 
 }  // namespace uqnn

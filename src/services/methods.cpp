@@ -31,6 +31,7 @@ bool register_method(MethodSpec spec) {
       if (!names.insert(option.name).second)
         throw std::logic_error(fmt::format("method '{}': option '{}' is declared by two of its groups", spec.name, option.name));
   if (!spec.run && !spec.sampler) throw std::logic_error("method '" + spec.name + "' has neither a runner nor a sampler");
+  if (names.count("checkpoint_every")) spec.checkpoints = true;  // it runs chains through chain_run_config
   const std::string name = spec.name;
   registry().emplace(name, std::move(spec));
   return true;

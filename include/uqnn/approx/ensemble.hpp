@@ -7,17 +7,35 @@
 /// Unlike QUiNN, every member has its own random initialisation (QUiNN defect 4).
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <functional>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "uqnn/approx/approximate_posterior.hpp"
 #include "uqnn/core/communicator.hpp"
+#include "uqnn/core/error.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
 
 namespace uqnn {
+
+/// Checkpoints of independent members (issue 17): run_members writes each member that finished
+/// (not one a stop signal cut short) to `directory`/member-<j>.state, atomically; with `resume` a
+/// member whose file exists is read instead of trained again. Members are independent streams
+/// Rng(seed, j), so a resumed run gives bitwise the members of an uninterrupted one.
+struct MemberCheckpoint {
+  std::filesystem::path directory;  ///< empty: no checkpoints
+  bool resume = false;
+  bool enabled() const { return !directory.empty(); }
+};
+/// The stored bytes of member j, if its file exists (resume); throws InputError for a file that is
+/// not member j's of a run of `count` members.
+std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count);
+void write_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count, const std::string& bytes);
 
 struct EnsembleParams {
   Index members = 10;          ///< J (QUiNN's nens; its app uses 13, its examples 3)
@@ -39,6 +57,7 @@ struct EnsembleParams {
   /// 50% and the NLL by 0.5 (docs/calibration.md). rms ignores it (its sigma is a parameter of the
   /// posterior it optimises).
   double noise_holdout = 0.0;
+  MemberCheckpoint checkpoint;
   void validate() const;
 };
 
@@ -73,7 +92,10 @@ struct MemberFit {
 template <typename T>
 std::vector<T> run_members(Index count, Index threads, const std::function<T(Index)>& fn,
                            const std::function<std::string(const T&)>& encode = {},
-                           const std::function<T(const std::string&)>& decode = {}) {
+                           const std::function<T(const std::string&)>& decode = {},
+                           const MemberCheckpoint& checkpoint = {}) {
+  const bool checkpoints = checkpoint.enabled() && encode && decode;
+  if (checkpoints) std::filesystem::create_directories(checkpoint.directory);
   const WorkLayout& layout = work_layout();
   const bool distributed = encode && decode && (layout.chains->size() > 1 || !layout.part.whole());
   std::vector<Index> here;
@@ -89,7 +111,19 @@ std::vector<T> run_members(Index count, Index threads, const std::function<T(Ind
       const Index j = here[i];
       if (stop_requested()) break;  // stopped by a signal: members not begun stay default-constructed
       try {
+        if (checkpoints && checkpoint.resume)
+          if (const auto stored = read_member_checkpoint(checkpoint, j, count)) {
+            try {
+              results[static_cast<std::size_t>(j)] = decode(*stored);
+            } catch (const std::exception& e) {
+              throw InputError(checkpoint.directory.string() + ": member " + std::to_string(j) +
+                               "'s checkpoint cannot be read (" + e.what() + ")");
+            }
+            continue;
+          }
         results[static_cast<std::size_t>(j)] = fn(j);
+        // A member a stop signal cut short is not finished: a resumed run trains it again.
+        if (checkpoints && !stop_requested()) write_member_checkpoint(checkpoint, j, count, encode(results[static_cast<std::size_t>(j)]));
       } catch (...) {
         errors[static_cast<std::size_t>(j)] = std::current_exception();
       }

@@ -44,6 +44,8 @@ struct DeiMcmcParams {
   bool members_see_held_out = false;
   LppdMonitorParams monitor;
   bool drop_dying = false;  ///< drop chains with RMSE worse than the linear model from the merge
+  /// The chains' checkpoints (the members' are ensemble.checkpoint; both may share a directory).
+  CheckpointConfig checkpoint;
   void validate() const;
   static EnsembleParams default_ensemble();
 };

@@ -43,6 +43,10 @@ struct MethodSpec {
   /// The method's own large structures at K = `num_params` (services/memory.hpp), beyond what
   /// every fit holds (data, draws kept, working vectors): a dense covariance, SWAG's columns.
   std::function<std::vector<MemoryItem>(const FitConfig&, Index num_params)> memory = nullptr;
+  /// Whether the method keeps what a resumed run needs in OUT/checkpoint (uqnn fit --resume): each
+  /// chain's state (set by register_method for every method with the chain options, which hold
+  /// --checkpoint-every), or each finished member (ens, rms; dei-nuts and mile: both).
+  bool checkpoints = false;
 };
 
 /// Adds a method to the registry (call it from a namespace-scope initialiser of the method's own

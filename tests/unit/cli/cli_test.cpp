@@ -261,6 +261,31 @@ TEST_F(Cli, AStoppedOrKilledChainRunResumesFromItsCheckpointToTheUninterruptedFi
   EXPECT_NE(r.output.find("--checkpoint-every: '10x' is invalid"), std::string::npos) << r.output;
 }
 
+// The same for ensemble members: each finished member is kept, the one a SIGTERM cut short and
+// those not begun are trained on --resume, and the files are those of the run never stopped.
+TEST_F(Cli, AStoppedEnsembleResumesFromItsFinishedMembersToTheUninterruptedFiles) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", -2.0 + 0.1 * i, std::sin(-4.0 + 0.2 * i));
+  write("d.csv", csv);
+  const std::string common = "fit --quiet --figure none --data " + (dir_ / "d.csv").string() +
+                             " --method ens --ens-members 6 --optimizer adam --epochs 100000 --arch 20";
+  const CliRun reference = run_cli(common + " --threads 2 --out " + (dir_ / "ref").string());
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  const fs::path out = dir_ / "run";
+  const std::string script = std::string(UQNN_CLI_PATH) + " " + common + " --threads 1 --out " + out.string() +
+                             " & pid=$!; for i in $(seq 1200); do [ -f " + (out / "checkpoint" / "member-0.state").string() +
+                             " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo exit=$?";
+  const std::string output = testing::run_script(script);
+  ASSERT_NE(output.find("exit=143"), std::string::npos) << output;
+  ASSERT_FALSE(fs::exists(out / "checkpoint" / "member-5.state")) << "the run ended before the signal";
+  const CliRun resumed = run_cli("fit --resume " + out.string() + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  for (const char* file : {"draws.csv", "predictions.csv"})
+    EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(dir_ / "ref" / file)) << file;
+  EXPECT_EQ(json(out / "metrics.json").at("info").at("members").get<int>(), 6);
+  EXPECT_FALSE(fs::exists(out / "checkpoint"));
+}
+
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
   // map with Adam: L-BFGS (its default) finishes this fit in about a second, before the signal.
   for (const auto& [method, options] : {std::pair{"map", "--optimizer adam --epochs 1000000000"}, {"vi", "--epochs 1000000000"},

@@ -52,7 +52,10 @@ TEST_F(OutputDirCli, ASecondRunIntoTheSameOutIsRefusedAndAKilledRunLeavesNothing
   EXPECT_NE(output.find("second=2"), std::string::npos) << output;
   EXPECT_NE(output.find("is in use by another uqnn run (process "), std::string::npos) << output;
   EXPECT_NE(output.find("first=137"), std::string::npos) << output;
-  EXPECT_FALSE(fs::exists(out)) << "a killed run publishes nothing";
+  // A killed run publishes no result, only the chains' checkpoint that `--resume` continues from.
+  EXPECT_FALSE(fs::exists(out / "model.json")) << "a killed run publishes nothing";
+  EXPECT_FALSE(fs::exists(out / "draws.csv")) << "a killed run publishes nothing";
+  EXPECT_TRUE(fs::exists(out / "checkpoint" / "fit.json"));
   // Its staging directory is cleaned up by the next run, which takes the lock the kernel released.
   const CliRun third = run_cli("demo --quiet --method map --epochs 5 --figure none --out " + out.string());
   ASSERT_EQ(third.exit_code, 0) << third.output;

@@ -5,6 +5,7 @@
 // damaged one is refused with the file's name.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "../io/temp_dir.hpp"
 #include "../mcmc/test_models.hpp"
 #include "../sgmcmc/targets.hpp"
+#include "uqnn/approx/ensemble.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/sgmcmc/psgld.hpp"
 #include "uqnn/mcmc/sgmcmc/sghmc.hpp"
@@ -190,6 +192,64 @@ TEST(Checkpoint, ACheckpointOfAnotherRunOrADamagedOneIsRefusedWithItsFileName) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
     }
+  }
+}
+
+// Members: each finished member is kept; a resumed run reads those and trains only the others, and
+// gives bitwise the members of a run that was never stopped.
+TEST(Checkpoint, FinishedMembersAreReadBackAndOnlyTheOthersTrainedAgain) {
+  testing::TempDir dir;
+  const MemberCheckpoint checkpoint{dir.path() / "checkpoint", false};
+  std::atomic<int> calls{0};
+  const std::function<MemberFit(Index)> member = [&calls](Index j) {
+    ++calls;
+    MemberFit fit;
+    fit.theta = Vec::Constant(3, 0.1 * static_cast<double>(j) + 1.0 / 3.0);
+    fit.rows = {j, j + 1};
+    fit.convergence.optimizer = "adam";
+    return fit;
+  };
+  const auto first = run_members<MemberFit>(4, 2, member, member_fit_bytes, member_fit_from_bytes, checkpoint);
+  EXPECT_EQ(calls.load(), 4);
+  std::filesystem::remove(checkpoint.directory / "member-2.state");
+  calls = 0;
+  const auto resumed = run_members<MemberFit>(4, 2, member, member_fit_bytes, member_fit_from_bytes, {checkpoint.directory, true});
+  EXPECT_EQ(calls.load(), 1) << "only member 2 had no checkpoint";
+  for (std::size_t j = 0; j < 4; ++j) {
+    EXPECT_TRUE(resumed[j].theta == first[j].theta) << j;
+    EXPECT_EQ(resumed[j].rows, first[j].rows) << j;
+  }
+  // Another member's file in member 0's place is refused, naming the file.
+  std::filesystem::copy_file(checkpoint.directory / "member-1.state", checkpoint.directory / "member-0.state",
+                             std::filesystem::copy_options::overwrite_existing);
+  try {
+    run_members<MemberFit>(4, 1, member, member_fit_bytes, member_fit_from_bytes, {checkpoint.directory, true});
+    ADD_FAILURE() << "member 1's checkpoint was taken for member 0";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("member-0.state: holds member 1 of 4; this run expects member 0 of 4"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Checkpoint, AResumedDeepEnsembleIsBitwiseTheUninterruptedOne) {
+  const auto regression = testing::make_linear_regression(100).posterior;
+  EnsembleParams params;
+  params.members = 4;
+  params.threads = 2;
+  params.training.optimizer.name = "adam";
+  params.training.epochs = 200;
+  const auto plain = fit_deep_ensemble(*regression, params, 5);
+  testing::TempDir dir;
+  params.checkpoint = {dir.path(), false};
+  fit_deep_ensemble(*regression, params, 5);
+  std::filesystem::remove(dir.path() / "member-0.state");
+  std::filesystem::remove(dir.path() / "member-3.state");
+  params.checkpoint.resume = true;
+  const auto resumed = fit_deep_ensemble(*regression, params, 5);
+  for (std::size_t j = 0; j < 4; ++j) {
+    EXPECT_TRUE(resumed[j].theta == plain[j].theta) << "member " << j;
+    EXPECT_EQ(resumed[j].history.train_loss, plain[j].history.train_loss) << "member " << j;
+    EXPECT_EQ(resumed[j].convergence.stop_reason, plain[j].convergence.stop_reason) << "member " << j;
   }
 }
 
