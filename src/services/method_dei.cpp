@@ -231,7 +231,8 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
                       {"lppd_trace", r.lppd_traces[ci]},
                       {"log_pointwise_likelihood", r.log_pointwise_likelihood[ci]}});
   }
-  result.info = {{"sampler", sampler},
+  if (cfg.resume) result.info["resumed_at_iteration"] = r.run.resumed_at;  // per chain; 0: started afresh
+  result.info.update({{"sampler", sampler},
                  {"start", p.start},
                  {"chains", r.run.num_chains()},
                  {"chains_kept", kept},
@@ -248,7 +249,7 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
                  {"ensemble_seconds", r.ensemble_seconds},
                  {"sampling_seconds", r.sampling_seconds},
                  {"held_out", "function-space monitoring uses the --valid file, the validation split, or else the training data"},
-                 {"tuned", r.run.sampler_descriptions}};
+                 {"tuned", r.run.sampler_descriptions}});
   if (r.num_dying > 0)
     context.log(fmt::format("{}: {} of {} chains have a held-out RMSE worse than the linear model ({:.4g}){}", method,
                             r.num_dying, r.run.num_chains(), r.linear_model_rmse,

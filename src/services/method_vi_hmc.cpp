@@ -149,6 +149,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
                  {"find_step_size_seconds", result.find_step_size_seconds},
                  {"subspace_gradient", result.view->uses_subspace_gradient()},
                  {"interrupted", rr.interrupted}});
+  if (c.config.resume) r.info["resumed_at_iteration"] = rr.resumed_at;  // per chain; 0: started afresh
   return r;
 }
 
