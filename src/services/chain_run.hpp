@@ -30,6 +30,12 @@ struct CheckpointInterval {
 /// "" -> none; "500" -> every 500 iterations; "90s", "10m", "2h" -> every so many seconds. Throws
 /// InputError "<where>: ..." for anything else.
 CheckpointInterval parse_checkpoint_interval(const std::string& text, const std::string& where);
+/// --checkpoint-every's help, for every group that declares it (the chain options, dei-nuts, mile).
+inline const char* const kCheckpointEveryHelp =
+    "save each chain's whole state into OUT/checkpoint every N iterations (e.g. 500) or every T seconds, minutes or "
+    "hours (90s, 10m, 2h); a run stopped by Ctrl-C, SIGTERM or SIGHUP saves it anyway, and `uqnn fit --resume OUT` "
+    "continues it bitwise";
+inline void check_checkpoint_interval(const std::string& text, const std::string& where) { parse_checkpoint_interval(text, where); }
 
 inline const OptionSchema<ChainOptions>& chain_options() {
   static const auto s = OptionSchema<ChainOptions>("chains", "MCMC chains")
@@ -41,13 +47,8 @@ inline const OptionSchema<ChainOptions>& chain_options() {
                             .at_least(0)
                             .add("thin", &ChainOptions::thin, "keep every thin-th draw")
                             .at_least(1)
-                            .add("checkpoint_every", &ChainOptions::checkpoint_every,
-                                 "save each chain's whole state into OUT/checkpoint every N iterations (e.g. 500) or "
-                                 "every T seconds, minutes or hours (90s, 10m, 2h); a run stopped by Ctrl-C, SIGTERM or "
-                                 "SIGHUP saves it anyway, and `uqnn fit --resume OUT` continues it bitwise")
-                            .checked_by([](const std::string& text, const std::string& where) {
-                              parse_checkpoint_interval(text, where);
-                            });
+                            .add("checkpoint_every", &ChainOptions::checkpoint_every, kCheckpointEveryHelp)
+                            .checked_by(check_checkpoint_interval);
   return s;
 }
 

@@ -35,6 +35,7 @@ struct DeiOptions {
   /// Members = chains; unset: DeiMcmcParams' 12, or one chain per network with --dei-start given.
   std::optional<Index> members;
   std::filesystem::path dei_init;
+  std::string checkpoint_every;  ///< as the chain options' (chain_run.hpp)
 };
 
 /// MILE's settings (Sommer et al. 2025, experiments/replicate_uci/mclmc.yaml of their code): 12
@@ -76,7 +77,9 @@ OptionSchema<O>& add_starts(OptionSchema<O>& s, const std::string& sampler) {
       .add_nested("dei_init", [](O& o) -> std::filesystem::path& { return o.dei_init; },
                   "with --dei-start given: the output directory of an earlier fit on the same data and model (e.g. --method "
                   "map or ens) or its draws.csv; one chain per network, or --members chains cycling through them")
-      .existing();
+      .existing()
+      .add_nested("checkpoint_every", [](O& o) -> std::string& { return o.checkpoint_every; }, detail::kCheckpointEveryHelp)
+      .checked_by(detail::check_checkpoint_interval);
 }
 
 /// ... and the held-out LPPD monitor (seed 003 eq. 8-9) with the dying-sampler filter.
@@ -170,6 +173,9 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
   p.ensemble.checkpoint = {cfg.checkpoint_dir, cfg.resume};
   p.checkpoint.directory = cfg.checkpoint_dir;
   p.checkpoint.resume = cfg.resume;
+  const detail::CheckpointInterval every = detail::parse_checkpoint_interval(o.checkpoint_every, "--checkpoint-every");
+  p.checkpoint.every_iterations = every.iterations;
+  p.checkpoint.every_seconds = every.seconds;
   // --dei-start given: the networks of an earlier fit (its out dir or its draws.csv, e.g. `uqnn fit
   // --method map` or `--method ens`: one row per network, columns chain, draw, parameter names).
   // One chain per network unless --members is given; then chain c starts at network c mod K.
@@ -197,8 +203,10 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
   }
   context.log(fmt::format("{}: {} members/chains from {}, {} warmup + {} draws each", method, p.ensemble.members, p.start,
                           p.warmup, p.draws));
-  const DeiMcmcResult r =
-      run_dei_mcmc(context.posterior, p, cfg.seed, context.validation_inputs, context.validation_targets, given);
+  // Ctrl-C, SIGTERM and SIGHUP end the chains with what they drew (and their checkpoint); progress.
+  const detail::ChainRunObservers observers(context);
+  const DeiMcmcResult r = run_dei_mcmc(context.posterior, p, cfg.seed, context.validation_inputs, context.validation_targets,
+                                       given, observers.list());
 
   MethodResult result;
   // Equal chain lengths for the InferenceData file: chains ended early by the monitor (eq. 9) are

@@ -286,6 +286,30 @@ TEST_F(Cli, AStoppedEnsembleResumesFromItsFinishedMembersToTheUninterruptedFiles
   EXPECT_FALSE(fs::exists(out / "checkpoint"));
 }
 
+// dei-nuts keeps both: its members, then its chains' states; a SIGTERM in the chains and --resume
+// give the files of the run never stopped.
+TEST_F(Cli, AStoppedDeiNutsRunResumesFromItsMembersAndChains) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", -2.0 + 0.1 * i, std::sin(-4.0 + 0.2 * i) + 0.05 * std::cos(7.0 * i));
+  write("d.csv", csv);
+  const std::string common = "fit --quiet --figure none --data " + (dir_ / "d.csv").string() +
+                             " --method dei-nuts --members 2 --epochs 300 --warmup 50 --draws 4000 --arch 5";
+  const CliRun reference = run_cli(common + " --out " + (dir_ / "ref").string());
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  const fs::path out = dir_ / "run";
+  const std::string script = std::string(UQNN_CLI_PATH) + " " + common + " --checkpoint-every 500 --out " + out.string() +
+                             " & pid=$!; for i in $(seq 1200); do [ -f " + (out / "checkpoint" / "chain-1.state").string() +
+                             " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo exit=$?";
+  const std::string output = testing::run_script(script);
+  ASSERT_NE(output.find("exit=143"), std::string::npos) << output;
+  EXPECT_TRUE(fs::exists(out / "checkpoint" / "member-1.state"));
+  const CliRun resumed = run_cli("fit --resume " + out.string() + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  for (const char* file : {"draws.csv", "predictions.csv"})
+    EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(dir_ / "ref" / file)) << file;
+  EXPECT_GE(json(out / "metrics.json").at("info").at("resumed_at_iteration").at(1).get<long>(), 500);
+}
+
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
   // map with Adam: L-BFGS (its default) finishes this fit in about a second, before the signal.
   for (const auto& [method, options] : {std::pair{"map", "--optimizer adam --epochs 1000000000"}, {"vi", "--epochs 1000000000"},
