@@ -338,6 +338,10 @@ FitConfig resume_fit_config(const std::filesystem::path& dir, const FitRequest& 
   }
   if (!saved.is_object() || !saved.contains("settings") || !saved["settings"].is_object())
     throw InputError(fmt::format("{}: holds no settings (it is not a uqnn checkpoint)", record.string()));
+  if (saved["settings"].value("data", std::string()).empty())
+    throw InputError(fmt::format("--resume {}: the run's data were not a file (uqnn demo, or arrays from Python): resume it "
+                                 "where it was started (Python: BNN(..., out=DIR).fit(X, y, resume=True))",
+                                 dir.string()));
   FitRequest request = request_from_settings(saved["settings"], record.string(), {"out"});
   // The run's own directory, whatever the current directory is.
   request.given.push_back({"out", dir.string(), "--resume"});

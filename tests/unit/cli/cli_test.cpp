@@ -214,36 +214,47 @@ TEST_F(Cli, ASignalStopsTheChainsKeepsTheirDrawsAndExitsWith128PlusIt) {
   }
 }
 
-// Checkpoint and resume (issue 17): a chain run stopped by SIGTERM, or killed outright after a
-// periodic checkpoint, continues with `uqnn fit --resume OUT` (on another thread count) to the
-// files of the run that was never stopped, byte for byte; the checkpoint is then removed.
+// Checkpoint and resume (issue 17): the helpers of the tests below.
+/// Runs `uqnn ARGS` and sends it `signal_name` once `file` exists (the run has saved a chain's state
+/// or a member); returns the shell's output with "exit=<code>".
+std::string stop_once_saved(const std::string& args, const fs::path& file, const std::string& signal_name) {
+  return testing::run_script(std::string(UQNN_CLI_PATH) + " " + args + " & pid=$!; for i in $(seq 1200); do [ -f " + file.string() +
+                             " ] && break; sleep 0.05; done; kill -" + signal_name + " $pid; wait $pid; echo exit=$?");
+}
+/// `uqnn fit --resume out` succeeds, its files are byte for byte those of `reference` (a run never
+/// stopped), and the finished run keeps no checkpoint. Returns metrics.json's info.
+nlohmann::json expect_resumes_to(const fs::path& out, const fs::path& reference, const std::string& what) {
+  const CliRun resumed = run_cli("fit --resume " + out.string() + " --threads 1 --quiet");
+  EXPECT_EQ(resumed.exit_code, 0) << what << "\n" << resumed.output;
+  if (resumed.exit_code != 0) return nlohmann::json::object();
+  for (const char* file : {"draws.csv", "predictions.csv"})
+    EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(reference / file)) << what << ": " << file;
+  EXPECT_FALSE(fs::exists(out / "checkpoint")) << what << ": a finished run keeps no checkpoint";
+  const nlohmann::json info = nlohmann::json::parse(testing::TempDir::read(out / "metrics.json")).at("info");
+  EXPECT_FALSE(info.value("interrupted", false)) << what;
+  return info;
+}
+
+// A chain run stopped by SIGTERM, or killed outright after a periodic checkpoint, continues with
+// `uqnn fit --resume OUT` (on another thread count) to the files of the run never stopped.
 TEST_F(Cli, AStoppedOrKilledChainRunResumesFromItsCheckpointToTheUninterruptedFiles) {
-  std::string csv = "x,y\n";
-  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", -2.0 + 0.1 * i, std::sin(-4.0 + 0.2 * i) + 0.05 * std::cos(7.0 * i));
-  write("d.csv", csv);
-  const std::string common = "fit --quiet --figure none --data " + (dir_ / "d.csv").string() +
+  const std::string data = write_sine_csv(40);
+  const std::string common = "fit --quiet --figure none --data " + data +
                              " --method nuts --chains 2 --warmup 100 --draws 2000 --arch 5 --chain-init random";
   const CliRun reference = run_cli(common + " --out " + (dir_ / "ref").string());
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   for (const auto& [signal_name, code] : {std::pair{"TERM", 143}, {"KILL", 137}}) {
     const fs::path out = dir_ / signal_name;
     // The signal comes once chain 0 has saved its state at iteration 200 (of 2100).
-    const std::string script = std::string(UQNN_CLI_PATH) + " " + common + " --threads 2 --checkpoint-every 200 --out " +
-                               out.string() + " & pid=$!; for i in $(seq 1200); do [ -f " + (out / "checkpoint" / "chain-0.state").string() +
-                               " ] && break; sleep 0.05; done; kill -" + signal_name + " $pid; wait $pid; echo exit=$?";
-    const std::string output = testing::run_script(script);
+    const std::string output = stop_once_saved(common + " --threads 2 --checkpoint-every 200 --out " + out.string(),
+                                               out / "checkpoint" / "chain-0.state", signal_name);
     ASSERT_NE(output.find("exit=" + std::to_string(code)), std::string::npos) << signal_name << "\n" << output;
     EXPECT_TRUE(fs::exists(out / "checkpoint" / "fit.json")) << signal_name;
     // SIGTERM writes what was drawn; SIGKILL leaves only the checkpoint.
     EXPECT_EQ(fs::exists(out / "draws.csv"), std::string(signal_name) == "TERM") << signal_name;
-    const CliRun resumed = run_cli("fit --resume " + out.string() + " --threads 1 --quiet");
-    ASSERT_EQ(resumed.exit_code, 0) << signal_name << "\n" << resumed.output;
-    for (const char* file : {"draws.csv", "predictions.csv"})
-      EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(dir_ / "ref" / file)) << signal_name << ": " << file;
-    EXPECT_FALSE(fs::exists(out / "checkpoint")) << signal_name << ": a finished run keeps no checkpoint";
-    const auto info = json(out / "metrics.json").at("info");
-    EXPECT_FALSE(info.at("interrupted").get<bool>());
-    EXPECT_GE(info.at("resumed_at_iteration").at(0).get<long>(), 200) << signal_name << ": chain 0 did not resume";
+    const nlohmann::json info = expect_resumes_to(out, dir_ / "ref", signal_name);
+    EXPECT_GE(info.value("resumed_at_iteration", nlohmann::json::array({0})).at(0).get<long>(), 200)
+        << signal_name << ": chain 0 did not resume";
   }
   // What --resume refuses: a changed setting, a finished run; --checkpoint-every where no chains run
   // or in another form.
@@ -253,61 +264,41 @@ TEST_F(Cli, AStoppedOrKilledChainRunResumesFromItsCheckpointToTheUninterruptedFi
   r = run_cli("fit --resume " + (dir_ / "ref").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("there is no checkpoint to resume"), std::string::npos) << r.output;
-  r = run_cli("fit --data " + (dir_ / "d.csv").string() + " --method map --checkpoint-every 10");
+  r = run_cli("fit --data " + data + " --method map --checkpoint-every 10");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--checkpoint-every: does not apply to --method map"), std::string::npos) << r.output;
-  r = run_cli("fit --data " + (dir_ / "d.csv").string() + " --method nuts --checkpoint-every 10x");
+  r = run_cli("fit --data " + data + " --method nuts --checkpoint-every 10x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--checkpoint-every: '10x' is invalid"), std::string::npos) << r.output;
 }
 
-// The same for ensemble members: each finished member is kept, the one a SIGTERM cut short and
-// those not begun are trained on --resume, and the files are those of the run never stopped.
+// Ensemble members: each finished member is kept; the one a SIGTERM cut short and those not begun
+// are trained on --resume.
 TEST_F(Cli, AStoppedEnsembleResumesFromItsFinishedMembersToTheUninterruptedFiles) {
-  std::string csv = "x,y\n";
-  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", -2.0 + 0.1 * i, std::sin(-4.0 + 0.2 * i));
-  write("d.csv", csv);
-  const std::string common = "fit --quiet --figure none --data " + (dir_ / "d.csv").string() +
+  const std::string common = "fit --quiet --figure none --data " + write_sine_csv(40) +
                              " --method ens --ens-members 6 --optimizer adam --epochs 100000 --arch 20";
   const CliRun reference = run_cli(common + " --threads 2 --out " + (dir_ / "ref").string());
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   const fs::path out = dir_ / "run";
-  const std::string script = std::string(UQNN_CLI_PATH) + " " + common + " --threads 1 --out " + out.string() +
-                             " & pid=$!; for i in $(seq 1200); do [ -f " + (out / "checkpoint" / "member-0.state").string() +
-                             " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo exit=$?";
-  const std::string output = testing::run_script(script);
+  const std::string output = stop_once_saved(common + " --threads 1 --out " + out.string(), out / "checkpoint" / "member-0.state", "TERM");
   ASSERT_NE(output.find("exit=143"), std::string::npos) << output;
   ASSERT_FALSE(fs::exists(out / "checkpoint" / "member-5.state")) << "the run ended before the signal";
-  const CliRun resumed = run_cli("fit --resume " + out.string() + " --quiet");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  for (const char* file : {"draws.csv", "predictions.csv"})
-    EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(dir_ / "ref" / file)) << file;
-  EXPECT_EQ(json(out / "metrics.json").at("info").at("members").get<int>(), 6);
-  EXPECT_FALSE(fs::exists(out / "checkpoint"));
+  EXPECT_EQ(expect_resumes_to(out, dir_ / "ref", "ens").value("members", 0), 6);
 }
 
-// dei-nuts keeps both: its members, then its chains' states; a SIGTERM in the chains and --resume
-// give the files of the run never stopped.
+// dei-nuts keeps both: its members, then its chains' states.
 TEST_F(Cli, AStoppedDeiNutsRunResumesFromItsMembersAndChains) {
-  std::string csv = "x,y\n";
-  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", -2.0 + 0.1 * i, std::sin(-4.0 + 0.2 * i) + 0.05 * std::cos(7.0 * i));
-  write("d.csv", csv);
-  const std::string common = "fit --quiet --figure none --data " + (dir_ / "d.csv").string() +
+  const std::string common = "fit --quiet --figure none --data " + write_sine_csv(40) +
                              " --method dei-nuts --members 2 --epochs 300 --warmup 50 --draws 4000 --arch 5";
   const CliRun reference = run_cli(common + " --out " + (dir_ / "ref").string());
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   const fs::path out = dir_ / "run";
-  const std::string script = std::string(UQNN_CLI_PATH) + " " + common + " --checkpoint-every 500 --out " + out.string() +
-                             " & pid=$!; for i in $(seq 1200); do [ -f " + (out / "checkpoint" / "chain-1.state").string() +
-                             " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo exit=$?";
-  const std::string output = testing::run_script(script);
+  const std::string output =
+      stop_once_saved(common + " --checkpoint-every 500 --out " + out.string(), out / "checkpoint" / "chain-1.state", "TERM");
   ASSERT_NE(output.find("exit=143"), std::string::npos) << output;
   EXPECT_TRUE(fs::exists(out / "checkpoint" / "member-1.state"));
-  const CliRun resumed = run_cli("fit --resume " + out.string() + " --quiet");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  for (const char* file : {"draws.csv", "predictions.csv"})
-    EXPECT_EQ(testing::TempDir::read(out / file), testing::TempDir::read(dir_ / "ref" / file)) << file;
-  EXPECT_GE(json(out / "metrics.json").at("info").at("resumed_at_iteration").at(1).get<long>(), 500);
+  const nlohmann::json info = expect_resumes_to(out, dir_ / "ref", "dei-nuts");
+  EXPECT_GE(info.value("resumed_at_iteration", nlohmann::json::array({0, 0})).at(1).get<long>(), 500);
 }
 
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
