@@ -130,7 +130,16 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
   const Index window = params.monitor_window == 0 ? 0 : std::max(params.monitor_window, params.epochs / 10);
   const bool monitor = window > 0 && params.epochs >= 2 * window;
   Vec mu_sum_last = Vec::Zero(K), mu_sum_before = Vec::Zero(K);
-  for (Index epoch = 0; epoch < params.epochs; ++epoch) {
+  Index next_epoch = 0;  // where the loop (re)starts; after an epoch, the one after it
+  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
+    a.section("uqnn vi checkpoint 1");
+    a.io(next_epoch), a.io(mu), a.io(rho), a.io(rng), a.io(monitored), a.io(mu_sum_last), a.io(mu_sum_before);
+    a.io(result.elbo);
+    optimizer->archive(a);
+    schedule.archive(a);
+  });
+  if (checkpoint.restore()) result.resumed_at_epoch = next_epoch;
+  for (Index epoch = next_epoch; epoch < params.epochs; ++epoch) {
     const double lr = schedule.next(epoch, monitored);
     const IndexVec order = batch == N ? IndexVec() : rng.permutation(N);
     double elbo_sum = 0.0;
@@ -165,10 +174,13 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     else if (monitor && epoch >= params.epochs - 2 * window) mu_sum_before += mu;
     monitored = -elbo;
     if (on_epoch && !on_epoch(epoch, elbo)) break;
+    next_epoch = epoch + 1;
     if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep q as it stands after this epoch
       result.interrupted = true;
+      if (next_epoch < params.epochs) checkpoint.save();
       break;
     }
+    if (next_epoch < params.epochs) checkpoint.after_epoch(next_epoch);
   }
   if (monitor && static_cast<Index>(result.elbo.size()) == params.epochs) {
     result.monitor_window = window;

@@ -31,6 +31,8 @@ class Sgd : public Optimizer {
     theta -= lr * g;
   }
 
+  void archive(StateArchive& a) override { a.io(velocity_); }
+
  private:
   OptimizerParams p_;
   Vec velocity_;
@@ -53,6 +55,8 @@ class Adam : public Optimizer {
     const double c2 = 1 - std::pow(p_.beta2, static_cast<double>(t_));
     theta.array() -= lr * (m_.array() / c1) / ((v_.array() / c2).sqrt() + p_.epsilon);
   }
+
+  void archive(StateArchive& a) override { a.io(m_), a.io(v_), a.io(t_); }
 
  private:
   OptimizerParams p_;

@@ -214,7 +214,18 @@ TrainResult train(const Objective& objective, Vec theta, const TrainParams& para
   Index since_best = 0;
   double monitored = nan;
   Vec grad(theta.size());
-  for (Index epoch = 0; epoch < params.epochs; ++epoch) {
+  Index next_epoch = 0;  // where the loop (re)starts; after an epoch, the one after it
+  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
+    a.section("uqnn training checkpoint 1 (" + chosen.name + ")");
+    a.io(next_epoch), a.io(theta), a.io(rng), a.io(since_best), a.io(monitored);
+    a.io(result.best_theta), a.io(result.best_validation_loss), a.io(result.best_epoch);
+    a.io(result.history.epoch), a.io(result.history.train_loss), a.io(result.history.validation_loss);
+    a.io(result.history.learning_rate);
+    optimizer->archive(a);
+    schedule.archive(a);
+  });
+  if (checkpoint.restore()) result.resumed_at_epoch = next_epoch;
+  for (Index epoch = next_epoch; epoch < params.epochs; ++epoch) {
     const double lr = schedule.next(epoch, monitored);
     // Batches without replacement from one permutation per epoch; a short last batch is kept.
     const IndexVec order = batch == n ? IndexVec() : rng.permutation(n);
@@ -253,18 +264,24 @@ TrainResult train(const Objective& objective, Vec theta, const TrainParams& para
     result.history.validation_loss.push_back(val);
     result.history.learning_rate.push_back(lr);
     if (on_epoch && !on_epoch(epoch, train_loss, val)) break;
+    const bool early = params.early_stopping_patience > 0 && since_best >= params.early_stopping_patience;
+    const bool levelled = params.stop_when_converged && loss_has_levelled_off(result.history.train_loss, params);
+    // The checkpoint holds the state a run goes on from: after this epoch, unless the loop ends here.
+    next_epoch = epoch + 1;
     if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep what this epoch reached
       result.interrupted = true;
+      if (!early && !levelled && next_epoch < params.epochs) checkpoint.save();
       break;
     }
-    if (params.early_stopping_patience > 0 && since_best >= params.early_stopping_patience) {
+    if (early) {
       result.stopped_early = true;
       break;
     }
-    if (params.stop_when_converged && loss_has_levelled_off(result.history.train_loss, params)) {
+    if (levelled) {
       result.convergence.converged = true;
       break;
     }
+    if (next_epoch < params.epochs) checkpoint.after_epoch(next_epoch);
   }
   if (!result.convergence.converged) result.convergence.converged = loss_has_levelled_off(result.history.train_loss, params);
   result.last_theta = theta;

@@ -37,6 +37,34 @@ inline const char* const kCheckpointEveryHelp =
     "continues it bitwise";
 inline void check_checkpoint_interval(const std::string& text, const std::string& where) { parse_checkpoint_interval(text, where); }
 
+/// --checkpoint-every of a training (map, vi): their epoch loops' checkpoints.
+struct TrainingCheckpointOptions {
+  std::string checkpoint_every;
+};
+inline const OptionSchema<TrainingCheckpointOptions>& training_checkpoint_options() {
+  static const auto s = OptionSchema<TrainingCheckpointOptions>("training_checkpoint", "Checkpoints")
+                            .add("checkpoint_every", &TrainingCheckpointOptions::checkpoint_every,
+                                 "save the training's whole state (parameters, optimiser moments, random-number stream) "
+                                 "into OUT/checkpoint every N epochs (e.g. 500) or every T seconds, minutes or hours (90s, "
+                                 "10m, 2h) with Adam or SGD (not L-BFGS); a fit stopped by Ctrl-C, SIGTERM or SIGHUP saves "
+                                 "it anyway, and `uqnn fit --resume OUT` continues it bitwise")
+                            .checked_by(check_checkpoint_interval);
+  return s;
+}
+/// The epoch loop's checkpoint file `name` in the fit's checkpoint directory (none when run_fit set
+/// none), every --checkpoint-every (as epochs or time) of the method's settings.
+inline EpochCheckpoint epoch_checkpoint(const FitConfig& cfg, const std::string& name) {
+  EpochCheckpoint checkpoint;
+  if (cfg.checkpoint_dir.empty()) return checkpoint;
+  checkpoint.file = cfg.checkpoint_dir / name;
+  const CheckpointInterval every =
+      parse_checkpoint_interval(cfg.method_settings.value("checkpoint_every", std::string()), "--checkpoint-every");
+  checkpoint.every_epochs = every.iterations;
+  checkpoint.every_seconds = every.seconds;
+  checkpoint.resume = cfg.resume;
+  return checkpoint;
+}
+
 inline const OptionSchema<ChainOptions>& chain_options() {
   static const auto s = OptionSchema<ChainOptions>("chains", "MCMC chains")
                             .add("chains", &ChainOptions::chains, "MCMC chains")

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 
+#include "chain_run.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
@@ -70,7 +71,8 @@ std::optional<diagnostics::Warning> not_converged_warning(const std::vector<Conv
                                    r.optimizer, r.stop_reason, r.iterations, lbfgs ? "evaluations" : "epochs", gradient, advice)};
 }
 
-TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress) {
+TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress,
+                      const EpochCheckpoint& checkpoint) {
   const auto& post = context.posterior;
   NegativeLogPosteriorObjective objective(post);
   // Model selection on the validation data's mean negative log-likelihood (the training data when
@@ -79,19 +81,23 @@ TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, boo
   const auto validation = [&post, Xv, Yv](const Vec& theta) {
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
-  return train(objective, start, context.config.training, rng, validation,
+  TrainParams params = context.config.training;
+  params.checkpoint = checkpoint;
+  return train(objective, start, params, rng, validation,
                report_progress ? epoch_progress(context, context.config.training.epochs, "map") : nullptr);
 }
 
 MethodResult run_map(const FitContext& context) {
   Rng rng(context.config.seed, 0);
-  const TrainResult trained = train_map(context, context.initial_point(rng), rng);
+  const TrainResult trained =
+      train_map(context, context.initial_point(rng), rng, true, detail::epoch_checkpoint(context.config, "map.state"));
   MethodResult result;
   result.draws = {trained.best_theta};
   result.info = {{"best_epoch", trained.best_epoch},
                  {"best_validation_nll", trained.best_validation_loss},
                  {"epochs_run", trained.history.epoch.size()},
                  {"stopped_early", trained.stopped_early},
+                 {"resumed_at_epoch", trained.resumed_at_epoch},
                  {"optimizer", training_info(trained.convergence)}};
   if (const auto w = not_converged_warning({trained.convergence}, "the MAP fit")) result.warnings.push_back(*w);
   result.history = {{"training loss (-log posterior / N)", trained.history.train_loss}};
@@ -101,7 +107,8 @@ MethodResult run_map(const FitContext& context) {
 }
 
 namespace {
-const bool registered_map = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN's manual", {}, {}, &run_map});
+const bool registered_map = register_method({"map", "point estimate: Adam/SGD on -log posterior / N (the training options)", "QUiNN's manual",
+                                             {&detail::training_checkpoint_options().group()}, {}, &run_map});
 }  // namespace
 
 }  // namespace uqnn

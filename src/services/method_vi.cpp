@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "approx_common.hpp"
+#include "chain_run.hpp"
 #include "uqnn/approx/flow.hpp"
 #include "uqnn/approx/vi.hpp"
 #include "uqnn/diagnostics/statistics.hpp"
@@ -71,6 +72,7 @@ ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior, double
     p.schedule.name = "exponential";
     p.schedule.gamma = std::pow(decay, 1.0 / static_cast<double>(p.epochs));
   }
+  p.checkpoint = epoch_checkpoint(c.config, "vi.state");  // vi-hmc: its VI phase's
   p.num_samples = o.vi_samples;
   p.mu_init_lower = -o.vi_mu_init;
   p.mu_init_upper = o.vi_mu_init;
@@ -188,7 +190,12 @@ static nlohmann::json vi_training_defaults() { return {{"epochs", 20000}}; }
 
 MethodResult run_vi(const FitContext& c) {
   const detail::ViOptions o = detail::vi_options().read(c.config.method_settings);
-  if (o.vi_family == "flow") return detail::run_flow_vi(c, o);
+  if (o.vi_family == "flow") {
+    if (!c.config.method_settings.value("checkpoint_every", std::string()).empty())
+      throw InputError("--checkpoint-every: --vi-family flow keeps no checkpoints (mean-field vi does); a stopped flow fit "
+                       "runs again from its start on --resume");
+    return detail::run_flow_vi(c, o);
+  }
   std::shared_ptr<const Prior> prior;
   const ViResult fit = detail::fit_vi(c, prior, 0.01);
   Rng sampler(c.config.seed, 1);
@@ -202,12 +209,13 @@ MethodResult run_vi(const FitContext& c) {
             {"mean_sigma", fit.approximation->sd().mean()}};
   const ConvergenceReport convergence = detail::vi_convergence(fit, c.config.training);
   r.info["optimizer"] = training_info(convergence);
+  r.info["resumed_at_epoch"] = fit.resumed_at_epoch;
   if (const auto w = not_converged_warning({convergence}, "the variational fit (-ELBO)")) r.warnings.push_back(*w);
   return r;
 }
 
 namespace {
-const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop (mean-field Gaussian) or a RealNVP flow (--vi-family flow)", "QUiNN's manual; Blundell et al. 2015; Dinh et al. 2017", {&detail::samples_options().group(), &detail::vi_options().group()}, vi_training_defaults(), &run_vi});
+const bool registered_vi = register_method({"vi", "variational inference: Bayes by Backprop (mean-field Gaussian) or a RealNVP flow (--vi-family flow)", "QUiNN's manual; Blundell et al. 2015; Dinh et al. 2017", {&detail::samples_options().group(), &detail::vi_options().group(), &detail::training_checkpoint_options().group()}, vi_training_defaults(), &run_vi});
 }  // namespace
 
 }  // namespace uqnn

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "uqnn/approx/approximate_posterior.hpp"
+#include "uqnn/optim/epoch_checkpoint.hpp"
 #include "uqnn/optim/optimizer.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -39,6 +40,8 @@ struct ViParams {
   /// The convergence monitor's windows: mu is averaged over each of the last two windows of
   /// max(monitor_window, epochs / 10) epochs (ViResult::mu_last_window); 0 = off.
   Index monitor_window = 100;
+  /// The loop's state after an epoch (optim/epoch_checkpoint.hpp): a stopped fit resumes bitwise.
+  EpochCheckpoint checkpoint;
   void validate() const;
 };
 
@@ -47,6 +50,7 @@ struct ViResult {
   std::vector<double> elbo;  ///< per-epoch ELBO estimate
   bool analytic_kl = false;  ///< whether the closed-form KL was used
   bool interrupted = false;  ///< a stop signal ended the epochs early (core/stop_signal.hpp)
+  Index resumed_at_epoch = 0;  ///< the epoch a checkpoint restored (0: started afresh)
   std::shared_ptr<const DiagonalGaussianPosterior> approximation;  ///< q with sigma = softplus(rho)
   /// mu averaged over the last window of `monitor_window` epochs and over the window before it
   /// (empty when the run was shorter than two windows or stopped early): how far the means still

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "uqnn/core/state_archive.hpp"
 #include "uqnn/core/types.hpp"
 
 namespace uqnn {
@@ -25,6 +26,8 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual void step(Vec& theta, const Vec& grad, double learning_rate) = 0;
+  /// Saves or restores the optimiser's state (moments, step count, velocity): checkpoints.
+  virtual void archive(StateArchive& archive) = 0;
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerParams& params, Index dim);
@@ -47,6 +50,7 @@ class LearningRateSchedule {
   /// The learning rate for epoch `epoch` (0-based) given the monitored loss of the previous epoch.
   double next(Index epoch, double monitored_loss);
   double current() const { return rate_; }
+  void archive(StateArchive& a) { a.io(rate_), a.io(best_), a.io(bad_epochs_), a.io(cooldown_left_); }
 
  private:
   ScheduleParams params_;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "uqnn/core/rng.hpp"
+#include "uqnn/optim/epoch_checkpoint.hpp"
 #include "uqnn/optim/objective.hpp"
 #include "uqnn/optim/optimizer.hpp"
 
@@ -30,6 +31,9 @@ struct TrainParams {
   Index convergence_window = 100;
   double convergence_tolerance = 1e-4;
   bool stop_when_converged = false;
+  /// Adam / SGD: the loop's state after an epoch (optim/epoch_checkpoint.hpp). L-BFGS (LBFGSpp keeps
+  /// its state to itself) is not checkpointed: a resumed run runs it again from its start.
+  EpochCheckpoint checkpoint;
   void validate() const;
 };
 
@@ -57,6 +61,7 @@ struct TrainResult {
   double best_validation_loss = 0.0;
   bool stopped_early = false;
   bool interrupted = false;  ///< a stop signal ended the epochs early (core/stop_signal.hpp)
+  Index resumed_at_epoch = 0;  ///< the epoch a checkpoint restored (0: started afresh)
   ConvergenceReport convergence;
   TrainHistory history;
 };

@@ -65,7 +65,9 @@ MethodResult run_method(const FitContext& context);
 
 /// Trains a point estimate of `context.posterior` from `start` (used by MAP and as pre-training);
 /// `report_progress` false for trainings that run concurrently (each chain's start).
-TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress = true);
+/// `checkpoint`: the training loop's (Adam / SGD) checkpoints; none by default.
+TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, bool report_progress = true,
+                      const EpochCheckpoint& checkpoint = {});
 
 /// An epoch callback for train() that reports progress (epochs, losses) to the fit's reporter. The
 /// last epoch may come before `total` (early stopping): the tracker is finished by the callback's

@@ -301,6 +301,23 @@ TEST_F(Cli, AStoppedDeiNutsRunResumesFromItsMembersAndChains) {
   EXPECT_GE(info.value("resumed_at_iteration", nlohmann::json::array({0, 0})).at(1).get<long>(), 500);
 }
 
+// Trainings (map with Adam, vi) keep their loop's state: a SIGTERM and --resume give the files of
+// the fit never stopped.
+TEST_F(Cli, AStoppedTrainingResumesFromItsEpochCheckpoint) {
+  const std::string data = write_sine_csv(40);
+  for (const auto& [method, options, file] : {std::tuple{"map", "--optimizer adam --epochs 1000000", "map.state"},
+                                              {"vi", "--epochs 1000000", "vi.state"}}) {
+    const std::string common = "fit --quiet --figure none --data " + data + " --arch 5 --method " + method + " " + options;
+    const fs::path reference = dir_ / (std::string(method) + "_ref"), out = dir_ / method;
+    const CliRun ref = run_cli(common + " --out " + reference.string());
+    ASSERT_EQ(ref.exit_code, 0) << method << "\n" << ref.output;
+    const std::string output =
+        stop_once_saved(common + " --checkpoint-every 20000 --out " + out.string(), out / "checkpoint" / file, "TERM");
+    ASSERT_NE(output.find("exit=143"), std::string::npos) << method << "\n" << output;
+    EXPECT_GE(expect_resumes_to(out, reference, method).value("resumed_at_epoch", 0), 20000) << method << ": did not resume";
+  }
+}
+
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {
   // map with Adam: L-BFGS (its default) finishes this fit in about a second, before the signal.
   for (const auto& [method, options] : {std::pair{"map", "--optimizer adam --epochs 1000000000"}, {"vi", "--epochs 1000000000"},

@@ -14,6 +14,11 @@
 #include "../mcmc/test_models.hpp"
 #include "../sgmcmc/targets.hpp"
 #include "uqnn/approx/ensemble.hpp"
+#include "uqnn/approx/vi.hpp"
+#include "uqnn/core/stop_signal.hpp"
+#include "uqnn/optim/objective.hpp"
+#include "uqnn/optim/trainer.hpp"
+#include "uqnn/prob/prior.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/sgmcmc/psgld.hpp"
 #include "uqnn/mcmc/sgmcmc/sghmc.hpp"
@@ -251,6 +256,95 @@ TEST(Checkpoint, AResumedDeepEnsembleIsBitwiseTheUninterruptedOne) {
     EXPECT_EQ(resumed[j].history.train_loss, plain[j].history.train_loss) << "member " << j;
     EXPECT_EQ(resumed[j].convergence.stop_reason, plain[j].convergence.stop_reason) << "member " << j;
   }
+}
+
+// Training (Adam, SGD with momentum; minibatches, a plateau schedule, validation snapshots): a fit
+// stopped by a signal, or crashed after a periodic checkpoint, resumes to bitwise the result of
+// the fit never stopped.
+TEST(Checkpoint, AStoppedOrCrashedTrainingResumesBitwise) {
+  const auto regression = testing::make_linear_regression(200).posterior;
+  const NegativeLogPosteriorObjective objective(regression);
+  const std::function<double(const Vec&)> validation = [&](const Vec& theta) {
+    return -regression->log_likelihood(theta, regression->inputs(), regression->targets()) / 200.0;
+  };
+  for (const char* optimizer : {"adam", "sgd"}) {
+    TrainParams params;
+    params.optimizer.name = optimizer;
+    params.optimizer.learning_rate = 1e-3;
+    params.optimizer.momentum = 0.9;
+    params.batch_size = 32;
+    params.epochs = 300;
+    params.schedule.name = "plateau";
+    params.schedule.patience = 5;
+    const Vec start = Vec::Constant(3, 0.3);
+    Rng plain_rng(3);
+    const TrainResult plain = train(objective, start, params, plain_rng, validation);
+    testing::TempDir dir;
+    params.checkpoint.file = dir.path() / "checkpoint" / "map.state";
+    params.checkpoint.every_epochs = 40;
+    for (const bool crash : {false, true}) {
+      std::filesystem::remove_all(dir.path() / "checkpoint");
+      params.checkpoint.resume = false;
+      Rng rng(3);
+      {
+        const StopSignalScope scope;  // the stop flag is this scope's
+        const EpochCallback stop_at_130 = [crash](Index epoch, double, double) {
+          if (epoch == 130) {
+            if (crash) throw std::runtime_error("simulated crash");
+            request_stop();
+          }
+          return true;
+        };
+        if (crash) {
+          EXPECT_THROW(train(objective, start, params, rng, validation, stop_at_130), std::runtime_error);
+        } else {
+          EXPECT_TRUE(train(objective, start, params, rng, validation, stop_at_130).interrupted);
+        }
+      }
+      params.checkpoint.resume = true;
+      Rng fresh(3);
+      const StopSignalScope scope;
+      const TrainResult resumed = train(objective, start, params, fresh, validation);
+      const std::string what = std::string(optimizer) + (crash ? " after a crash" : " after a stop");
+      EXPECT_TRUE(resumed.best_theta == plain.best_theta) << what;
+      EXPECT_TRUE(resumed.last_theta == plain.last_theta) << what;
+      EXPECT_EQ(resumed.best_epoch, plain.best_epoch) << what;
+      EXPECT_EQ(resumed.history.train_loss, plain.history.train_loss) << what;
+      EXPECT_EQ(resumed.history.learning_rate, plain.history.learning_rate) << what;
+      EXPECT_EQ(resumed.convergence.stop_reason, plain.convergence.stop_reason) << what;
+      EXPECT_FALSE(resumed.interrupted) << what;
+    }
+  }
+}
+
+TEST(Checkpoint, AStoppedBayesByBackpropFitResumesBitwise) {
+  const auto regression = testing::make_linear_regression(200).posterior;
+  const auto prior = GaussianPrior::isotropic(3, 1.0);
+  ViParams params;
+  params.epochs = 400;
+  params.batch_size = 50;
+  params.learning_rate = 1e-2;
+  Rng plain_rng(9);
+  const ViResult plain = fit_bayes_by_backprop(*regression, *prior, params, plain_rng);
+  testing::TempDir dir;
+  params.checkpoint.file = dir.path() / "vi.state";
+  {
+    Rng rng(9);
+    const StopSignalScope scope;
+    const auto stop_at_150 = [](Index epoch, double) {
+      if (epoch == 150) request_stop();
+      return true;
+    };
+    EXPECT_TRUE(fit_bayes_by_backprop(*regression, *prior, params, rng, stop_at_150).interrupted);
+  }
+  params.checkpoint.resume = true;
+  Rng fresh(9);
+  const StopSignalScope scope;
+  const ViResult resumed = fit_bayes_by_backprop(*regression, *prior, params, fresh);
+  EXPECT_TRUE(resumed.mu == plain.mu);
+  EXPECT_TRUE(resumed.rho == plain.rho);
+  EXPECT_EQ(resumed.elbo, plain.elbo);
+  EXPECT_TRUE(resumed.mu_last_window == plain.mu_last_window);
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+#pragma once
+/// @file Checkpoints of an epoch loop (issue 17): training (map with Adam or SGD, vi) keeps its
+/// whole state after an epoch (parameters, the optimiser's moments, the learning-rate schedule, the
+/// random-number stream, the history, the best snapshot) in one file, so that a stopped or killed
+/// run continues bitwise where it was.
+///
+/// The loop lists its state once, as a function of a StateArchive (core/state_archive.hpp); the
+/// same function saves and restores it.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "uqnn/core/state_archive.hpp"
+#include "uqnn/core/types.hpp"
+
+namespace uqnn {
+
+struct EpochCheckpoint {
+  std::filesystem::path file;  ///< empty: no checkpoints
+  Index every_epochs = 0;      ///< >= 0; 0 = not by count
+  double every_seconds = 0.0;  ///< >= 0; 0 = not by time
+  bool resume = false;         ///< start from `file` when it exists
+  bool enabled() const { return !file.empty(); }
+};
+
+/// Saves and restores one loop's state through `state` (which archives every variable the loop
+/// carries from one epoch to the next).
+class EpochCheckpointer {
+ public:
+  using State = std::function<void(StateArchive&)>;
+  EpochCheckpointer(EpochCheckpoint config, State state) : config_(std::move(config)), state_(std::move(state)) {}
+  /// With resume and an existing file: loads the state and returns true. Throws InputError for a file
+  /// of another loop or a damaged one.
+  bool restore();
+  /// After an epoch that the loop goes on from: saves when `every_epochs` or `every_seconds` says so
+  /// (`epochs_done` counts the epochs run, restored ones included).
+  void after_epoch(Index epochs_done);
+  /// Saves now (a stop signal ends the loop, which a resumed run continues).
+  void save();
+
+ private:
+  EpochCheckpoint config_;
+  State state_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace uqnn
