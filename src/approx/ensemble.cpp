@@ -63,6 +63,11 @@ constexpr const char* kMemberCheckpointFormat = "uqnn member checkpoint 1";
 std::filesystem::path member_file(const MemberCheckpoint& checkpoint, Index j) {
   return checkpoint.directory / fmt::format("member-{}.state", j);
 }
+/// A member's file: which member of how many, and its bytes (member_fit_bytes).
+void archive_member(StateArchive& a, std::int64_t& member, std::int64_t& members, std::string& bytes) {
+  a.section(kMemberCheckpointFormat);
+  a.io(member), a.io(members), a.io(bytes);
+}
 }  // namespace
 
 std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count) {
@@ -71,10 +76,9 @@ std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkp
   std::ifstream in(file, std::ios::binary);
   const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   StateArchive a(contents, file.string());
-  a.section(kMemberCheckpointFormat);
   std::int64_t member = -1, members = -1;
   std::string bytes;
-  a.io(member), a.io(members), a.io(bytes);
+  archive_member(a, member, members, bytes);
   a.expect_end();
   if (member != j || members != count)
     throw InputError(fmt::format("{}: holds member {} of {}; this run expects member {} of {}", file.string(), member, members, j, count));
@@ -83,10 +87,9 @@ std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkp
 
 void write_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count, const std::string& bytes) {
   StateArchive a;
-  a.section(kMemberCheckpointFormat);
   std::int64_t member = j, members = count;
   std::string payload = bytes;
-  a.io(member), a.io(members), a.io(payload);
+  archive_member(a, member, members, payload);
   const std::string contents = a.take();
   atomic_write(member_file(checkpoint, j),
                [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });

@@ -144,15 +144,20 @@ struct ChainProgress {
   Mat draws;                ///< the kept draws so far
   std::vector<DrawStats> stats, warmup_stats;
   bool chain_stopped = false;
+  /// With the chain's Rng, in the one order of the file.
+  void archive(StateArchive& a, Rng& rng) {
+    a.io(next_iteration), a.io(rng), a.io(initial_point), a.io(draws), a.io(stats), a.io(warmup_stats), a.io(chain_stopped);
+  }
 };
 
 constexpr const char* kCheckpointFormat = "uqnn chain checkpoint 1";
 
 /// Archives the run settings a checkpoint belongs to; loading checks that they are this run's.
 void archive_identity(StateArchive& a, const RunConfig& config, int chain, Index dim, const std::string& file) {
-  std::int64_t values[6] = {chain, config.num_warmup, config.num_draws, config.thin, dim, static_cast<std::int64_t>(config.seed)};
-  const std::int64_t expected[6] = {values[0], values[1], values[2], values[3], values[4], values[5]};
-  for (auto& v : values) a.io(v);
+  const std::int64_t expected[6] = {chain, config.num_warmup, config.num_draws, config.thin, dim, static_cast<std::int64_t>(config.seed)};
+  std::int64_t values[6];
+  std::copy(std::begin(expected), std::end(expected), std::begin(values));
+  for (auto& v : values) a.io(v);  // loading overwrites them with the file's
   const char* names[6] = {"chain", "warmup", "draws", "thin", "parameters", "seed"};
   for (int i = 0; i < 6; ++i)
     if (values[i] != expected[i])
@@ -166,8 +171,7 @@ void save_checkpoint(const RunConfig& config, int chain, ChainSampler& sampler, 
   StateArchive a;
   a.section(kCheckpointFormat);
   archive_identity(a, config, chain, sampler.dim(), file.string());
-  a.io(progress.next_iteration), a.io(rng), a.io(progress.initial_point), a.io(progress.draws);
-  a.io(progress.stats), a.io(progress.warmup_stats), a.io(progress.chain_stopped);
+  progress.archive(a, rng);
   sampler.archive(a);
   const std::string bytes = a.take();
   atomic_write(file, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
@@ -185,8 +189,7 @@ ChainProgress load_checkpoint(const RunConfig& config, int chain, ChainSampler& 
   a.section(kCheckpointFormat);
   archive_identity(a, config, chain, dim, file.string());
   ChainProgress progress;
-  a.io(progress.next_iteration), a.io(rng), a.io(progress.initial_point), a.io(progress.draws);
-  a.io(progress.stats), a.io(progress.warmup_stats), a.io(progress.chain_stopped);
+  progress.archive(a, rng);
   const long total = config.num_warmup + config.num_draws;
   const long kept_expected = std::max(0L, (progress.next_iteration - config.num_warmup + config.thin - 1) / config.thin);
   if (progress.next_iteration < 0 || progress.next_iteration > total || progress.draws.rows() != kept_expected ||
