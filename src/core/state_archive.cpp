@@ -13,13 +13,16 @@ namespace uqnn {
 StateArchive::StateArchive(const std::string& bytes, std::string source)
     : loading_(true), bytes_(bytes), source_(std::move(source)) {}
 
-void StateArchive::put(const void* data, std::size_t n) { bytes_.append(static_cast<const char*>(data), n); }
+// An empty vector's data() may be null, which memcpy and append must not see even for 0 bytes.
+void StateArchive::put(const void* data, std::size_t n) {
+  if (n > 0) bytes_.append(static_cast<const char*>(data), n);
+}
 
 void StateArchive::get(void* data, std::size_t n) {
   if (n > bytes_.size() - position_)
     throw InputError(fmt::format("{}: ends after {} bytes, in the middle of a value (a truncated or foreign checkpoint)",
                                  source_, bytes_.size()));
-  std::memcpy(data, bytes_.data() + position_, n);
+  if (n > 0) std::memcpy(data, bytes_.data() + position_, n);
   position_ += n;
 }
 

@@ -317,7 +317,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
     auto& stats = result.stats[ci];
     draws.resize(kept_per_chain, sampler.position().size());
     const Index kept_before = restored.draws.rows();
-    draws.topRows(kept_before) = restored.draws;
+    if (kept_before > 0) draws.topRows(kept_before) = restored.draws;  // (a fresh chain's is 0 x 0)
     long kept = static_cast<long>(kept_before);
     stats = std::move(restored.stats);
     stats.reserve(static_cast<std::size_t>(kept_per_chain));
