@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/state_archive.hpp"
@@ -73,9 +71,7 @@ void archive_member(StateArchive& a, std::int64_t& member, std::int64_t& members
 std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count) {
   const auto file = member_file(checkpoint, j);
   if (!std::filesystem::exists(file)) return std::nullopt;
-  std::ifstream in(file, std::ios::binary);
-  const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  StateArchive a(contents, file.string());
+  StateArchive a = StateArchive::read_file(file);
   std::int64_t member = -1, members = -1;
   std::string bytes;
   archive_member(a, member, members, bytes);
@@ -90,9 +86,7 @@ void write_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index 
   std::int64_t member = j, members = count;
   std::string payload = bytes;
   archive_member(a, member, members, payload);
-  const std::string contents = a.take();
-  atomic_write(member_file(checkpoint, j),
-               [&](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
+  atomic_write_text(member_file(checkpoint, j), a.take());
 }
 
 std::string member_fit_bytes(const MemberFit& fit) {

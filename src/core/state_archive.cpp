@@ -1,6 +1,8 @@
 #include "uqnn/core/state_archive.hpp"
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <tuple>
 #include <sstream>
 
@@ -12,6 +14,13 @@ namespace uqnn {
 
 StateArchive::StateArchive(const std::string& bytes, std::string source)
     : loading_(true), bytes_(bytes), source_(std::move(source)) {}
+
+StateArchive StateArchive::read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot be read", file.string()));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return StateArchive(bytes, file.string());
+}
 
 // An empty vector's data() may be null, which memcpy and append must not see even for 0 bytes.
 void StateArchive::put(const void* data, std::size_t n) {

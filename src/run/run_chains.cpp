@@ -5,14 +5,13 @@
 #include <chrono>
 #include <exception>
 #include <fmt/format.h>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/state_archive.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/optim/epoch_checkpoint.hpp"
 
 namespace uqnn {
 
@@ -173,8 +172,7 @@ void save_checkpoint(const RunConfig& config, int chain, ChainSampler& sampler, 
   archive_identity(a, config, chain, sampler.dim(), file.string());
   progress.archive(a, rng);
   sampler.archive(a);
-  const std::string bytes = a.take();
-  atomic_write(file, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  atomic_write_text(file, a.take());
 }
 
 /// Restores chain `chain` from its checkpoint: the sampler is init()ed at the saved initial point,
@@ -182,10 +180,7 @@ void save_checkpoint(const RunConfig& config, int chain, ChainSampler& sampler, 
 ChainProgress load_checkpoint(const RunConfig& config, int chain, ChainSampler& sampler, Rng& rng) {
   const Index dim = sampler.dim();
   const auto file = config.checkpoint.chain_file(chain);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot be read", file.string()));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  StateArchive a(bytes, file.string());
+  StateArchive a = StateArchive::read_file(file);
   a.section(kCheckpointFormat);
   archive_identity(a, config, chain, dim, file.string());
   ChainProgress progress;
@@ -339,7 +334,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
       save_checkpoint(config, c, sampler, rng, progress);
     };
     try {
-      auto last_save = std::chrono::steady_clock::now();
+      SaveInterval interval(checkpoint.every_iterations, checkpoint.every_seconds);
       for (; it < total && !chain_stop && !stop.load(std::memory_order_relaxed);) {
         const bool warmup = it < config.num_warmup;
         DrawStats s = sampler.transition(rng, warmup);
@@ -364,12 +359,9 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
           if (action == ObserverAction::StopChain) chain_stop = true;
         }
         ++it;
-        if (!checkpoint.enabled() || it == total) continue;
-        const auto now = std::chrono::steady_clock::now();
-        if ((checkpoint.every_iterations > 0 && it % checkpoint.every_iterations == 0) ||
-            (checkpoint.every_seconds > 0 && std::chrono::duration<double>(now - last_save).count() >= checkpoint.every_seconds)) {
+        if (checkpoint.enabled() && it < total && interval.due(it)) {
           save();
-          last_save = now;
+          interval.saved();
         }
       }
       result.chain_stopped[ci] = chain_stop;

@@ -223,10 +223,6 @@ struct WorkLayoutScope {
   WorkLayoutScope& operator=(const WorkLayoutScope&) = delete;
 };
 
-}  // namespace
-
-namespace {
-
 /// The settings as a resumed run must find them: paths absolute (a run may be resumed from
 /// another directory), without those a resumed run may change (threads, quiet, checkpoint_every)
 /// and the output directory.

@@ -11,6 +11,7 @@
 /// `section(name)` writes a name and checks it on loading, so a checkpoint of another method or
 /// layout stops with a message that says which part disagrees instead of loading garbage.
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -29,6 +30,9 @@ class StateArchive {
   /// An archive that loads from `bytes`: io() overwrites each value. `source` names the bytes
   /// (a file) in error messages.
   StateArchive(const std::string& bytes, std::string source);
+  /// An archive that loads the whole of `file` (a checkpoint), named by its path in errors. Throws
+  /// InputError when it cannot be read.
+  static StateArchive read_file(const std::filesystem::path& file);
 
   StateArchive(const StateArchive&) = delete;
   StateArchive& operator=(const StateArchive&) = delete;

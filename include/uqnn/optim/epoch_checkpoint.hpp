@@ -16,6 +16,25 @@
 
 namespace uqnn {
 
+/// When a loop saves its state: every `every_count` iterations or epochs, or every `every_seconds`
+/// since its last save (0 turns either off). The chain driver and the epoch loops share it.
+class SaveInterval {
+ public:
+  SaveInterval(Index every_count, double every_seconds) : every_count_(every_count), every_seconds_(every_seconds) {}
+  /// Whether the loop should save after `done` iterations or epochs.
+  bool due(Index done) const {
+    return (every_count_ > 0 && done % every_count_ == 0) ||
+           (every_seconds_ > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count() >= every_seconds_);
+  }
+  /// The loop saved now.
+  void saved() { last_ = std::chrono::steady_clock::now(); }
+
+ private:
+  Index every_count_;
+  double every_seconds_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 struct EpochCheckpoint {
   std::filesystem::path file;  ///< empty: no checkpoints
   Index every_epochs = 0;      ///< >= 0; 0 = not by count
@@ -29,7 +48,8 @@ struct EpochCheckpoint {
 class EpochCheckpointer {
  public:
   using State = std::function<void(StateArchive&)>;
-  EpochCheckpointer(EpochCheckpoint config, State state) : config_(std::move(config)), state_(std::move(state)) {}
+  EpochCheckpointer(EpochCheckpoint config, State state)
+      : config_(std::move(config)), state_(std::move(state)), interval_(config_.every_epochs, config_.every_seconds) {}
   /// With resume and an existing file: loads the state and returns true. Throws InputError for a file
   /// of another loop or a damaged one.
   bool restore();
@@ -42,7 +62,7 @@ class EpochCheckpointer {
  private:
   EpochCheckpoint config_;
   State state_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  SaveInterval interval_;
 };
 
 }  // namespace uqnn
