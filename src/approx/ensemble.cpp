@@ -87,6 +87,24 @@ void write_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index 
   std::string payload = bytes;
   archive_member(a, member, members, payload);
   atomic_write_text(member_file(checkpoint, j), a.take());
+  const std::string progress_prefix = fmt::format("member-{}-", j);
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoint.directory)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(progress_prefix) && name.ends_with(".state")) {
+      std::error_code ignored;  // a leftover costs only disk: the member's own file is what a resume reads
+      std::filesystem::remove(entry.path(), ignored);
+    }
+  }
+}
+
+EpochCheckpoint MemberCheckpoint::progress(Index j, const std::string& phase) const {
+  EpochCheckpoint c;
+  if (!enabled()) return c;
+  c.file = directory / fmt::format("member-{}-{}.state", j, phase);
+  c.every_epochs = every_epochs;
+  c.every_seconds = every_seconds;
+  c.resume = resume;
+  return c;
 }
 
 std::string member_fit_bytes(const MemberFit& fit) {
@@ -138,6 +156,11 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
                      "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
   const bool noise_from_held_out = params.noise_holdout > 0 && lik.kind() == "gaussian_learned_sigma";
+  const auto member_training = [&params](Index j) {
+    TrainParams training = params.training;
+    training.checkpoint = params.checkpoint.progress(j, "training");
+    return training;
+  };
   std::function<MemberFit(Index)> member = [&](Index j) {
     Rng rng(seed, static_cast<std::uint64_t>(j));
     MemberFit fit;
@@ -161,7 +184,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
       std::function<double(const Vec&)> validation;
       if (Xv.cols() > 0)
         validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
-      const TrainResult trained = train(objective, posterior.initial_point(rng), params.training, rng, validation);
+      const TrainResult trained = train(objective, posterior.initial_point(rng), member_training(j), rng, validation);
       fit.theta = trained.best_theta;
       if (noise_from_held_out) fit.theta[P] = noise_log_sd(fit.theta.head(P));
       fit.history = trained.history;
@@ -175,7 +198,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     std::function<double(const Vec&)> validation;
     if (Xv.cols() > 0)
       validation = [&](const Vec& w) { return (model.forward(w, Xv) - Yv).squaredNorm() / static_cast<double>(Xv.cols()); };
-    const TrainResult trained = train(objective, start, params.training, rng, validation);
+    const TrainResult trained = train(objective, start, member_training(j), rng, validation);
     fit.theta.resize(posterior.dim());
     fit.theta.head(P) = trained.best_theta;
     Vec extra = lik.initial_extra();
@@ -221,7 +244,9 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
     std::function<double(const Vec&)> validation;
     if (Xv.cols() > 0)
       validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
-    const TrainResult trained = train(objective, start, params.ensemble.training, rng, validation);
+    TrainParams training = params.ensemble.training;
+    training.checkpoint = params.ensemble.checkpoint.progress(j, "training");
+    const TrainResult trained = train(objective, start, training, rng, validation);
     fit.theta = trained.best_theta;
     fit.history = trained.history;
     fit.convergence = trained.convergence;

@@ -211,7 +211,15 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
   Mat Z(K, S), X, G_x(K, S);
   Vec grad_x(K), grad_phi(flow->num_params()), used(S);
   double lr = params.learning_rate;
-  for (Index epoch = 0; epoch < params.epochs; ++epoch, lr *= decay) {
+  Index next_epoch = 0;
+  // The flow's partitions and phi's start came from `rng` above; a checkpoint then restores the loop's state.
+  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
+    a.section("uqnn flow vi checkpoint 1");
+    a.io(next_epoch), a.io(phi), a.io(lr), a.io(rng), a.io(result.elbo), a.io(result.rejected_draws);
+    optimizer->archive(a);
+  });
+  if (checkpoint.restore()) result.resumed_at_epoch = next_epoch;
+  for (Index epoch = next_epoch; epoch < params.epochs; ++epoch) {
     const IndexVec order = batch == 0 ? IndexVec() : rng.permutation(N);
     double elbo_sum = 0.0;
     Index elbo_terms = 0;
@@ -245,10 +253,14 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
     const double elbo = elbo_terms ? elbo_sum / static_cast<double>(elbo_terms) : -std::numeric_limits<double>::infinity();
     result.elbo.push_back(elbo);
     if (on_epoch && !on_epoch(epoch, elbo)) break;
+    lr *= decay;
+    next_epoch = epoch + 1;
     if (stop_requested()) {
       result.interrupted = true;
+      if (next_epoch < params.epochs) checkpoint.save();
       break;
     }
+    if (next_epoch < params.epochs) checkpoint.after_epoch(next_epoch);
   }
   result.approximation = std::make_shared<const FlowPosterior>(flow, phi);
   return result;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <deque>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/stop_signal.hpp"
@@ -67,14 +66,23 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
   SwagResult result;
   Vec w = theta0, mean = theta0, second = theta0.array().square();  // w_0 is snapshot 0
   Index n = 1;
-  std::deque<Vec> last;
+  std::vector<Vec> last;  // the last `rank` deviations, oldest first
   IndexVec order;
   Index position = N;  // forces a new permutation
   Vec grad(K);
   IndexVec all_rows(static_cast<std::size_t>(N));
   for (Index i = 0; i < N; ++i) all_rows[static_cast<std::size_t>(i)] = i;
   const double initial_loss = objective.loss_and_grad(w, all_rows, grad);  // full batch at w_0
-  for (Index t = 1; t <= params.steps; ++t) {
+  Index next_step = 1;
+  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
+    a.section("uqnn swag checkpoint 1");
+    a.io(next_step), a.io(w), a.io(mean), a.io(second), a.io(n), a.io(last), a.io(order), a.io(position), a.io(rng);
+    a.io(result.loss);
+    optimizer->archive(a);
+    objective.archive(a);
+  });
+  if (checkpoint.restore()) result.resumed_at_step = next_step - 1;
+  for (Index t = next_step; t <= params.steps; ++t) {
     IndexVec rows;
     if (batch == N) {
       rows = all_rows;
@@ -105,13 +113,16 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
       ++n;
       if (params.low_rank) {
         last.push_back(w - mean);
-        if (static_cast<Index>(last.size()) > params.rank) last.pop_front();
+        if (static_cast<Index>(last.size()) > params.rank) last.erase(last.begin());
       }
     }
+    next_step = t + 1;
     if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep the moments of the snapshots taken so far
       result.interrupted = true;
+      if (next_step <= params.steps) checkpoint.save();
       break;
     }
+    if (next_step <= params.steps) checkpoint.after_epoch(t);
   }
   // The low-rank part divides by (columns - 1): with fewer than two deviations (a run stopped early)
   // only the diagonal part is kept.

@@ -219,10 +219,10 @@ TrainResult train(const Objective& objective, Vec theta, const TrainParams& para
     a.section("uqnn training checkpoint 1 (" + chosen.name + ")");
     a.io(next_epoch), a.io(theta), a.io(rng), a.io(since_best), a.io(monitored);
     a.io(result.best_theta), a.io(result.best_validation_loss), a.io(result.best_epoch);
-    a.io(result.history.epoch), a.io(result.history.train_loss), a.io(result.history.validation_loss);
-    a.io(result.history.learning_rate);
+    a.io(result.history);
     optimizer->archive(a);
     schedule.archive(a);
+    objective.archive(a);
   });
   if (checkpoint.restore()) result.resumed_at_epoch = next_epoch;
   for (Index epoch = next_epoch; epoch < params.epochs; ++epoch) {

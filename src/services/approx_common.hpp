@@ -10,6 +10,7 @@
 #include "uqnn/services/options.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
+#include "chain_run.hpp"
 
 namespace uqnn::detail {
 
@@ -47,7 +48,7 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
   EnsembleParams p = ensemble_options().read(c.config.method_settings);
   p.threads = c.config.threads;
   p.training = c.config.training;
-  p.checkpoint = {c.config.checkpoint_dir, c.config.resume};  // each finished member (run_fit sets the directory)
+  p.checkpoint = member_checkpoint(c.config, c.config.method_settings.value("checkpoint_every", std::string()));
   return p;
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // The multi-chain driver as the fit service runs it for the sampling methods (nuts, hmc, mala, amcmc,
-// the SG-MCMC family, vi-hmc): its settings from the MCMC flags, its observers, and the kept draws
+// the SG-MCMC family, vi-hmc): its settings from the MCMC flags, its observers, and the kept draws;
+// and every method's checkpoint settings (--checkpoint-every) for chains, epoch loops and members
 // (private to src/services).
 #include <functional>
 #include <vector>
 
+#include "uqnn/approx/ensemble.hpp"
 #include "uqnn/run/observer.hpp"
 #include "uqnn/run/run_chains.hpp"
 #include "uqnn/services/fit.hpp"
@@ -63,6 +65,13 @@ inline EpochCheckpoint epoch_checkpoint(const FitConfig& cfg, const std::string&
   checkpoint.every_seconds = every.seconds;
   checkpoint.resume = cfg.resume;
   return checkpoint;
+}
+
+/// Each finished member, and each member's training every --checkpoint-every (`every`), in the
+/// fit's checkpoint directory (none when run_fit set none).
+inline MemberCheckpoint member_checkpoint(const FitConfig& cfg, const std::string& every) {
+  const CheckpointInterval interval = parse_checkpoint_interval(every, "--checkpoint-every");
+  return {cfg.checkpoint_dir, cfg.resume, interval.iterations, interval.seconds};
 }
 
 inline const OptionSchema<ChainOptions>& chain_options() {

@@ -335,7 +335,7 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   // directory: it must outlive a killed run), with the run's settings for --resume.
   const bool checkpoints = !method && find_method(cfg.method).checkpoints;
   if (cfg.resume && !checkpoints)
-    throw InputError(fmt::format("--resume: --method {} does not checkpoint (methods that run chains or ensemble members do)", cfg.method));
+    throw InputError(fmt::format("--resume: --method {} keeps no checkpoint", cfg.method));
   if (checkpoints) {
     cfg.checkpoint_dir = given.out_dir / "checkpoint";
     if (root) prepare_checkpoint_dir(cfg, *posterior);
@@ -347,7 +347,7 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   MethodResult result = method ? method(context) : run_method(context);
   posterior->distribute_rows(nullptr);  // what follows runs on rank 0 alone
   const std::string resume_hint =
-      checkpoints ? fmt::format("; each chain's state is in {}: `uqnn fit --resume {}` (Python: fit(..., resume=True)) "
+      checkpoints ? fmt::format("; the run's state is in {}: `uqnn fit --resume {}` (Python: fit(..., resume=True)) "
                                 "continues the run",
                                 cfg.checkpoint_dir.string(), given.out_dir.string())
                   : "";

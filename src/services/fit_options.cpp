@@ -326,8 +326,8 @@ FitConfig resume_fit_config(const std::filesystem::path& dir, const FitRequest& 
                                    g.where));
   const std::filesystem::path record = dir / "checkpoint" / "fit.json";
   if (!std::filesystem::exists(record))
-    throw InputError(fmt::format("--resume {}: there is no checkpoint to resume ({} is missing: the run finished, was "
-                                 "not of a method that checkpoints (chains or ensemble members), or {} is not the --out of a uqnn fit)",
+    throw InputError(fmt::format("--resume {}: there is no checkpoint to resume ({} is missing: the run finished, "
+                                 "or {} is not the --out of a uqnn fit)",
                                  dir.string(), record.string(), dir.string()));
   nlohmann::json saved;
   try {

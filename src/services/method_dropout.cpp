@@ -1,5 +1,6 @@
 // `uqnn fit --method dropout`: MC dropout on an Mlp (draws = Mlp parameters with one mask each).
 #include "approx_common.hpp"
+#include "chain_run.hpp"
 #include "uqnn/approx/dropout.hpp"
 
 namespace uqnn {
@@ -33,19 +34,21 @@ MethodResult run_dropout(const FitContext& c) {
   const auto validation = [&post, Xv, Yv](const Vec& theta) {  // the mean network's NLL per point
     return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
   };
-  const TrainResult trained = train(objective, c.initial_point(rng), c.config.training, rng, validation,
-                                    epoch_progress(c, c.config.training.epochs, "dropout"));
+  TrainParams training = c.config.training;
+  training.checkpoint = detail::epoch_checkpoint(c.config, "dropout.state");  // with the mask stream (Objective::archive)
+  const TrainResult trained =
+      train(objective, c.initial_point(rng), training, rng, validation, epoch_progress(c, training.epochs, "dropout"));
   DropoutPosterior q(model, trained.best_theta);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
   r.draws = q.sample(sampler, detail::num_samples(c));
   r.history = {{"training loss with dropout (-log posterior / N)", trained.history.train_loss}};
-  r.info = {{"dropout_p", o.dropout_p}, {"best_epoch", trained.best_epoch}};
+  r.info = {{"dropout_p", o.dropout_p}, {"best_epoch", trained.best_epoch}, {"resumed_at_epoch", trained.resumed_at_epoch}};
   return r;
 }
 
 namespace {
-const bool registered_dropout = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN's manual", {&detail::samples_options().group(), &dropout_options().group()}, {}, &run_dropout});
+const bool registered_dropout = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN's manual", {&detail::samples_options().group(), &dropout_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_dropout});
 }  // namespace
 
 }  // namespace uqnn

@@ -33,8 +33,7 @@ MethodResult run_deep_ensemble(const FitContext& c) {
 namespace {
 const bool registered_ens = register_method([] {
   MethodSpec spec{"ens", "deep ensemble: J MAP fits from their own initialisations", "QUiNN's manual; Lakshminarayanan et al. 2017",
-                  {&detail::ensemble_options().group()}, {}, &run_deep_ensemble, true};
-  spec.checkpoints = true;  // each finished member
+                  {&detail::ensemble_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_deep_ensemble, true};
   return spec;
 }());
 }  // namespace

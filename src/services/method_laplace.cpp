@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "approx_common.hpp"
+#include "chain_run.hpp"
 #include "uqnn/approx/laplace.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
@@ -91,7 +92,8 @@ MethodResult run_laplace(const FitContext& c) {
                        (c.config.model.bias ? std::string() : " --no-bias") + ": use --laplace-structure full or diag");
   }
   Rng rng(c.config.seed, 0);
-  const TrainResult trained = train_map(c, c.initial_point(rng), rng);
+  // The MAP's training checkpoints; the curvature, tuning and draws after it are recomputed bitwise.
+  const TrainResult trained = train_map(c, c.initial_point(rng), rng, true, detail::epoch_checkpoint(c.config, "map.state"));
   Vec theta = trained.best_theta;
   if (o.laplace_newton_steps > 0 && laplace_full_memory_bytes(c.posterior->dim()) <= p.max_memory_bytes)
     theta = refine_map_newton(*c.posterior, theta, o.laplace_newton_steps, p.max_memory_bytes);
@@ -100,7 +102,7 @@ MethodResult run_laplace(const FitContext& c) {
   r.info = {{"curvature", to_string(p.backend)}, {"structure", to_string(p.structure)},
             {"subset", to_string(p.subset)}, {"active_parameters", laplace.active().size()},
             {"covariance_scale", p.covariance_scale}, {"log_marginal_likelihood", laplace.log_marginal_likelihood()},
-            {"optimizer", training_info(trained.convergence)}};
+            {"optimizer", training_info(trained.convergence)}, {"resumed_at_epoch", trained.resumed_at_epoch}};
   if (const auto w = not_converged_warning({trained.convergence}, "the MAP fit under the Laplace approximation"))
     r.warnings.push_back(*w);
   // The default tuning is skipped, with a warning, where it cannot apply; asked for explicitly
@@ -168,7 +170,7 @@ std::vector<MemoryItem> laplace_memory(const FitConfig& config, Index num_params
            "--laplace-structure kron or diag, --laplace-subset last-layer, or a smaller --arch"}};
 }
 
-const bool registered_laplace = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group()}, {}, &run_laplace, false, nullptr, &laplace_memory});
+const bool registered_laplace = register_method({"laplace", "Laplace approximation at the MAP (exact Hessian, empirical Fisher or GGN; full or diagonal)", "QUiNN's manual", {&detail::samples_options().group(), &laplace_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_laplace, false, nullptr, &laplace_memory});
 }  // namespace
 
 }  // namespace uqnn

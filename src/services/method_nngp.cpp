@@ -62,11 +62,14 @@ MethodResult run_nngp(const FitContext& c) {
   return r;
 }
 
-const bool registered_nngp = register_method(
-    {"nngp", "exact Gaussian-process regression with the network's infinite-width (NNGP) kernel", "Lee et al. 2018",
-     {&detail::samples_options().group(), &nngp_options().group()},
-     {},
-     &run_nngp});
+const bool registered_nngp = register_method([] {
+  MethodSpec spec{"nngp", "exact Gaussian-process regression with the network's infinite-width (NNGP) kernel", "Lee et al. 2018",
+                  {&detail::samples_options().group(), &nngp_options().group()}, {}, &run_nngp};
+  // Nothing to keep: the fit is two variances on one eigendecomposition (seconds at the row limit),
+  // and a resumed run (uqnn fit --resume) recomputes it bitwise.
+  spec.checkpoints = true;
+  return spec;
+}());
 
 }  // namespace
 

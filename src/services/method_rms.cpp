@@ -27,8 +27,7 @@ MethodResult run_randomized_map(const FitContext& c) {
 
 namespace {
 const bool registered_rms = register_method([] {
-  MethodSpec spec{"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group()}, {}, &run_randomized_map, true};
-  spec.checkpoints = true;  // each finished member
+  MethodSpec spec{"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_randomized_map, true};
   return spec;
 }());
 }  // namespace

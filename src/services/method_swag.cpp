@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "approx_common.hpp"
+#include "chain_run.hpp"
 #include "uqnn/approx/swag.hpp"
 
 namespace uqnn {
@@ -48,10 +49,38 @@ const OptionSchema<SwagOptions>& swag_options() {
 namespace {
 struct SwagMember {
   std::shared_ptr<const SwagPosterior> approximation;
-  TrainResult pretraining;
+  TrainResult pretraining;  ///< only its history and convergence report are kept past the member's fit
   SwagResult swag;
   double learning_rate = 0.0;
+
+  /// What run_swag uses of a finished member, for its checkpoint file and the MPI exchange.
+  void archive(StateArchive& a) {
+    a.section("uqnn swag member 1");
+    Vec mean, variance;
+    Mat deviations;
+    if (a.saving()) mean = approximation->mean(), variance = approximation->diagonal_variance(), deviations = approximation->deviations();
+    a.io(mean), a.io(variance), a.io(deviations);
+    if (a.loading()) approximation = std::make_shared<SwagPosterior>(mean, variance, deviations);
+    a.io(pretraining.history), a.io(pretraining.convergence);
+    a.io(swag.num_snapshots), a.io(swag.num_clamped_variances), a.io(swag.loss);
+    a.io(learning_rate);
+  }
 };
+
+std::string swag_member_bytes(const SwagMember& member) {
+  StateArchive a;
+  SwagMember copy = member;
+  copy.archive(a);
+  return a.take();
+}
+
+SwagMember swag_member_from_bytes(const std::string& bytes) {
+  StateArchive a(bytes, "a swag member");
+  SwagMember member;
+  member.archive(a);
+  a.expect_end();
+  return member;
+}
 }  // namespace
 
 MethodResult run_swag(const FitContext& c) {
@@ -65,13 +94,17 @@ MethodResult run_swag(const FitContext& c) {
   p.batch_size = c.config.training.batch_size;
   if (o.swag_lr > 0) p.learning_rate = o.swag_lr;
   p.validate();
+  // Each finished member, and meanwhile a member's pre-training and SGD steps (issue 17).
+  const MemberCheckpoint checkpoint = detail::member_checkpoint(c.config, c.config.method_settings.value("checkpoint_every", std::string()));
   // Member j draws its initialisation, training minibatches and SGD minibatches from stream 2j only,
   // so the result does not depend on the thread count (stream 0 is the single-member run of before).
-  const auto fit_member = [&](Index j) {
+  const std::function<SwagMember(Index)> fit_member = [&](Index j) {
     Rng rng(c.config.seed, static_cast<std::uint64_t>(2 * j));
     SwagMember m;
-    m.pretraining = train_map(c, c.initial_point(rng), rng);
+    m.pretraining = train_map(c, c.initial_point(rng), rng, true, checkpoint.progress(j, "map"));
+    if (m.pretraining.interrupted) return m;  // no SGD steps from an unfinished MAP: a resumed run goes on with the MAP
     SwagParams member_params = p;
+    member_params.checkpoint = checkpoint.progress(j, "swag");
     if (o.swag_lr == 0)
       member_params.learning_rate = swag_default_learning_rate(*c.posterior, m.pretraining.best_theta, c.posterior->num_data());
     m.learning_rate = member_params.learning_rate;
@@ -81,9 +114,10 @@ MethodResult run_swag(const FitContext& c) {
     return m;
   };
   std::vector<SwagMember> members;
-  for (SwagMember& m : run_members<SwagMember>(o.swag_members, c.config.threads, fit_member))
+  for (SwagMember& m : run_members<SwagMember>(o.swag_members, c.config.threads, fit_member, swag_member_bytes, swag_member_from_bytes, checkpoint))
     if (m.approximation) members.push_back(std::move(m));  // members not begun before a stop signal are left out
-  if (members.empty()) throw std::runtime_error("swag: stopped before any member was trained");
+  if (members.empty() && stop_requested()) return {};  // run_fit: stopped before the first draw, the checkpoint kept
+  if (members.empty()) throw std::runtime_error("swag: no member was trained");
 
   std::vector<std::shared_ptr<const ApproximatePosterior>> components;
   for (const SwagMember& m : members) components.push_back(m.approximation);
@@ -141,7 +175,7 @@ std::vector<MemoryItem> swag_memory(const FitConfig& config, Index num_params) {
            8.0 * static_cast<double>(o.swag_members) * columns * static_cast<double>(num_params), "fewer --swag-rank or --swag-members"}};
 }
 
-const bool registered_swag = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group()}, {}, &run_swag, false, nullptr, &swag_memory});
+const bool registered_swag = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_swag, false, nullptr, &swag_memory});
 }  // namespace
 
 }  // namespace uqnn

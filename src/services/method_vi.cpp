@@ -139,6 +139,7 @@ MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
   p.num_samples = o.vi_flow_samples;
   p.num_couplings = o.vi_flow_layers;
   p.hidden = o.vi_flow_hidden;
+  p.checkpoint = epoch_checkpoint(c.config, "vi-flow.state");
   Rng rng(c.config.seed, 0);
   const Vec start = c.initial_point(rng);
   const auto progress = epoch_progress(c, p.epochs, "vi (flow)");
@@ -158,7 +159,8 @@ MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
             {"flow", {{"coupling_layers", fit.approximation->flow().num_couplings()},
                       {"hidden", p.hidden},
                       {"parameters", fit.approximation->flow().num_params()}}},
-            {"rejected_draws", fit.rejected_draws}};
+            {"rejected_draws", fit.rejected_draws},
+            {"resumed_at_epoch", fit.resumed_at_epoch}};
   // Convergence: -ELBO no longer falling over the last two windows of epochs / 10.
   ConvergenceReport report = elbo_report(fit.elbo, fit.interrupted);
   report.advice = "more --vi-flow-epochs or --vi-flow-samples";
@@ -190,12 +192,7 @@ static nlohmann::json vi_training_defaults() { return {{"epochs", 20000}}; }
 
 MethodResult run_vi(const FitContext& c) {
   const detail::ViOptions o = detail::vi_options().read(c.config.method_settings);
-  if (o.vi_family == "flow") {
-    if (!c.config.method_settings.value("checkpoint_every", std::string()).empty())
-      throw InputError("--checkpoint-every: --vi-family flow keeps no checkpoints (mean-field vi does); a stopped flow fit "
-                       "runs again from its start on --resume");
-    return detail::run_flow_vi(c, o);
-  }
+  if (o.vi_family == "flow") return detail::run_flow_vi(c, o);
   std::shared_ptr<const Prior> prior;
   const ViResult fit = detail::fit_vi(c, prior, 0.01);
   Rng sampler(c.config.seed, 1);

@@ -39,6 +39,7 @@ class DropoutObjective : public Objective {
   Index dim() const override { return posterior_->dim(); }
   Index num_data() const override { return posterior_->num_data(); }
   double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+  void archive(StateArchive& a) const override { a.io(rng_); }
 
  private:
   std::shared_ptr<const DropoutMlp> model_;

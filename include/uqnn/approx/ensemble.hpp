@@ -27,14 +27,24 @@ namespace uqnn {
 /// (not one a stop signal cut short) to `directory`/member-<j>.state, atomically; with `resume` a
 /// member whose file exists is read instead of trained again. Members are independent streams
 /// Rng(seed, j), so a resumed run gives bitwise the members of an uninterrupted one.
+///
+/// A member's training loops keep their own epoch checkpoints meanwhile (progress(j, phase):
+/// `directory`/member-<j>-<phase>.state, every `every_epochs` or `every_seconds` and at a stop
+/// signal), so a member cut short goes on from its last epoch; run_members removes them once the
+/// member's own file is written.
 struct MemberCheckpoint {
   std::filesystem::path directory;  ///< empty: no checkpoints
   bool resume = false;
+  Index every_epochs = 0;      ///< the members' epoch checkpoints (0: only at a stop signal)
+  double every_seconds = 0.0;  ///< (0: not by time)
   bool enabled() const { return !directory.empty(); }
+  /// The epoch checkpoint of member j's training loop `phase` (e.g. "training"); none when disabled.
+  EpochCheckpoint progress(Index j, const std::string& phase) const;
 };
 /// The stored bytes of member j, if its file exists (resume); throws InputError for a file that is
 /// not member j's of a run of `count` members.
 std::optional<std::string> read_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count);
+/// Writes member j's file, then removes the member's epoch checkpoints (progress()), which it supersedes.
 void write_member_checkpoint(const MemberCheckpoint& checkpoint, Index j, Index count, const std::string& bytes);
 
 struct EnsembleParams {

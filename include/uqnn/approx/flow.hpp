@@ -23,6 +23,7 @@
 
 #include "uqnn/approx/approximate_posterior.hpp"
 #include "uqnn/core/log_density.hpp"
+#include "uqnn/optim/epoch_checkpoint.hpp"
 #include "uqnn/optim/optimizer.hpp"
 
 namespace uqnn {
@@ -104,6 +105,7 @@ struct FlowViParams {
   Index num_couplings = 8;
   Index hidden = 32;
   double initial_sd = 0.01;       ///< exp(omega) at the start (mean-field VI's softplus(-4.5))
+  EpochCheckpoint checkpoint;     ///< the loop's checkpoints (phi, Adam's moments, the rate, the stream); none by default
   void validate() const;
 };
 
@@ -111,6 +113,7 @@ struct FlowViResult {
   std::vector<double> elbo;       ///< per-epoch estimate of E_q[log p] + H[q]
   Index rejected_draws = 0;       ///< draws where log p or its gradient was not finite (left out of the step)
   bool interrupted = false;
+  Index resumed_at_epoch = 0;     ///< the epoch a checkpoint restored (0: started afresh)
   std::shared_ptr<const FlowPosterior> approximation;
 };
 

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "uqnn/approx/approximate_posterior.hpp"
+#include "uqnn/optim/epoch_checkpoint.hpp"
 #include "uqnn/optim/objective.hpp"
 #include "uqnn/core/log_density.hpp"
 
@@ -28,6 +29,9 @@ struct SwagParams {
                                 ///< the CLI's default is swag_default_learning_rate()
   double momentum = 0.0;
   Index batch_size = 0;       ///< 0 = full batch (QUiNN: full batch)
+  /// The SGD steps' checkpoints (moments, deviations, iterate, momentum, random stream), counted in
+  /// steps; none by default (issue 17).
+  EpochCheckpoint checkpoint;
   void validate() const;
 };
 
@@ -55,6 +59,7 @@ struct SwagResult {
   Index num_clamped_variances = 0;  ///< entries of w2bar - wbar^2 that were < 0 and set to 0
   std::vector<double> loss;         ///< loss of each SGD step
   bool interrupted = false;         ///< a stop signal ended the SGD steps early (core/stop_signal.hpp)
+  Index resumed_at_step = 0;        ///< > 0: the steps went on from a checkpoint after this many
 };
 
 /// The default SWAG learning rate 1 / lambda_max, lambda_max the largest eigenvalue of the Hessian of

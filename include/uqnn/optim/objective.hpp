@@ -2,6 +2,7 @@
 /// @file Objectives the trainer minimises: a mean loss per data point over a minibatch.
 #include <memory>
 
+#include "uqnn/core/state_archive.hpp"
 #include "uqnn/nn/model.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -20,6 +21,10 @@ class Objective {
   /// minimiser interpolates the data: those are trained for a budget of Adam epochs, as seed 001
   /// and Lakshminarayanan et al. (2017) train them.
   virtual bool wants_exact_minimum() const { return false; }
+  /// Saves or restores the objective's own random state (dropout's mask stream), which a training
+  /// checkpoint keeps with the parameters; none by default. Const like the loss: that state is the
+  /// mutable stream the loss draws from.
+  virtual void archive(StateArchive&) const {}
 };
 
 /// -log p(theta | D) / N estimated on a minibatch: -(1/n) sum_batch log lik - log prior / N.

@@ -42,6 +42,7 @@ struct TrainHistory {
   std::vector<double> train_loss;       ///< mean minibatch loss over the epoch
   std::vector<double> validation_loss;  ///< NaN where not evaluated
   std::vector<double> learning_rate;
+  void archive(StateArchive& a) { a.io(epoch), a.io(train_loss), a.io(validation_loss), a.io(learning_rate); }
 };
 
 /// Whether an optimiser reached its stopping rule, for metrics.json and the not_converged warning.
@@ -52,6 +53,7 @@ struct ConvergenceReport {
   double gradient_norm = 0.0;  ///< norm of the full objective's gradient at best_theta
   std::string stop_reason;     ///< why the optimiser stopped, in words
   std::string advice;          ///< what to change when it did not converge; empty: the optimiser's usual advice
+  void archive(StateArchive& a) { a.io(optimizer), a.io(converged), a.io(iterations), a.io(gradient_norm), a.io(stop_reason), a.io(advice); }
 };
 
 struct TrainResult {

@@ -44,8 +44,8 @@ struct MethodSpec {
   /// every fit holds (data, draws kept, working vectors): a dense covariance, SWAG's columns.
   std::function<std::vector<MemoryItem>(const FitConfig&, Index num_params)> memory = nullptr;
   /// Whether the method keeps what a resumed run needs in OUT/checkpoint (uqnn fit --resume): each
-  /// chain's state (set by register_method for every method with the chain options, which hold
-  /// --checkpoint-every), or each finished member (ens, rms; dei-nuts and mile: both).
+  /// chain's state, each epoch loop's, each member's (set by register_method for every method with
+  /// an option --checkpoint-every), or nothing when a resumed run recomputes the fit bitwise (nngp).
   bool checkpoints = false;
 };
 

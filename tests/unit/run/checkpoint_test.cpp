@@ -13,7 +13,10 @@
 #include "../io/temp_dir.hpp"
 #include "../mcmc/test_models.hpp"
 #include "../sgmcmc/targets.hpp"
+#include "uqnn/approx/dropout.hpp"
 #include "uqnn/approx/ensemble.hpp"
+#include "uqnn/approx/flow.hpp"
+#include "uqnn/approx/swag.hpp"
 #include "uqnn/approx/vi.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/optim/objective.hpp"
@@ -346,6 +349,182 @@ TEST(Checkpoint, AStoppedBayesByBackpropFitResumesBitwise) {
   EXPECT_TRUE(resumed.rho == plain.rho);
   EXPECT_EQ(resumed.elbo, plain.elbo);
   EXPECT_TRUE(resumed.mu_last_window == plain.mu_last_window);
+}
+
+// Dropout's loss draws its masks from the objective's own stream: the training checkpoint keeps
+// it (Objective::archive) with the optimiser's state.
+TEST(Checkpoint, AStoppedDropoutTrainingResumesBitwise) {
+  const auto regression = testing::make_linear_regression(200).posterior;
+  const MlpSpec spec{2, {6}, 1, Activation::Tanh, InitScheme::Glorot};
+  const auto network = std::make_shared<Mlp>(spec);
+  const auto posterior = std::make_shared<Posterior>(network, regression->likelihood_ptr(),
+                                                     GaussianPrior::isotropic(network->num_params(), 1.0), regression->inputs(),
+                                                     regression->targets());
+  const auto dropout = std::make_shared<const DropoutMlp>(spec, 0.2);
+  TrainParams params;
+  params.optimizer.name = "adam";
+  params.optimizer.learning_rate = 1e-2;
+  params.batch_size = 50;
+  params.epochs = 120;
+  Rng start_rng(2);
+  const Vec start = network->initial_params(start_rng);
+  Rng plain_rng(3);
+  const TrainResult plain = train(DropoutObjective(dropout, posterior, 4, 2), start, params, plain_rng);
+  testing::TempDir dir;
+  params.checkpoint.file = dir.path() / "dropout.state";
+  {
+    Rng rng(3);
+    const StopSignalScope scope;
+    const EpochCallback stop_at_70 = [](Index epoch, double, double) {
+      if (epoch == 70) request_stop();
+      return true;
+    };
+    EXPECT_TRUE(train(DropoutObjective(dropout, posterior, 4, 2), start, params, rng, {}, stop_at_70).interrupted);
+  }
+  params.checkpoint.resume = true;
+  Rng fresh(3);
+  const StopSignalScope scope;
+  const TrainResult resumed = train(DropoutObjective(dropout, posterior, 4, 2), start, params, fresh);
+  EXPECT_EQ(resumed.resumed_at_epoch, 71);
+  EXPECT_TRUE(resumed.last_theta == plain.last_theta);
+  EXPECT_EQ(resumed.history.train_loss, plain.history.train_loss);
+}
+
+/// An objective that raises the stop flag at its `stop_at`-th evaluation (a signal at a given step
+/// of a loop that has no callback).
+class StopAtEvaluation : public Objective {
+ public:
+  StopAtEvaluation(const Objective& inner, Index stop_at) : inner_(inner), stop_at_(stop_at) {}
+  Index dim() const override { return inner_.dim(); }
+  Index num_data() const override { return inner_.num_data(); }
+  double loss_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override {
+    if (++calls_ == stop_at_) request_stop();
+    return inner_.loss_and_grad(theta, batch, grad);
+  }
+  void archive(StateArchive& a) const override { inner_.archive(a); }
+
+ private:
+  const Objective& inner_;
+  Index stop_at_;
+  mutable Index calls_ = 0;
+};
+
+// SWAG's SGD phase (minibatches, momentum, snapshots every 2 steps, low rank): stopped mid-way, it
+// goes on to bitwise the moments and deviations of the run never stopped.
+TEST(Checkpoint, AStoppedSwagPhaseResumesBitwise) {
+  const auto regression = testing::make_linear_regression(200).posterior;
+  const NegativeLogPosteriorObjective objective(regression);
+  SwagParams params;
+  params.steps = 60;
+  params.snapshot_every = 2;
+  params.rank = 5;
+  params.learning_rate = 1e-2;
+  params.momentum = 0.5;
+  params.batch_size = 50;
+  const Vec start = Vec::Constant(3, 0.2);
+  Rng plain_rng(6);
+  const SwagResult plain = fit_swag(objective, start, params, plain_rng);
+  testing::TempDir dir;
+  params.checkpoint.file = dir.path() / "swag.state";
+  {
+    Rng rng(6);
+    const StopSignalScope scope;
+    // Evaluation 1 is the loss at the start; evaluation 56 is step 55, after an odd number of
+    // snapshots and with 3 more to come, so 2 of the 5 deviations kept are from before the stop.
+    EXPECT_TRUE(fit_swag(StopAtEvaluation(objective, 56), start, params, rng).interrupted);
+  }
+  params.checkpoint.resume = true;
+  Rng fresh(6);
+  const StopSignalScope scope;
+  const SwagResult resumed = fit_swag(objective, start, params, fresh);
+  EXPECT_EQ(resumed.resumed_at_step, 55);
+  EXPECT_EQ(resumed.loss, plain.loss);
+  EXPECT_EQ(resumed.num_snapshots, plain.num_snapshots);
+  EXPECT_TRUE(resumed.approximation->mean() == plain.approximation->mean());
+  EXPECT_TRUE(resumed.approximation->diagonal_variance() == plain.approximation->diagonal_variance());
+  EXPECT_TRUE(resumed.approximation->deviations() == plain.approximation->deviations());
+}
+
+TEST(Checkpoint, AStoppedFlowFitResumesBitwise) {
+  const auto regression = testing::make_linear_regression(100).posterior;
+  FlowViParams params;
+  params.epochs = 80;
+  params.num_couplings = 2;
+  params.hidden = 4;
+  params.num_samples = 2;
+  params.batch_size = 25;
+  Rng plain_rng(8);
+  const FlowViResult plain = fit_flow_vi(*regression, Vec::Zero(3), params, plain_rng);
+  testing::TempDir dir;
+  params.checkpoint.file = dir.path() / "vi-flow.state";
+  {
+    Rng rng(8);
+    const StopSignalScope scope;
+    const auto stop_at_50 = [](Index epoch, double) {
+      if (epoch == 50) request_stop();
+      return true;
+    };
+    EXPECT_TRUE(fit_flow_vi(*regression, Vec::Zero(3), params, rng, stop_at_50).interrupted);
+  }
+  params.checkpoint.resume = true;
+  Rng fresh(8);
+  const StopSignalScope scope;
+  const FlowViResult resumed = fit_flow_vi(*regression, Vec::Zero(3), params, fresh);
+  EXPECT_EQ(resumed.resumed_at_epoch, 51);
+  EXPECT_EQ(resumed.elbo, plain.elbo);
+  EXPECT_TRUE(resumed.approximation->params() == plain.approximation->params());
+}
+
+// A member cut short keeps its training's state (MemberCheckpoint::progress) and goes on from it;
+// once the member's own file is written, that state is removed.
+TEST(Checkpoint, AMemberCutShortGoesOnFromItsLastEpoch) {
+  const auto regression = testing::make_linear_regression(100).posterior;
+  const NegativeLogPosteriorObjective objective(regression);
+  TrainParams training;
+  training.optimizer.name = "adam";
+  training.batch_size = 20;
+  training.epochs = 100;
+  testing::TempDir dir;
+  MemberCheckpoint checkpoint;  // none for the run never stopped
+  std::vector<Index> started_at(3, -1);
+  const auto member = [&](Index j, const EpochCallback& on_epoch) {
+    Rng rng(5, static_cast<std::uint64_t>(j));
+    TrainParams p = training;
+    p.checkpoint = checkpoint.progress(j, "training");
+    const TrainResult trained = train(objective, Vec::Constant(3, 0.1), p, rng, {}, on_epoch);
+    started_at[static_cast<std::size_t>(j)] = trained.resumed_at_epoch;
+    MemberFit fit;
+    fit.theta = trained.last_theta;
+    fit.history = trained.history;
+    return fit;
+  };
+  const auto plain = run_members<MemberFit>(3, 1, [&](Index j) { return member(j, {}); });
+  checkpoint = {dir.path(), false, 30, 0.0};
+  {
+    const StopSignalScope scope;
+    const std::function<MemberFit(Index)> stop_member_1_at_45 = [&](Index j) {
+      return member(j, [j](Index epoch, double, double) {
+        if (j == 1 && epoch == 45) request_stop();
+        return true;
+      });
+    };
+    run_members<MemberFit>(3, 1, stop_member_1_at_45, member_fit_bytes, member_fit_from_bytes, checkpoint);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "member-0.state"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "member-0-training.state")) << "superseded by member-0.state";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "member-1.state")) << "member 1 was cut short";
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "member-1-training.state"));
+  checkpoint.resume = true;
+  started_at.assign(3, -1);
+  const StopSignalScope scope;
+  const std::function<MemberFit(Index)> unstopped = [&](Index j) { return member(j, {}); };
+  const auto resumed = run_members<MemberFit>(3, 1, unstopped, member_fit_bytes, member_fit_from_bytes, checkpoint);
+  EXPECT_EQ(started_at, (std::vector<Index>{-1, 46, 0})) << "member 0 read back, member 1 resumed, member 2 trained afresh";
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_TRUE(resumed[j].theta == plain[j].theta) << j;
+    EXPECT_EQ(resumed[j].history.train_loss, plain[j].history.train_loss) << j;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "member-1-training.state"));
 }
 
 }  // namespace
