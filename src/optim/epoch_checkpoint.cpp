@@ -16,6 +16,10 @@ void EpochCheckpointer::after_epoch(Index epochs_done) {
   if (config_.enabled() && interval_.due(epochs_done)) save();
 }
 
+void EpochCheckpointer::after_progress(Index before, Index done) {
+  if (config_.enabled() && interval_.due_between(before, done)) save();
+}
+
 void EpochCheckpointer::save() {
   if (!config_.enabled()) return;
   StateArchive archive;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/stop_signal.hpp"
@@ -63,12 +64,43 @@ constexpr double kRelativeRounding = 1e4 * std::numeric_limits<double>::epsilon(
 /// Evaluations without progress after which L-BFGS has stagnated (LBFGSpp's line-search budget).
 constexpr Index kStagnantEvaluations = 20;
 
-/// Full-batch L-BFGS (Nocedal & Wright 2006, alg. 7.5; LBFGSpp from Debian's liblbfgspp-dev) with a
-/// backtracking line search to the strong Wolfe conditions, which keep the curvature pairs
-/// positive; stopped when the gradient norm of the full objective is at most
-/// `gradient_tolerance`, when the objective stops falling beyond its rounding, or after `epochs`
-/// evaluations. Every evaluation is a history entry and an "epoch" to the callback, so the
-/// history, the progress bar and the cap all count the line search's work.
+/// What L-BFGS carries from one iteration to the next, with the trainer's bookkeeping: all that a
+/// checkpoint keeps (the curvature pairs aside).
+struct LbfgsState {
+  Vec x, grad, direction;  ///< the iterate, its gradient, the search direction
+  double fx = 0.0;         ///< the loss at x
+  double step = 0.0;       ///< the line search's first trial step
+  Index iteration = 0;     ///< k: 1 after the first evaluation
+  Vec best_point;          ///< the best point evaluated, and its loss
+  double best_loss = std::numeric_limits<double>::infinity();
+  Index evaluations = 0;
+  Index last_progress = 0;  ///< the evaluation at which the loss last fell by more than its rounding
+  double progress_reference = std::numeric_limits<double>::infinity();
+  Index history_size = 0;   ///< history entries up to here
+  void archive(StateArchive& a) {
+    a.io(x), a.io(grad), a.io(direction), a.io(fx), a.io(step), a.io(iteration);
+    a.io(best_point), a.io(best_loss), a.io(evaluations), a.io(last_progress), a.io(progress_reference), a.io(history_size);
+  }
+};
+
+/// The first `size` entries of `history`.
+TrainHistory history_head(const TrainHistory& history, Index size) {
+  const auto head = [size](const auto& v) { return std::decay_t<decltype(v)>(v.begin(), v.begin() + size); };
+  return {head(history.epoch), head(history.train_loss), head(history.validation_loss), head(history.learning_rate)};
+}
+
+/// Full-batch L-BFGS (Nocedal & Wright 2006, alg. 7.5) with a backtracking line search to the
+/// strong Wolfe conditions, which keep the curvature pairs positive; stopped when the gradient norm
+/// of the full objective is at most `gradient_tolerance`, when the objective stops falling beyond its
+/// rounding, or after `epochs` evaluations. Every evaluation is a history entry and an "epoch" to the
+/// callback, so the history, the progress bar and the cap all count the line search's work.
+///
+/// The iteration is LBFGSpp's LBFGSSolver::minimize (Debian's liblbfgspp-dev; `past` = 0), written out
+/// here around its line search and its two-loop recursion (BFGSMat) so that the state between
+/// iterations can be checkpointed: the solver keeps it private. The last m curvature pairs are kept
+/// beside BFGSMat, which a resumed run rebuilds by adding them again in order (the same s, y, s'y and
+/// theta, so bitwise the same directions). A stop signal (which ends an evaluation inside a line
+/// search) saves the state at the start of that iteration; the resumed run repeats its evaluations.
 TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams& params,
                         const std::function<double(const Vec&)>& validation_loss, const EpochCallback& on_epoch) {
   const Index n = objective.num_data();
@@ -78,11 +110,10 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
   const FullObjective full{objective, all_rows(n), params.optimizer.weight_decay};
   TrainResult result;
   result.best_validation_loss = std::numeric_limits<double>::infinity();
-  Vec best_point = theta;
-  double best_loss = std::numeric_limits<double>::infinity();
-  Index evaluations = 0;
-  Index last_progress = 0;  // the evaluation at which the loss last fell by more than its rounding
-  double progress_reference = std::numeric_limits<double>::infinity();
+  LbfgsState now;  // the solver's variables, which the evaluations update
+  now.x = theta;
+  now.best_point = theta;
+  now.grad.resize(theta.size());
   // Non-finite values are +inf to the line search (it then shortens the step); a stop signal or
   // the callback ends the run by throwing StopTraining, keeping the best point evaluated.
   auto f = [&](const Vec& x, Vec& grad) {
@@ -91,26 +122,26 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
       grad.setZero();
       loss = std::numeric_limits<double>::infinity();
     }
-    if (loss < best_loss) {
-      best_loss = loss;
-      best_point = x;
+    if (loss < now.best_loss) {
+      now.best_loss = loss;
+      now.best_point = x;
     }
-    if (loss < progress_reference - kRelativeRounding * std::max(1.0, std::abs(loss))) {
-      progress_reference = loss;
-      last_progress = evaluations;
+    if (loss < now.progress_reference - kRelativeRounding * std::max(1.0, std::abs(loss))) {
+      now.progress_reference = loss;
+      now.last_progress = now.evaluations;
     }
     const double val = validation_loss ? validation_loss(x) : loss;
-    result.history.epoch.push_back(evaluations);
+    result.history.epoch.push_back(now.evaluations);
     result.history.train_loss.push_back(loss);
     result.history.validation_loss.push_back(val);
     result.history.learning_rate.push_back(std::numeric_limits<double>::quiet_NaN());
-    ++evaluations;
-    if ((on_epoch && !on_epoch(evaluations - 1, loss, val)) || stop_requested()) {
+    ++now.evaluations;
+    if ((on_epoch && !on_epoch(now.evaluations - 1, loss, val)) || stop_requested()) {
       result.interrupted = stop_requested();
       throw StopTraining{};
     }
-    if (evaluations - last_progress > kStagnantEvaluations) throw Stagnated{};
-    if (evaluations >= params.epochs) throw EvaluationLimit{};
+    if (now.evaluations - now.last_progress > kStagnantEvaluations) throw Stagnated{};
+    if (now.evaluations >= params.epochs) throw EvaluationLimit{};
     return loss;
   };
   LBFGSpp::LBFGSParam<double> lbfgs;
@@ -118,13 +149,64 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
   lbfgs.epsilon_rel = 0.0;
   lbfgs.max_iterations = static_cast<int>(params.epochs);
   lbfgs.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-  LBFGSpp::LBFGSSolver<double> solver(lbfgs);
-  double value = 0.0;
-  Vec x = theta;
+  lbfgs.check_param();
+  LBFGSpp::BFGSMat<double> curvature;
+  curvature.reset(static_cast<int>(theta.size()), lbfgs.m);
+  std::vector<Vec> pairs_s, pairs_y;  // the last m pairs, oldest first
+  const auto add_pair = [&](Vec s, Vec y) {
+    curvature.add_correction(s, y);
+    pairs_s.push_back(std::move(s));
+    pairs_y.push_back(std::move(y));
+    if (static_cast<int>(pairs_s.size()) > lbfgs.m) {
+      pairs_s.erase(pairs_s.begin());
+      pairs_y.erase(pairs_y.begin());
+    }
+  };
+  LbfgsState boundary;  // `now` at the start of the current iteration: what a checkpoint keeps
+  bool have_boundary = false;
+  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
+    a.section("uqnn training checkpoint 1 (lbfgs)");
+    a.io(boundary), a.io(pairs_s), a.io(pairs_y);
+    TrainHistory history = a.saving() ? history_head(result.history, boundary.history_size) : TrainHistory{};
+    a.io(history);
+    if (a.loading()) result.history = std::move(history);
+  });
+  const bool resumed = checkpoint.restore();
+  if (resumed) {
+    now = boundary;
+    have_boundary = true;
+    const std::vector<Vec> s = pairs_s, y = pairs_y;
+    pairs_s.clear(), pairs_y.clear();
+    for (std::size_t i = 0; i < s.size(); ++i) add_pair(s[i], y[i]);
+    result.resumed_at_epoch = now.evaluations;
+  }
+  const auto at_boundary = [&] {
+    const Index before = boundary.evaluations;
+    boundary = now;
+    boundary.history_size = static_cast<Index>(result.history.epoch.size());
+    have_boundary = true;
+    checkpoint.after_progress(before, now.evaluations);
+  };
   enum class End { SolverReturned, EvaluationLimit, AtPrecision, Stopped };
   End end = End::Stopped;
   try {
-    solver.minimize(f, x, value);
+    if (!resumed) {
+      now.fx = f(now.x, now.grad);
+      now.direction = -now.grad;
+      now.step = 1.0 / now.direction.norm();
+      now.iteration = 1;
+      if (now.grad.norm() > lbfgs.epsilon) at_boundary();
+    }
+    while (now.grad.norm() > lbfgs.epsilon) {
+      const Vec x_before = now.x, grad_before = now.grad;
+      LBFGSpp::LineSearchBacktracking<double>::LineSearch(f, now.fx, now.x, now.grad, now.step, now.direction, x_before, lbfgs);
+      if (now.grad.norm() <= lbfgs.epsilon || now.iteration >= lbfgs.max_iterations) break;
+      add_pair(now.x - x_before, now.grad - grad_before);
+      curvature.apply_Hv(now.grad, -1.0, now.direction);
+      now.step = 1.0;
+      ++now.iteration;
+      at_boundary();
+    }
     end = End::SolverReturned;
   } catch (const EvaluationLimit&) {
     end = End::EvaluationLimit;
@@ -135,6 +217,7 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
                                                  kStagnantEvaluations);
   } catch (const StopTraining&) {
     result.convergence.stop_reason = result.interrupted ? "stop signal" : "stopped by the callback";
+    if (result.interrupted && have_boundary) checkpoint.save();
   } catch (const std::runtime_error& e) {  // the line search found no acceptable step
     end = End::AtPrecision;
     result.convergence.stop_reason = std::string("line search: ") + e.what();
@@ -142,6 +225,10 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
     end = End::AtPrecision;
     result.convergence.stop_reason = std::string("line search: ") + e.what();
   }
+  const Vec& x = now.x;
+  Vec& best_point = now.best_point;
+  const double best_loss = now.best_loss;
+  const Index evaluations = now.evaluations;
   if (!std::isfinite(best_loss)) throw std::runtime_error("training diverged (no finite loss from the start)");
   // The solver's last point where its loss is the best one up to rounding: there the best loss
   // is decided by rounding error, and the solver's point is the one its gradient test judged.

@@ -46,10 +46,10 @@ struct TrainingCheckpointOptions {
 inline const OptionSchema<TrainingCheckpointOptions>& training_checkpoint_options() {
   static const auto s = OptionSchema<TrainingCheckpointOptions>("training_checkpoint", "Checkpoints")
                             .add("checkpoint_every", &TrainingCheckpointOptions::checkpoint_every,
-                                 "save the training's whole state (parameters, optimiser moments, random-number stream) "
-                                 "into OUT/checkpoint every N epochs (e.g. 500) or every T seconds, minutes or hours (90s, "
-                                 "10m, 2h) with Adam or SGD (not L-BFGS); a fit stopped by Ctrl-C, SIGTERM or SIGHUP saves "
-                                 "it anyway, and `uqnn fit --resume OUT` continues it bitwise")
+                                 "save the training's whole state (parameters, optimiser moments or L-BFGS's curvature "
+                                 "pairs, random-number stream) into OUT/checkpoint every N epochs (L-BFGS: evaluations; "
+                                 "e.g. 500) or every T seconds, minutes or hours (90s, 10m, 2h); a fit stopped by Ctrl-C, "
+                                 "SIGTERM or SIGHUP saves it anyway, and `uqnn fit --resume OUT` continues it bitwise")
                             .checked_by(check_checkpoint_interval);
   return s;
 }

@@ -83,11 +83,6 @@ TrainResult train_map(const FitContext& context, const Vec& start, Rng& rng, boo
   };
   TrainParams params = context.config.training;
   params.checkpoint = checkpoint;
-  if (checkpoint.enabled() && (checkpoint.every_epochs > 0 || checkpoint.every_seconds > 0) &&
-      chosen_optimizer(objective, params) == "lbfgs")
-    context.log("--checkpoint-every: the MAP fit runs full-batch L-BFGS, which keeps no checkpoints mid-way (LBFGSpp holds "
-                "its state); a resumed run repeats it bitwise, at most --epochs evaluations. --optimizer adam checkpoints "
-                "every epoch");
   return train(objective, start, params, rng, validation,
                report_progress ? epoch_progress(context, context.config.training.epochs, "map") : nullptr);
 }

@@ -22,14 +22,19 @@ class SaveInterval {
  public:
   SaveInterval(Index every_count, double every_seconds) : every_count_(every_count), every_seconds_(every_seconds) {}
   /// Whether the loop should save after `done` iterations or epochs.
-  bool due(Index done) const {
-    return (every_count_ > 0 && done % every_count_ == 0) ||
-           (every_seconds_ > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count() >= every_seconds_);
+  bool due(Index done) const { return (every_count_ > 0 && done % every_count_ == 0) || time_is_up(); }
+  /// Whether the loop should save after a step that took its count from `before` to `done` (L-BFGS
+  /// counts evaluations, several per iteration): a multiple of `every_count` lies in (before, done].
+  bool due_between(Index before, Index done) const {
+    return (every_count_ > 0 && done / every_count_ > before / every_count_) || time_is_up();
   }
   /// The loop saved now.
   void saved() { last_ = std::chrono::steady_clock::now(); }
 
  private:
+  bool time_is_up() const {
+    return every_seconds_ > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count() >= every_seconds_;
+  }
   Index every_count_;
   double every_seconds_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
@@ -56,6 +61,9 @@ class EpochCheckpointer {
   /// After an epoch that the loop goes on from: saves when `every_epochs` or `every_seconds` says so
   /// (`epochs_done` counts the epochs run, restored ones included).
   void after_epoch(Index epochs_done);
+  /// After a step of a loop that counts several units per step (L-BFGS: evaluations), from `before`
+  /// to `done`: saves when a multiple of `every_epochs` was passed or `every_seconds` says so.
+  void after_progress(Index before, Index done);
   /// Saves now (a stop signal ends the loop, which a resumed run continues).
   void save();
 

@@ -304,8 +304,8 @@ TEST_F(Cli, AStoppedDeiNutsRunResumesFromItsMembersAndChains) {
   EXPECT_GE(info.value("resumed_at_iteration", nlohmann::json::array({0, 0})).at(1).get<long>(), 500);
 }
 
-// Trainings keep their loop's state: map and laplace's MAP with Adam, vi (mean field and flow),
-// dropout (with its mask stream), swag's pre-training. A SIGTERM and --resume give the files of the
+// Trainings keep their loop's state: map and laplace's MAP with Adam, map with L-BFGS, vi (mean
+// field and flow), dropout (with its mask stream), swag's pre-training. A SIGTERM and --resume give the files of the
 // fit never stopped.
 TEST_F(Cli, AStoppedTrainingResumesFromItsEpochCheckpoint) {
   const std::string data = write_sine_csv(40);
@@ -328,6 +328,17 @@ TEST_F(Cli, AStoppedTrainingResumesFromItsEpochCheckpoint) {
     if (std::string(method) != "swag")  // (swag reports no epoch: its pre-training is per member)
       EXPECT_GE(info.value("resumed_at_epoch", 0), 20000) << name << ": did not resume";
   }
+  // map's default, full-batch L-BFGS (2000 evaluations of a 50 x 50 network on 2000 rows), saved
+  // every 500 evaluations.
+  const std::string common = "fit --quiet --figure none --data " + write_sine_csv(2000) + " --arch 50,50 --method map";
+  const CliRun ref = run_cli(common + " --out " + (dir_ / "lbfgs_ref").string());
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  const fs::path out = dir_ / "lbfgs";
+  const std::string output = stop_once_saved(common + " --checkpoint-every 500 --out " + out.string(), out / "checkpoint" / "map.state", "TERM");
+  ASSERT_NE(output.find("exit=143"), std::string::npos) << output;
+  const nlohmann::json info = expect_resumes_to(out, dir_ / "lbfgs_ref", "map (lbfgs)");
+  EXPECT_GE(info.value("resumed_at_epoch", 0), 500) << "map (lbfgs): did not resume";
+  EXPECT_EQ(info.at("optimizer").value("optimizer", ""), "lbfgs");
 }
 
 TEST_F(Cli, ASignalStopsTrainingAtTheNextEpochAndTheFitWritesWhatItTrained) {

@@ -527,5 +527,62 @@ TEST(Checkpoint, AMemberCutShortGoesOnFromItsLastEpoch) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "member-1-training.state"));
 }
 
+// Full-batch L-BFGS on a small tanh network (hundreds of evaluations, the curvature pairs full):
+// stopped by a signal inside a line search, or crashed after a periodic checkpoint, it resumes to
+// bitwise the fit never stopped.
+struct SimulatedCrash {};
+
+TEST(Checkpoint, AStoppedOrCrashedLbfgsFitResumesBitwise) {
+  const auto regression = testing::make_linear_regression(100).posterior;
+  const auto network = std::make_shared<Mlp>(MlpSpec{2, {6}, 1, Activation::Tanh, InitScheme::Glorot});
+  const auto posterior = std::make_shared<Posterior>(network, regression->likelihood_ptr(),
+                                                     GaussianPrior::isotropic(network->num_params(), 1.0), regression->inputs(),
+                                                     regression->targets());
+  const NegativeLogPosteriorObjective objective(posterior);
+  TrainParams params;
+  params.optimizer.name = "lbfgs";
+  params.gradient_tolerance = 1e-12;  // (not reached: the run ends at the objective's rounding)
+  Rng start_rng(2);
+  const Vec start = network->initial_params(start_rng);
+  Rng plain_rng(3);
+  const TrainResult plain = train(objective, start, params, plain_rng);
+  ASSERT_GT(plain.convergence.iterations, 100) << "too easy a problem to stop in the middle";
+  testing::TempDir dir;
+  params.checkpoint.file = dir.path() / "map.state";
+  params.checkpoint.every_epochs = 25;
+  for (const bool crash : {false, true}) {
+    std::filesystem::remove(params.checkpoint.file);
+    params.checkpoint.resume = false;
+    {
+      Rng rng(3);
+      const StopSignalScope scope;
+      const EpochCallback stop_at_87 = [crash](Index evaluation, double, double) {
+        if (evaluation == 87) {
+          if (crash) throw SimulatedCrash{};  // (not a runtime_error, which the line search would take as its own)
+          request_stop();
+        }
+        return true;
+      };
+      if (crash) {
+        EXPECT_THROW(train(objective, start, params, rng, {}, stop_at_87), SimulatedCrash);
+      } else {
+        EXPECT_TRUE(train(objective, start, params, rng, {}, stop_at_87).interrupted);
+      }
+    }
+    params.checkpoint.resume = true;
+    Rng fresh(3);
+    const StopSignalScope scope;
+    const TrainResult resumed = train(objective, start, params, fresh);
+    const std::string what = crash ? "after a crash" : "after a stop";
+    EXPECT_GT(resumed.resumed_at_epoch, crash ? 50 : 75) << what;
+    EXPECT_LE(resumed.resumed_at_epoch, 87) << what;
+    EXPECT_TRUE(resumed.best_theta == plain.best_theta) << what;
+    EXPECT_TRUE(resumed.last_theta == plain.last_theta) << what;
+    EXPECT_EQ(resumed.history.train_loss, plain.history.train_loss) << what;
+    EXPECT_EQ(resumed.convergence.iterations, plain.convergence.iterations) << what;
+    EXPECT_EQ(resumed.convergence.stop_reason, plain.convergence.stop_reason) << what;
+  }
+}
+
 }  // namespace
 }  // namespace uqnn
