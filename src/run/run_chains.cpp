@@ -10,6 +10,7 @@
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/state_archive.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/optim/epoch_checkpoint.hpp"
 
@@ -289,6 +290,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
     Rng rng(config.seed, static_cast<std::uint64_t>(c));
     ChainSampler& sampler = *samplers[ci];
     ChainProgress restored;
+    bool begins = true;
     try {
       if (checkpoint.enabled() && checkpoint.resume && std::filesystem::exists(checkpoint.chain_file(c))) {
         restored = load_checkpoint(config, c, sampler, rng);
@@ -302,6 +304,10 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
           throw InputError(fmt::format("chain {}: {}", c, e.what()));
         }
         sampler.begin_warmup(config.num_warmup);
+        // A start made after a stop (a chain's own MAP fit cut short by the signal) is not the one an
+        // uninterrupted run makes: such a chain does not begin and keeps no checkpoint, so that a
+        // resumed run starts it afresh.
+        begins = !stop.load(std::memory_order_relaxed) && !stop_requested();
       }
     } catch (...) {
       errors[ci] = std::current_exception();
@@ -335,7 +341,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
     };
     try {
       SaveInterval interval(checkpoint.every_iterations, checkpoint.every_seconds);
-      for (; it < total && !chain_stop && !stop.load(std::memory_order_relaxed);) {
+      for (; begins && it < total && !chain_stop && !stop.load(std::memory_order_relaxed);) {
         const bool warmup = it < config.num_warmup;
         DrawStats s = sampler.transition(rng, warmup);
         IterationEvent event;
@@ -366,7 +372,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
       }
       result.chain_stopped[ci] = chain_stop;
       // A chain that stopped before its end keeps its state, so that a resumed run continues it.
-      if (checkpoint.enabled() && (it < total || chain_stop || checkpoint.at_chain_end)) save();
+      if (checkpoint.enabled() && begins && (it < total || chain_stop || checkpoint.at_chain_end)) save();
     } catch (...) {
       errors[ci] = std::current_exception();
       stop = true;

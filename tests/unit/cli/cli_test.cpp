@@ -256,6 +256,18 @@ TEST_F(Cli, AStoppedOrKilledChainRunResumesFromItsCheckpointToTheUninterruptedFi
     EXPECT_GE(info.value("resumed_at_iteration", nlohmann::json::array({0})).at(0).get<long>(), 200)
         << signal_name << ": chain 0 did not resume";
   }
+  // More chains than threads, each chain starting from its own MAP fit (the default): the chains
+  // that start after the signal (their MAP fits cut short) keep no checkpoint and start afresh.
+  {
+    const std::string map_start = "fit --quiet --figure none --data " + data + " --method hmc --chains 3 --draws 3000 --arch 5";
+    ASSERT_EQ(run_cli(map_start + " --out " + (dir_ / "map_start_ref").string()).exit_code, 0);
+    const fs::path out = dir_ / "map_start";
+    const std::string output = stop_once_saved(map_start + " --threads 1 --checkpoint-every 500 --out " + out.string(),
+                                               out / "checkpoint" / "chain-0.state", "TERM");
+    ASSERT_NE(output.find("exit=143"), std::string::npos) << output;
+    EXPECT_FALSE(fs::exists(out / "checkpoint" / "chain-2.state")) << "chain 2 began after the signal";
+    expect_resumes_to(out, dir_ / "map_start_ref", "hmc, 3 chains on 1 thread");
+  }
   // What --resume refuses: a changed setting, a finished run; --checkpoint-every where no chains run
   // or in another form.
   CliRun r = run_cli("fit --resume " + (dir_ / "ref").string() + " --draws 10");
