@@ -1,7 +1,10 @@
 #include "uqnn/diagnostics/ess.hpp"
 
+#include <unsupported/Eigen/FFT>
+
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <vector>
 
 #include "detail.hpp"
@@ -18,6 +21,29 @@ double autocovariance_at(const Vec& centred, Index lag) {
   return centred.head(n - lag).dot(centred.tail(n - lag)) / static_cast<double>(n);
 }
 
+/// Lags below this are direct sums, exact and cheap; at this lag, where Geyer's sequence of a slowly
+/// mixing chain goes on towards the chain's length and direct sums would cost O(S^2) (hours for the
+/// 10^5-draw chains of a long SG-MCMC run), every lag of every chain comes from one FFT per chain.
+constexpr Index kDirectLags = 64;
+
+/// gamma_k = (1/n) sum_{t<n-k} x_t x_{t+k} for every lag k < n of the centred chain x (Wiener-Khinchin:
+/// the inverse transform of |FFT(x)|^2, x zero-padded to a power of two >= 2n so that no product wraps
+/// around), as ArviZ and Stan compute it; Eigen's FFT module (kissfft).
+Vec autocovariance_by_fft(const Vec& centred) {
+  const Index n = centred.size();
+  Index size = 1;
+  while (size < 2 * n) size *= 2;
+  Vec padded = Vec::Zero(size);
+  padded.head(n) = centred;
+  Eigen::FFT<double> fft;
+  Eigen::VectorXcd spectrum;
+  fft.fwd(spectrum, padded);
+  spectrum = spectrum.cwiseAbs2().cast<std::complex<double>>();
+  Vec products;
+  fft.inv(products, spectrum);
+  return products.head(n) / static_cast<double>(n);
+}
+
 /// ESS of split chains needs pieces of at least 3 draws (ess_basic's rule; posterior: NA). Checked
 /// before splitting so that a chain of one draw gives NaN rather than a split error.
 bool too_short_to_split(const Mat& draws) { return draws.rows() / 2 < 3; }
@@ -28,7 +54,8 @@ Vec autocovariance(const Eigen::Ref<const Vec>& chain, Index max_lag) {
   require(max_lag >= 0 && max_lag < chain.size(), "max_lag", "in [0, chain length)");
   const Vec centred = chain.array() - chain.mean();
   Vec out(max_lag + 1);
-  for (Index k = 0; k <= max_lag; ++k) out(k) = autocovariance_at(centred, k);
+  for (Index k = 0; k <= std::min(max_lag, kDirectLags - 1); ++k) out(k) = autocovariance_at(centred, k);
+  if (max_lag >= kDirectLags) out.tail(max_lag + 1 - kDirectLags) = autocovariance_by_fft(centred).segment(kDirectLags, max_lag + 1 - kDirectLags);
   return out;
 }
 
@@ -38,16 +65,21 @@ double ess_basic(const Mat& draws) {
   if (s < 3 || detail::has_non_finite(draws) || detail::is_constant(draws)) return detail::kNaN;
 
   // Chains are centred once; autocovariances are computed lazily, only up to the lag where
-  // Geyer's initial positive sequence stops (a direct sum, exact, O(S T) per chain).
+  // Geyer's initial positive sequence stops: direct sums (exact, O(S) each) up to kDirectLags, then
+  // all lags at once by FFT (O(S log S) per chain).
   Mat centred(s, m);
   Vec chain_mean(m);
   for (Index j = 0; j < m; ++j) {
     chain_mean(j) = draws.col(j).mean();
     centred.col(j) = draws.col(j).array() - chain_mean(j);
   }
+  std::vector<Vec> all_lags;  // per chain, filled at the first lag >= kDirectLags
   auto mean_autocovariance = [&](Index lag) {
+    if (lag >= kDirectLags && all_lags.empty())
+      for (Index j = 0; j < m; ++j) all_lags.push_back(autocovariance_by_fft(centred.col(j)));
     double total = 0.0;
-    for (Index j = 0; j < m; ++j) total += autocovariance_at(centred.col(j), lag);
+    for (Index j = 0; j < m; ++j)
+      total += lag < kDirectLags ? autocovariance_at(centred.col(j), lag) : all_lags[static_cast<std::size_t>(j)](lag);
     return total / static_cast<double>(m);
   };
 

@@ -9,8 +9,9 @@
 namespace uqnn::diagnostics {
 
 /// Autocovariances of one chain for lags 0..max_lag: gamma_k = (1/n) sum_{t<n-k} (x_t - m)(x_{t+k} - m)
-/// (the biased estimate Geyer recommends). Equals Stan's FFT estimate whenever n has the form
-/// 2^a 3^b 5^c. Throws std::invalid_argument unless 0 <= max_lag < n.
+/// (the biased estimate Geyer recommends): direct sums for lags below 64, an FFT of the zero-padded
+/// chain for the rest (equal to rounding, O(n log n) for all lags). Throws std::invalid_argument
+/// unless 0 <= max_lag < n.
 /// References: Geyer (1992), Statist. Sci. 7(4), 473-483; rstan 2.21 `autocovariance`.
 Vec autocovariance(const Eigen::Ref<const Vec>& chain, Index max_lag);
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "uqnn/core/rng.hpp"
 #include "uqnn/diagnostics/ess.hpp"
 #include "uqnn/diagnostics/normal_quantile.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
@@ -172,6 +173,40 @@ TEST(DiagnosticsEss, AutocovarianceIsTheBiasedDirectSum) {
   EXPECT_DOUBLE_EQ(gamma(1), (0.0 + 0.0 - 2.0) / 4.0);
   EXPECT_DOUBLE_EQ(gamma(2), (-2.0 + 0.0) / 4.0);
   EXPECT_DOUBLE_EQ(gamma(3), 1.0 / 4.0);
+}
+
+// Lags from 64 on come from an FFT of the zero-padded chain: equal to the direct sums to rounding at
+// every lag (no product wraps around the chain's end), on a slowly mixing AR(1) chain.
+TEST(DiagnosticsEss, AutocovariancesByFftEqualTheDirectSumsAtEveryLag) {
+  Rng rng(4);
+  const Index n = 3001;  // (odd: not a power of two)
+  Vec x(n);
+  x(0) = rng.normal();
+  for (Index t = 1; t < n; ++t) x(t) = 0.99 * x(t - 1) + rng.normal();
+  const Vec gamma = autocovariance(x, n - 1);
+  const Vec centred = x.array() - x.mean();
+  for (Index k = 0; k < n; ++k) {
+    double direct = 0.0;
+    for (Index t = 0; t + k < n; ++t) direct += centred(t) * centred(t + k);
+    ASSERT_NEAR(gamma(k), direct / static_cast<double>(n), 1e-12 * gamma(0)) << "lag " << k;
+  }
+}
+
+// Four AR(1) chains with rho = 0.995 (tau = (1 + rho) / (1 - rho) = 399) and scales 0.3 to 2:
+// Geyer's sequence runs to lags in the thousands, all from the FFT of each chain; the ESS is the
+// chains' M S / tau within its sampling error.
+TEST(DiagnosticsEss, ASlowlyMixingChainsEssIsItsTheoreticalValue) {
+  Rng rng(11);
+  const Index S = 40000, M = 4;
+  const double rho = 0.995;
+  const double scale[M] = {0.3, 1.0, 1.5, 2.0};
+  Mat draws(S, M);
+  for (Index j = 0; j < M; ++j) {
+    draws(0, j) = scale[j] * rng.normal() / std::sqrt(1 - rho * rho);  // stationary start
+    for (Index t = 1; t < S; ++t) draws(t, j) = rho * draws(t - 1, j) + scale[j] * rng.normal();
+  }
+  const double expected = static_cast<double>(S * M) * (1 - rho) / (1 + rho);  // 401
+  EXPECT_NEAR(ess_basic(draws), expected, 0.15 * expected);
 }
 
 // With discrete draws the quantile is itself a draw: the tail indicator is x <= q (Stan), so the
