@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <type_traits>
 
@@ -57,6 +58,7 @@ struct FullObjective {
 struct StopTraining {};  // thrown out of L-BFGS's evaluations by a stop signal or the callback
 struct Stagnated {};     // thrown when the objective stopped falling by more than its rounding
 struct EvaluationLimit {};  // thrown at the --epochs-th evaluation
+struct EvaluationFailed {};  // thrown when the objective, validation loss or callback threw (rethrown after the solver)
 
 /// An improvement of the objective by less than this relative amount is rounding, not progress
 /// (Stan's tol_rel_obj default: 1e4 machine epsilons).
@@ -116,7 +118,7 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
   now.grad.resize(theta.size());
   // Non-finite values are +inf to the line search (it then shortens the step); a stop signal or
   // the callback ends the run by throwing StopTraining, keeping the best point evaluated.
-  auto f = [&](const Vec& x, Vec& grad) {
+  auto evaluate = [&](const Vec& x, Vec& grad) {
     double loss = full(x, grad);
     if (!std::isfinite(loss) || !grad.allFinite()) {
       grad.setZero();
@@ -143,6 +145,23 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
     if (now.evaluations - now.last_progress > kStagnantEvaluations) throw Stagnated{};
     if (now.evaluations >= params.epochs) throw EvaluationLimit{};
     return loss;
+  };
+  // The line search's own failures are std::runtime_error and std::logic_error; an exception of the
+  // objective, the validation loss or the callback is carried past the solver and rethrown as it was.
+  std::exception_ptr evaluation_error;
+  auto f = [&](const Vec& x, Vec& grad) -> double {
+    try {
+      return evaluate(x, grad);
+    } catch (const StopTraining&) {
+      throw;
+    } catch (const Stagnated&) {
+      throw;
+    } catch (const EvaluationLimit&) {
+      throw;
+    } catch (...) {
+      evaluation_error = std::current_exception();
+      throw EvaluationFailed{};
+    }
   };
   LBFGSpp::LBFGSParam<double> lbfgs;
   lbfgs.epsilon = params.gradient_tolerance;
@@ -215,6 +234,8 @@ TrainResult train_lbfgs(const Objective& objective, Vec theta, const TrainParams
     end = End::AtPrecision;
     result.convergence.stop_reason = fmt::format("no decrease beyond the objective's rounding in {} evaluations",
                                                  kStagnantEvaluations);
+  } catch (const EvaluationFailed&) {
+    std::rethrow_exception(evaluation_error);
   } catch (const StopTraining&) {
     result.convergence.stop_reason = result.interrupted ? "stop signal" : "stopped by the callback";
     if (result.interrupted && have_boundary) checkpoint.save();

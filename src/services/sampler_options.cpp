@@ -92,7 +92,8 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
                {"tuned", r.sampler_descriptions}});
   if (cfg.resume) info["resumed_at_iteration"] = r.resumed_at;  // per chain; 0: started afresh
   result.info = std::move(info);
-  if (r.interrupted) context.log("interrupted: keeping the draws made so far");
+  // (With no draw yet, run_fit says that it stopped before the first draw.)
+  if (r.interrupted && !result.draws.empty()) context.log("interrupted: keeping the draws made so far");
   return result;
 }
 

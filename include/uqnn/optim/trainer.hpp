@@ -31,8 +31,8 @@ struct TrainParams {
   Index convergence_window = 100;
   double convergence_tolerance = 1e-4;
   bool stop_when_converged = false;
-  /// Adam / SGD: the loop's state after an epoch (optim/epoch_checkpoint.hpp). L-BFGS (LBFGSpp keeps
-  /// its state to itself) is not checkpointed: a resumed run runs it again from its start.
+  /// The loop's state after an epoch (Adam, SGD) or at an iteration's start (L-BFGS), every so many
+  /// epochs or evaluations (optim/epoch_checkpoint.hpp).
   EpochCheckpoint checkpoint;
   void validate() const;
 };

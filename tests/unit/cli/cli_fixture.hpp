@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -43,9 +44,12 @@ inline std::string run_script(const std::string& script) { return run_command("s
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("uqnn_cli_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    // One directory level: a parameterised test's names hold '/' ("Methods/ClassificationCliMethod",
+    // "FitsMushroom.../vi"), which would leave the parents behind.
+    std::string name = "uqnn_cli_" + std::to_string(::getpid()) + "_" + test->test_suite_name() + "_" + test->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
