@@ -53,9 +53,13 @@ struct SwagMember {
   SwagResult swag;
   double learning_rate = 0.0;
 
-  /// What run_swag uses of a finished member, for its checkpoint file and the MPI exchange.
+  /// What run_swag uses of a finished member, for its checkpoint file and the MPI exchange (which
+  /// also carries members that a stop signal left untrained: no approximation).
   void archive(StateArchive& a) {
     a.section("uqnn swag member 1");
+    bool trained = approximation != nullptr;
+    a.io(trained);
+    if (!trained) return;
     Vec mean, variance;
     Mat deviations;
     if (a.saving()) mean = approximation->mean(), variance = approximation->diagonal_variance(), deviations = approximation->deviations();
