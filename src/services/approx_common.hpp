@@ -48,7 +48,7 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
   EnsembleParams p = ensemble_options().read(c.config.method_settings);
   p.threads = c.config.threads;
   p.training = c.config.training;
-  p.checkpoint = member_checkpoint(c.config, c.config.method_settings.value("checkpoint_every", std::string()));
+  p.checkpoint = member_checkpoint(c.config);
   return p;
 }
 

@@ -53,25 +53,29 @@ inline const OptionSchema<TrainingCheckpointOptions>& training_checkpoint_option
                             .checked_by(check_checkpoint_interval);
   return s;
 }
+/// --checkpoint-every of the method's settings (every group that declares it uses that name).
+inline CheckpointInterval checkpoint_interval(const FitConfig& cfg) {
+  return parse_checkpoint_interval(cfg.method_settings.value("checkpoint_every", std::string()), "--checkpoint-every");
+}
+
 /// The epoch loop's checkpoint file `name` in the fit's checkpoint directory (none when run_fit set
-/// none), every --checkpoint-every (as epochs or time) of the method's settings.
+/// none), every --checkpoint-every (as epochs or time).
 inline EpochCheckpoint epoch_checkpoint(const FitConfig& cfg, const std::string& name) {
   EpochCheckpoint checkpoint;
   if (cfg.checkpoint_dir.empty()) return checkpoint;
   checkpoint.file = cfg.checkpoint_dir / name;
-  const CheckpointInterval every =
-      parse_checkpoint_interval(cfg.method_settings.value("checkpoint_every", std::string()), "--checkpoint-every");
+  const CheckpointInterval every = checkpoint_interval(cfg);
   checkpoint.every_epochs = every.iterations;
   checkpoint.every_seconds = every.seconds;
   checkpoint.resume = cfg.resume;
   return checkpoint;
 }
 
-/// Each finished member, and each member's training every --checkpoint-every (`every`), in the
-/// fit's checkpoint directory (none when run_fit set none).
-inline MemberCheckpoint member_checkpoint(const FitConfig& cfg, const std::string& every) {
-  const CheckpointInterval interval = parse_checkpoint_interval(every, "--checkpoint-every");
-  return {cfg.checkpoint_dir, cfg.resume, interval.iterations, interval.seconds};
+/// Each finished member, and each member's training every --checkpoint-every, in the fit's
+/// checkpoint directory (none when run_fit set none).
+inline MemberCheckpoint member_checkpoint(const FitConfig& cfg) {
+  const CheckpointInterval every = checkpoint_interval(cfg);
+  return {cfg.checkpoint_dir, cfg.resume, every.iterations, every.seconds};
 }
 
 inline const OptionSchema<ChainOptions>& chain_options() {

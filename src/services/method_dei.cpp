@@ -170,7 +170,7 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
   p.ensemble.training = cfg.training;  // seed 003 App. D's defaults: dei_training_defaults()
   p.threads = cfg.threads;
   // The members' and the chains' checkpoints (run_fit sets the directory for methods that keep them).
-  p.ensemble.checkpoint = detail::member_checkpoint(cfg, o.checkpoint_every);
+  p.ensemble.checkpoint = detail::member_checkpoint(cfg);
   p.checkpoint.directory = cfg.checkpoint_dir;
   p.checkpoint.resume = cfg.resume;
   const detail::CheckpointInterval every = detail::parse_checkpoint_interval(o.checkpoint_every, "--checkpoint-every");

@@ -99,7 +99,7 @@ MethodResult run_swag(const FitContext& c) {
   if (o.swag_lr > 0) p.learning_rate = o.swag_lr;
   p.validate();
   // Each finished member, and meanwhile a member's pre-training and SGD steps (issue 17).
-  const MemberCheckpoint checkpoint = detail::member_checkpoint(c.config, c.config.method_settings.value("checkpoint_every", std::string()));
+  const MemberCheckpoint checkpoint = detail::member_checkpoint(c.config);
   // Member j draws its initialisation, training minibatches and SGD minibatches from stream 2j only,
   // so the result does not depend on the thread count (stream 0 is the single-member run of before).
   const std::function<SwagMember(Index)> fit_member = [&](Index j) {
