@@ -175,20 +175,25 @@ void InferenceGroup::validate(const std::string& group_name) const {
   for (const auto& v : variables) check(v, false);
 }
 
-InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const ParamLayout& layout, bool flat) {
-  if (chain_draws.empty()) throw std::invalid_argument("make_posterior_group: no chains");
-  const Index C = static_cast<Index>(chain_draws.size()), D = chain_draws[0].rows(), P = layout.size();
-  for (const auto& m : chain_draws)
-    if (m.rows() != D || m.cols() != P)
-      throw std::invalid_argument(fmt::format("make_posterior_group: every chain must be [{} draws, {} parameters]", D, P));
+InferenceGroup make_posterior_group(Index num_chains, Index num_draws, const DrawOf& draw_of, const ParamLayout& layout,
+                                    bool flat) {
+  if (num_chains < 1) throw std::invalid_argument("make_posterior_group: no chains");
+  const Index C = num_chains, D = num_draws, P = layout.size();
+  for (Index c = 0; c < C; ++c)
+    for (Index d = 0; d < D; ++d)
+      if (draw_of(c, d).size() != P)
+        throw std::invalid_argument(fmt::format("make_posterior_group: draw {} of chain {} has {} values, the layout {}", d, c,
+                                                draw_of(c, d).size(), P));
   InferenceGroup g;
   g.coordinates = {int_coordinate("chain", C), int_coordinate("draw", D)};
   auto gather = [&](Index offset, Index size) {  // C order: chain, draw, entry
     std::vector<double> values;
     values.reserve(static_cast<std::size_t>(C * D * size));
-    for (const auto& m : chain_draws)
-      for (Index d = 0; d < D; ++d)
-        for (Index k = 0; k < size; ++k) values.push_back(m(d, offset + k));
+    for (Index c = 0; c < C; ++c)
+      for (Index d = 0; d < D; ++d) {
+        const double* theta = draw_of(c, d).data() + offset;
+        values.insert(values.end(), theta, theta + size);
+      }
     return values;
   };
   if (flat) {
@@ -205,6 +210,19 @@ InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const P
       g.variables.push_back({b.name, {"chain", "draw", b.name + "_dim_0"}, {C, D, b.size()}, gather(b.offset, b.size()), {}});
   }
   return g;
+}
+
+InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const ParamLayout& layout, bool flat) {
+  if (chain_draws.empty()) throw std::invalid_argument("make_posterior_group: no chains");
+  const Index D = chain_draws[0].rows();
+  for (const auto& m : chain_draws)
+    if (m.rows() != D || m.cols() != layout.size())
+      throw std::invalid_argument(fmt::format("make_posterior_group: every chain must be [{} draws, {} parameters]", D, layout.size()));
+  Vec row;
+  return make_posterior_group(
+      static_cast<Index>(chain_draws.size()), D,
+      [&](Index c, Index d) -> const Vec& { return row = chain_draws[static_cast<std::size_t>(c)].row(d).transpose(); }, layout,
+      flat);
 }
 
 InferenceGroup make_sample_stats_group(const std::vector<std::vector<DrawStats>>& chain_stats) {

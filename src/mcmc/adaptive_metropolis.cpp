@@ -16,7 +16,12 @@ void AdaptiveMetropolisParams::validate(Index dim) const {
   require(t0 >= 1, "t0", ">= 1");
   require(t_adapt >= 1, "t_adapt", ">= 1");
   require(std::isfinite(regularization) && regularization >= 0.0, "regularization", "finite and >= 0");
-  if (initial_covariance.size() > 0) {
+  if (initial_covariance.size() > 0 && diagonal) {
+    require(initial_covariance.rows() == dim && initial_covariance.cols() == 1, "initial_covariance",
+            fmt::format("[{}, 1] variances (a diagonal proposal) or empty", dim));
+    require(initial_covariance.allFinite() && (initial_covariance.array() > 0).all(), "initial_covariance",
+            "finite variances > 0");
+  } else if (initial_covariance.size() > 0) {
     require(initial_covariance.rows() == dim && initial_covariance.cols() == dim, "initial_covariance",
             fmt::format("[{0}, {0}] (the log density's dimension) or empty", dim));
     require(initial_covariance.allFinite(), "initial_covariance", "finite");
@@ -30,6 +35,11 @@ void AdaptiveMetropolisParams::validate(Index dim) const {
 
 Mat robust_cholesky(const Mat& covariance, bool* used_fallback) {
   if (used_fallback) *used_fallback = false;
+  if (covariance.cols() == 1 && covariance.rows() > 1) {  // variances (a diagonal proposal)
+    const bool proper = covariance.allFinite() && (covariance.array() > 0).all();
+    if (used_fallback) *used_fallback = !proper;
+    return covariance.cwiseMax(std::numeric_limits<double>::min()).cwiseSqrt();
+  }
   Eigen::LLT<Mat> llt(covariance);
   if (llt.info() == Eigen::Success && llt.matrixL().toDenseMatrix().allFinite()) return llt.matrixL();
   if (used_fallback) *used_fallback = true;
@@ -68,7 +78,7 @@ Mat inverse_curvature(const LogDensity& density, const Vec& at, Index max_dense)
   if (!dense) {
     const double top = hessian.col(0).cwiseAbs().maxCoeff();
     const double floor = std::max(1e-8 * top, std::numeric_limits<double>::min());
-    return Mat(hessian.col(0).cwiseMax(floor).cwiseInverse().asDiagonal());
+    return hessian.col(0).cwiseMax(floor).cwiseInverse();
   }
   const Mat symmetric = 0.5 * (hessian + hessian.transpose());
   Eigen::SelfAdjointEigenSolver<Mat> eigen(symmetric);
@@ -81,17 +91,18 @@ Mat inverse_curvature(const LogDensity& density, const Vec& at, Index max_dense)
 }
 
 Mat history_covariance(const AdaptiveMetropolisState& state) {
-  if (state.history_count < 2) return Mat::Zero(state.position.size(), state.position.size());
+  if (state.history_count < 2) return Mat::Zero(state.history_m2.rows(), state.history_m2.cols());
   return state.history_m2 / static_cast<double>(state.history_count - 1);
 }
 
 namespace {
 
-/// Sigma = gamma 2.4^2 / K (C + reg I) (seed 001).
+/// Sigma = gamma 2.4^2 / K (C + reg I) (seed 001); C [K, 1] is a diagonal.
 Mat scaled_proposal(const Mat& c, double gamma, double regularization) {
   const double k = static_cast<double>(c.rows());
   Mat sigma = c;
-  sigma.diagonal().array() += regularization;
+  if (c.cols() == 1) sigma.array() += regularization;
+  else sigma.diagonal().array() += regularization;
   return (gamma * 2.4 * 2.4 / k) * sigma;
 }
 
@@ -100,7 +111,8 @@ void add_to_history(AdaptiveMetropolisState& s, const Vec& w) {
   ++s.history_count;
   const Vec delta = w - s.history_mean;
   s.history_mean += delta / static_cast<double>(s.history_count);
-  s.history_m2.noalias() += delta * (w - s.history_mean).transpose();
+  if (s.history_m2.cols() == 1 && s.history_m2.rows() > 1) s.history_m2.col(0) += delta.cwiseProduct(w - s.history_mean);
+  else s.history_m2.noalias() += delta * (w - s.history_mean).transpose();
 }
 
 }  // namespace
@@ -117,11 +129,11 @@ AdaptiveMetropolisState AdaptiveMetropolis::init(const Vec& position, const Adap
     throw InputError(fmt::format("log density at the initial point is not finite ({}); choose another initial point",
                                  s.log_density));
   s.history_mean = Vec::Zero(dim);
-  s.history_m2 = Mat::Zero(dim, dim);
+  s.history_m2 = params.diagonal ? Mat::Zero(dim, 1) : Mat::Zero(dim, dim);
   add_to_history(s, position);
-  const Mat sigma0 = params.initial_covariance.size() > 0
-                         ? params.initial_covariance
-                         : Mat(scaled_proposal(Mat::Identity(dim, dim), params.gamma, 0.0));
+  const Mat unit = params.diagonal ? Mat(Mat::Ones(dim, 1)) : Mat(Mat::Identity(dim, dim));
+  const Mat sigma0 = params.initial_covariance.size() > 0 ? params.initial_covariance
+                                                          : Mat(scaled_proposal(unit, params.gamma, 0.0));
   s.proposal_cholesky = robust_cholesky(sigma0);
   return s;
 }
@@ -133,7 +145,8 @@ AdaptiveMetropolisStep AdaptiveMetropolis::step(Rng& rng, const AdaptiveMetropol
   AdaptiveMetropolisState& s = out.state;
   Vec xi(dim);
   for (Index i = 0; i < dim; ++i) xi[i] = rng.normal();
-  const Vec proposal = state.position + state.proposal_cholesky.triangularView<Eigen::Lower>() * xi;
+  const Vec proposal = params.diagonal ? Vec(state.position + state.proposal_cholesky.col(0).cwiseProduct(xi))
+                                       : Vec(state.position + state.proposal_cholesky.triangularView<Eigen::Lower>() * xi);
   const double lp = density_->log_density(proposal);
   const double u = rng.uniform();
   if (!std::isfinite(lp)) {

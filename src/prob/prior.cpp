@@ -52,10 +52,46 @@ Vec GaussianPrior::sample(Rng& rng) const {
   return theta;
 }
 
+namespace {
+
+/// A per-parameter vector for model.json, as short as it can be written exactly: one number when
+/// every entry is the same (an isotropic prior), [value, count] runs when there are few (a prior
+/// per layer), else every entry. A network's million parameters do not make megabytes of "0.0".
+nlohmann::json compact_vector(const Vec& v) {
+  if (v.size() > 0 && (v.array() == v[0]).all()) return v[0];
+  nlohmann::json runs = nlohmann::json::array();
+  for (Index k = 0; k < v.size();) {
+    Index end = k + 1;
+    while (end < v.size() && v[end] == v[k]) ++end;
+    runs.push_back({v[k], end - k});
+    k = end;
+  }
+  if (2 * static_cast<Index>(runs.size()) < v.size()) return runs;
+  return std::vector<double>(v.data(), v.data() + v.size());
+}
+
+/// The inverse of compact_vector (also reads every entry written out, as older runs did).
+Vec expand_vector(const nlohmann::json& j, Index dim, const char* field) {
+  if (j.is_number()) return Vec::Constant(dim, j.get<double>());
+  std::vector<double> values;
+  for (const auto& item : j) {
+    if (item.is_number()) {
+      values.push_back(item.get<double>());
+      continue;
+    }
+    const auto count = item.at(1).get<Index>();
+    if (count < 1) throw InputError(fmt::format("prior field '{}': a run of {} entries", field, count));
+    values.insert(values.end(), static_cast<std::size_t>(count), item.at(0).get<double>());
+  }
+  if (dim >= 0 && static_cast<Index>(values.size()) != dim)
+    throw InputError(fmt::format("prior field '{}' has {} entries, the prior's dim is {}", field, values.size(), dim));
+  return Eigen::Map<const Vec>(values.data(), static_cast<Index>(values.size()));
+}
+
+}  // namespace
+
 nlohmann::json GaussianPrior::to_json() const {
-  return {{"kind", "gaussian"},
-          {"mean", std::vector<double>(mean_.data(), mean_.data() + mean_.size())},
-          {"sd", std::vector<double>(sd_.data(), sd_.data() + sd_.size())}};
+  return {{"kind", "gaussian"}, {"dim", dim()}, {"mean", compact_vector(mean_)}, {"sd", compact_vector(sd_)}};
 }
 
 ScaleMixturePrior::ScaleMixturePrior(Index dim, double pi, double sigma1, double sigma2)
@@ -137,10 +173,11 @@ std::shared_ptr<Prior> make_prior(const nlohmann::json& d) {
   try {
     const std::string kind = d.at("kind").get<std::string>();
     if (kind == "gaussian") {
-      const auto mean = d.at("mean").get<std::vector<double>>();
-      const auto sd = d.at("sd").get<std::vector<double>>();
-      return std::make_shared<GaussianPrior>(Eigen::Map<const Vec>(mean.data(), static_cast<Index>(mean.size())),
-                                             Eigen::Map<const Vec>(sd.data(), static_cast<Index>(sd.size())));
+      // "dim" is absent from runs written before the vectors were compacted: then they are arrays.
+      const Index dim = d.contains("dim") ? d.at("dim").get<Index>() : -1;
+      if (dim < 0 && (d.at("mean").is_number() || d.at("sd").is_number()))
+        throw InputError("a gaussian prior given by one mean or sd needs its 'dim'");
+      return std::make_shared<GaussianPrior>(expand_vector(d.at("mean"), dim, "mean"), expand_vector(d.at("sd"), dim, "sd"));
     }
     if (kind == "scale_mixture")
       return std::make_shared<ScaleMixturePrior>(d.at("dim").get<Index>(), d.at("pi").get<double>(),

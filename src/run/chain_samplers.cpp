@@ -116,7 +116,7 @@ void HamiltonianSampler<Kernel, Config>::start_metric_from_curvature() {
     try {
       const Mat covariance = inverse_curvature(*density_, state_.position, dense ? dim : 0);
       config_.kernel.metric =
-          dense ? make_dense_metric(0.5 * (covariance + covariance.transpose())) : make_diagonal_metric(covariance.diagonal());
+          dense ? make_dense_metric(0.5 * (covariance + covariance.transpose())) : make_diagonal_metric(covariance.col(0));
       metric_from_curvature_ = true;
     } catch (const InputError&) {
       // a gradient that is not finite next to the start: warmup starts from the unit metric
@@ -161,7 +161,10 @@ template class HamiltonianSampler<Mala, MalaConfig>;
 AdaptiveMetropolisSampler::AdaptiveMetropolisSampler(std::shared_ptr<const LogDensity> density,
                                                      AdaptiveMetropolisConfig config)
     : density_(std::move(density)), config_(std::move(config)), kernel_(*density_) {
-  config_.validate(density_->dim());
+  const Index dim = density_->dim();
+  if (config_.covariance != AmCovariance::Auto) config_.kernel.diagonal = config_.covariance == AmCovariance::Diagonal;
+  else config_.kernel.diagonal = config_.kernel.diagonal || dim > kAmDenseMaxDim;
+  config_.validate(dim);
 }
 
 void AdaptiveMetropolisSampler::set_base_covariance(const Mat& covariance) {
@@ -172,23 +175,28 @@ void AdaptiveMetropolisSampler::set_base_covariance(const Mat& covariance) {
 
 void AdaptiveMetropolisSampler::init(const Vec& position) {
   state_ = kernel_.init(position, config_.kernel);
-  if (config_.start == AmStart::Curvature && config_.kernel.initial_covariance.size() == 0) {
-    // Haario keeps seed 001's gamma in front of 2.4^2/K; the windowed scale starts at 1.
-    lambda_ = config_.adaptation == AmAdaptation::Haario ? std::sqrt(config_.kernel.gamma) : 1.0;
-    set_base_covariance(inverse_curvature(*density_, position));
-  } else {
-    lambda_ = 1.0;
-    base_cholesky_ = state_.proposal_cholesky;
-  }
+  lambda_ = 1.0;
+  base_cholesky_ = state_.proposal_cholesky;
 }
 
 void AdaptiveMetropolisSampler::begin_warmup(Index num_warmup) {
   num_warmup_ = static_cast<long>(num_warmup);
   warmup_done_ = 0;
+  // The curvature start costs 2 K gradient evaluations, O(K^2) in all: above kAmDenseMaxDim
+  // parameters it is spent only when warmup's own evaluations pay for it (as MALA's), else the
+  // windows learn the scales from the identity start.
+  const Index dim = density_->dim();
+  if (config_.start == AmStart::Curvature && config_.kernel.initial_covariance.size() == 0 &&
+      (dim <= kAmDenseMaxDim || 2 * dim <= num_warmup_)) {
+    // Haario keeps seed 001's gamma in front of 2.4^2/K; the windowed scale starts at 1.
+    lambda_ = config_.adaptation == AmAdaptation::Haario ? std::sqrt(config_.kernel.gamma) : 1.0;
+    set_base_covariance(inverse_curvature(*density_, state_.position, config_.kernel.diagonal ? 0 : dim));
+  }
   adapting_ = config_.adaptation == AmAdaptation::Windowed && config_.kernel.adapt && num_warmup_ > 0;
   if (!adapting_) return;
   schedule_.emplace(num_warmup_, config_.windows);
-  window_.reset(density_->dim());
+  window_.reset(config_.kernel.diagonal ? 0 : density_->dim());
+  diagonal_window_.reset(config_.kernel.diagonal ? density_->dim() : 0);
   scale_ = DualAveraging(config_.scale_adaptation);
   scale_.restart(lambda_);
 }
@@ -211,15 +219,21 @@ DrawStats AdaptiveMetropolisSampler::transition(Rng& rng, bool warmup) {
   if (warmup && adapting_) {
     lambda_ = scale_.update(step.info.accept_prob);
     const long t = warmup_done_++;
-    if (schedule_->in_window(t)) window_.add(state_.position);
-    if (schedule_->ends_window(t) && window_.count() >= 2) {
+    const bool diagonal = config_.kernel.diagonal;
+    if (schedule_->in_window(t)) diagonal ? diagonal_window_.add(state_.position) : window_.add(state_.position);
+    const long count = diagonal ? diagonal_window_.count() : window_.count();
+    if (schedule_->ends_window(t) && count >= 2) {
       // Stan's regularisation of a window's covariance, made relative to its scale.
-      const double n = static_cast<double>(window_.count());
-      Mat c = (n / (n + 5.0)) * window_.covariance();
-      c.diagonal().array() += 1e-3 * (5.0 / (n + 5.0)) * std::max(c.diagonal().mean(), std::numeric_limits<double>::min());
+      const double n = static_cast<double>(count);
+      Mat c = (n / (n + 5.0)) * (diagonal ? Mat(diagonal_window_.variance()) : window_.covariance());
+      const double mean_variance = diagonal ? c.mean() : c.diagonal().mean();
+      const double shrink = 1e-3 * (5.0 / (n + 5.0)) * std::max(mean_variance, std::numeric_limits<double>::min());
+      if (diagonal) c.array() += shrink;
+      else c.diagonal().array() += shrink;
       lambda_ = 1.0;
       set_base_covariance(c);
       window_.restart();
+      diagonal_window_.restart();
       scale_.restart(lambda_);
     }
     if (warmup_done_ >= num_warmup_) {
@@ -235,16 +249,18 @@ void AdaptiveMetropolisSampler::archive(StateArchive& a) {
   a.section("adaptive metropolis sampler");
   a.io(state_.position), a.io(state_.log_density), a.io(state_.iteration), a.io(state_.history_count);
   a.io(state_.history_mean), a.io(state_.history_m2), a.io(state_.proposal_cholesky);
-  a.io(base_cholesky_), a.io(lambda_), a.io(scale_), a.io(window_);
+  a.io(base_cholesky_), a.io(lambda_), a.io(scale_), a.io(window_), a.io(diagonal_window_);
   a.io(num_warmup_), a.io(warmup_done_), a.io(adapting_);
 }
 
 std::string AdaptiveMetropolisSampler::describe() const {
-  const Vec sd = (state_.proposal_cholesky * state_.proposal_cholesky.transpose()).diagonal().cwiseSqrt();
+  const Mat& factor = state_.proposal_cholesky;
+  const Vec sd = config_.kernel.diagonal ? Vec(factor.col(0).cwiseAbs()) : Vec(factor.rowwise().norm());
+  const char* shape = config_.kernel.diagonal ? "diagonal" : "dense";
   if (config_.adaptation == AmAdaptation::Haario)
-    return fmt::format("adaptive_metropolis (Haario): gamma={}, t0={}, t_adapt={}, proposal sd min {:.4g} max {:.4g}",
+    return fmt::format("adaptive_metropolis (Haario, {}): gamma={}, t0={}, t_adapt={}, proposal sd min {:.4g} max {:.4g}", shape,
                        config_.kernel.gamma, config_.kernel.t0, config_.kernel.t_adapt, sd.minCoeff(), sd.maxCoeff());
-  return fmt::format("adaptive_metropolis (windowed): scale {:.4g}, proposal sd min {:.4g} max {:.4g}", lambda_,
+  return fmt::format("adaptive_metropolis (windowed, {}): scale {:.4g}, proposal sd min {:.4g} max {:.4g}", shape, lambda_,
                      sd.minCoeff(), sd.maxCoeff());
 }
 

@@ -300,10 +300,10 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
         result.initial_points[ci] = x0;
         try {
           sampler.init(x0);
+          sampler.begin_warmup(config.num_warmup);  // (adaptive Metropolis' curvature start may find a bad gradient)
         } catch (const InputError& e) {
           throw InputError(fmt::format("chain {}: {}", c, e.what()));
         }
-        sampler.begin_warmup(config.num_warmup);
         // A start made after a stop (a chain's own MAP fit cut short by the signal) is not the one an
         // uninterrupted run makes: such a chain does not begin and keeps no checkpoint, so that a
         // resumed run starts it afresh.

@@ -78,20 +78,20 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
     for (std::size_t s = 0; s < all.size(); ++s) all[s] = s;
     chains = {{0, all}};
   }
-  std::vector<Mat> chain_draws;
+  std::vector<const std::vector<std::size_t>*> draws_of_chain;  // the draws are read in place: no copy per chain
   std::vector<std::vector<DrawStats>> chain_stats;
   for (const auto& [id, members] : chains) {
-    Mat m(static_cast<Index>(members.size()), post.dim());
+    draws_of_chain.push_back(&members);
     std::vector<DrawStats> stats;
-    for (std::size_t d = 0; d < members.size(); ++d) {
-      m.row(static_cast<Index>(d)) = r.draws[members[d]].transpose();
-      if (!r.stats.empty()) stats.push_back(r.stats[members[d]]);
-    }
-    chain_draws.push_back(std::move(m));
+    if (!r.stats.empty())
+      for (const std::size_t s : members) stats.push_back(r.stats[s]);
     chain_stats.push_back(std::move(stats));
   }
   InferenceData idata;
-  idata.posterior = make_posterior_group(chain_draws, post.layout(), false);
+  idata.posterior = make_posterior_group(
+      static_cast<Index>(chains.size()), static_cast<Index>(chains.begin()->second.size()),
+      [&](Index c, Index d) -> const Vec& { return r.draws[(*draws_of_chain[static_cast<std::size_t>(c)])[static_cast<std::size_t>(d)]]; },
+      post.layout(), false);
   if (!r.stats.empty()) idata.sample_stats = make_sample_stats_group(chain_stats);
   idata.method = o.config.method;
 
@@ -100,7 +100,7 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
   constexpr double kAutoMaxValues = 5e6;
   const bool extras = o.config.idata_extras == "always" || (o.config.idata_extras == "auto" && values <= kAutoMaxValues);
   if (extras && train.size() > 0) {
-    const FittedModel fitted = FittedModel::load(dir);
+    const FittedModel fitted = FittedModel::load_with_draws(dir, r.draws, r.chain_of_draw);
     // Row s of these is draw s of draws.csv; the groups need them chain by chain.
     const Mat ll = fitted.pointwise_log_likelihood(train.inputs, train.targets);
     const auto per_chain = [&](const std::function<Vec(std::size_t)>& row_of_draw) {
@@ -203,13 +203,18 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
     for (std::size_t k : stat_columns) out << ',' << stat_names[k];
     for (const auto& name : layout.names()) out << ',' << quote_csv_field(name);
     out << '\n';
+    // One buffer per row: a network's draws are millions of numbers, each formatted without a string of its own.
+    fmt::memory_buffer row;
+    const auto append = [&row](double value) { fmt::format_to(std::back_inserter(row), ",{}", value); };
     std::map<Index, Index> next_draw;
     for (std::size_t s = 0; s < draws.size(); ++s) {
       const Index chain = chain_of_draw.empty() ? 0 : chain_of_draw[s];
-      out << chain << ',' << next_draw[chain]++;
-      for (std::size_t k : stat_columns) out << ',' << format_double(stat_value(stats[s], k));
-      for (Index k = 0; k < draws[s].size(); ++k) out << ',' << format_double(draws[s][k]);
-      out << '\n';
+      row.clear();
+      fmt::format_to(std::back_inserter(row), "{},{}", chain, next_draw[chain]++);
+      for (std::size_t k : stat_columns) append(stat_value(stats[s], k));
+      for (Index k = 0; k < draws[s].size(); ++k) append(draws[s][k]);
+      row.push_back('\n');
+      out.write(row.data(), static_cast<std::streamsize>(row.size()));
     }
   });
 }

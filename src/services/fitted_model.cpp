@@ -43,7 +43,7 @@ std::filesystem::path draws_path(const nlohmann::json& j, const std::filesystem:
 
 }  // namespace
 
-FittedModel FittedModel::load(const std::filesystem::path& dir) {
+FittedModel FittedModel::load_model(const std::filesystem::path& dir) {
   FittedModel f;
   f.dir_ = dir;
   const auto model_path = dir / "model.json";
@@ -71,11 +71,28 @@ FittedModel FittedModel::load(const std::filesystem::path& dir) {
   f.layout_ = f.model_->layout();
   f.layout_.append(f.likelihood_->extra_layout(), "");
 
-  const auto path = draws_path(f.json_, dir, model_path);
-  f.draws_ = read_draws_csv_as_vectors(path, f.layout_);
-  if (f.draws_.empty()) throw InputError(path.string() + ": no draws");
-  const CsvTable chains = read_csv(path);  // the chain column; the reader above checked the layout
-  for (Index r = 0; r < chains.num_rows(); ++r) f.chain_of_draw_.push_back(static_cast<Index>(chains.values(r, 0)));
+  return f;
+}
+
+FittedModel FittedModel::load(const std::filesystem::path& dir) {
+  FittedModel f = load_model(dir);
+  const auto path = draws_path(f.json_, dir, dir / "model.json");
+  auto chains = std::make_shared<std::vector<Index>>();
+  auto draws = std::make_shared<const std::vector<Vec>>(read_draws_csv_as_vectors(path, f.layout_, chains.get()));
+  if (draws->empty()) throw InputError(path.string() + ": no draws");
+  f.draws_ = std::move(draws);
+  f.chain_of_draw_ = std::move(chains);
+  return f;
+}
+
+FittedModel FittedModel::load_with_draws(const std::filesystem::path& dir, const std::vector<Vec>& draws,
+                                         const std::vector<Index>& chain_of_draw) {
+  FittedModel f = load_model(dir);
+  require(!draws.empty() && draws.front().size() == f.layout_.size(), "load_with_draws: draws",
+          fmt::format("at least one, of dimension {} (the model's)", f.layout_.size()));
+  constexpr auto borrowed = [](const void*) {};
+  f.draws_ = std::shared_ptr<const std::vector<Vec>>(&draws, borrowed);
+  f.chain_of_draw_ = std::shared_ptr<const std::vector<Index>>(&chain_of_draw, borrowed);
   return f;
 }
 
@@ -84,7 +101,7 @@ bool FittedModel::regression() const { return likelihood_->kind() != "bernoulli"
 PredictiveDraws FittedModel::predictive_draws(const Mat& inputs) const {
   if (inputs.rows() != static_cast<Index>(input_names_.size()))
     throw InputError(fmt::format("the model takes {} input column(s), got {}", input_names_.size(), inputs.rows()));
-  return predict_draws(*model_, *likelihood_, draws_, standardizer_.transform_inputs(inputs));
+  return predict_draws(*model_, *likelihood_, *draws_, standardizer_.transform_inputs(inputs));
 }
 
 PredictiveSummary FittedModel::predict(const Mat& inputs, const std::vector<double>& levels, Rng& rng) const {
@@ -115,9 +132,9 @@ Mat FittedModel::pointwise_log_likelihood(const Mat& inputs, const Mat& targets)
   // p_original(y) = p_standardised(y_std) / prod_t scale_t (regression only: labels are not scaled).
   const double log_scale = regression() ? standardizer_.target_scale().array().log().sum() : 0.0;
   const Index P = model_->num_params();
-  Mat out(static_cast<Index>(draws_.size()), inputs.cols());
-  for (std::size_t s = 0; s < draws_.size(); ++s) {
-    const Vec& theta = draws_[s];
+  Mat out(static_cast<Index>(draws_->size()), inputs.cols());
+  for (std::size_t s = 0; s < draws_->size(); ++s) {
+    const Vec& theta = (*draws_)[s];
     const Vec extra = theta.tail(theta.size() - P);
     out.row(static_cast<Index>(s)) =
         (likelihood_->pointwise_log_likelihood(model_->forward(theta.head(P), x), y, extra).array() - log_scale).matrix().transpose();
@@ -132,8 +149,8 @@ std::vector<Mat> FittedModel::sample_predictive(const Mat& inputs, const std::ve
   std::vector<Mat> out;
   out.reserve(draw_index.size());
   for (Index s : draw_index) {
-    if (s < 0 || s >= static_cast<Index>(draws_.size())) throw InputError(fmt::format("draw index {} is out of range", s));
-    const Vec& theta = draws_[static_cast<std::size_t>(s)];
+    if (s < 0 || s >= static_cast<Index>(draws_->size())) throw InputError(fmt::format("draw index {} is out of range", s));
+    const Vec& theta = (*draws_)[static_cast<std::size_t>(s)];
     const Mat Y = model_->forward(theta.head(P), x);
     const Mat mean = likelihood_->mean(Y);
     if (kind == "bernoulli") {

@@ -20,12 +20,12 @@ namespace {
 
 constexpr double kDouble = 8.0;
 /// Vectors of length K one chain or member keeps while it runs: position, gradient, momentum,
-/// metric and its Welford estimator, NUTS' tree ends and proposals, Adam's moments, the best
-/// point so far (measured: 25 for a NUTS chain, about 6 for an ensemble member).
-constexpr double kWorkingVectorsPerChain = 24.0;
-/// Copies of the draws at the peak: as the method returns them, regrouped by chain and as the
-/// output files' arrays (measured: 2.65 per draw for NUTS at K = 251k, FitMemoryCli test).
-constexpr double kDrawCopies = 3.0;
+/// metric and its Welford estimator, Adam's moments, the best point so far (measured: about 6 for
+/// an ensemble member; a NUTS chain's tree adds its own, method_nuts.cpp).
+constexpr double kWorkingVectorsPerChain = 12.0;
+/// Copies of the draws at the peak: as the method returns them and as posterior.nc's arrays (the
+/// writers read the draws in place; measured in the FitMemoryCli test).
+constexpr double kDrawCopies = 2.0;
 /// Activations of one pass per row and unit: pre-activations, outputs and back-propagated
 /// deltas, with a float32 copy.
 constexpr double kActivationCopies = 4.0;

@@ -1,7 +1,7 @@
 // `uqnn fit --method amcmc`: adaptive Metropolis. By default its proposal starts at the inverse
 // curvature of the chain's start and adapts in Stan's warmup windows with a tuned scale, then stays
-// fixed; `--am-adaptation haario --am-start identity --am-adapt-during-sampling` is QUiNN's manual
-// (Haario et al. 2001).
+// fixed; above 1000 parameters it is diagonal (--am-covariance). `--am-adaptation haario --am-start
+// identity --am-adapt-during-sampling` is QUiNN's manual (Haario et al. 2001).
 #include <fmt/format.h>
 
 #include "sampler_options.hpp"
@@ -24,6 +24,10 @@ const OptionSchema<AdaptiveMetropolisConfig>& amcmc_options() {
                       {{"curvature", AmStart::Curvature}, {"identity", AmStart::Identity}},
                       "initial proposal: 2.4^2/K times the inverse curvature at the chain's start | identity: gamma 2.4^2/K I "
                       "(QUiNN's manual)")
+          .add_choice("am_covariance", [](C& c) -> AmCovariance& { return c.covariance; },
+                      {{"auto", AmCovariance::Auto}, {"dense", AmCovariance::Dense}, {"diagonal", AmCovariance::Diagonal}},
+                      "proposal covariance: dense (correlations; K^2 memory and time per step) | diagonal (K per step) | "
+                      "auto: dense up to 1000 parameters, diagonal above")
           .add_nested("am_adapt_during_sampling", [](C& c) -> bool& { return c.adapt_after_warmup; },
                       "keep refreshing the proposal from the whole history after warmup (QUiNN's behaviour; the chain is "
                       "then not Markov)")
@@ -46,13 +50,18 @@ SamplerFactory make_amcmc(std::shared_ptr<const LogDensity> density, const nlohm
   return make_sampler_factory(std::move(density), amcmc_options().read(settings));
 }
 
-/// Each chain keeps dense K x K matrices: the history's covariance (Welford), the proposal's
-/// Cholesky factor, the curvature start and its factor, and a temporary for the refresh.
+/// A dense proposal keeps K x K matrices per chain: the history's covariance (Welford), the
+/// proposal's Cholesky factor, the curvature start and its factor, and a temporary for the refresh.
+/// A diagonal one keeps vectors, which the fit's other items dominate.
 std::vector<MemoryItem> amcmc_memory(const FitConfig& config, Index num_params) {
+  const AdaptiveMetropolisConfig am = amcmc_options().read(config.method_settings);
+  const bool dense = am.covariance == AmCovariance::Dense || (am.covariance == AmCovariance::Auto && num_params <= kAmDenseMaxDim);
+  if (!dense) return {};
   const double chains = static_cast<double>(config.method_settings.value("chains", 4L));
   const double K = static_cast<double>(num_params);
   return {{fmt::format("adaptive Metropolis' dense proposal: {:.0f} chains x 5 matrices of {:.0f} x {:.0f}", chains, K, K),
-           5.0 * 8.0 * chains * K * K, "a smaller --arch or fewer --chains, or a gradient-based sampler (--method nuts)"}};
+           5.0 * 8.0 * chains * K * K,
+           "--am-covariance diagonal, a smaller --arch or fewer --chains, or a gradient-based sampler (--method nuts)"}};
 }
 
 const bool registered_amcmc = register_method(

@@ -21,6 +21,7 @@
 /// n_leapfrog__ -> n_steps, divergent__ -> diverging, energy__ -> energy).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -76,6 +77,11 @@ struct InferenceData {
 /// block with dims "<name>_dim_0", "<name>_dim_1", (chain, draw, size) for a vector block (ArviZ's
 /// default dim naming). Coordinates chain = 0..C-1, draw = 0..D-1.
 InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const ParamLayout& layout, bool flat);
+/// The same from draws held elsewhere: `draw_of(c, d)` is draw d of chain c (every one of
+/// layout.size() values), read once; the draws are not copied into per-chain matrices first.
+using DrawOf = std::function<const Vec&(Index chain, Index draw)>;
+InferenceGroup make_posterior_group(Index num_chains, Index num_draws, const DrawOf& draw_of, const ParamLayout& layout,
+                                    bool flat);
 
 /// sample_stats from per-chain DrawStats (all chains the same length), ArviZ names: lp,
 /// acceptance_rate, step_size, tree_depth (int64), n_steps (int64), diverging (bool), energy.

@@ -68,11 +68,15 @@ enum class AmAdaptation { Windowed, Haario };
 /// Where the proposal starts: the inverse curvature at the chain's start (the Laplace covariance
 /// at a MAP start, inverse_curvature) times 2.4^2/K, or seed 001's gamma 2.4^2/K I.
 enum class AmStart { Curvature, Identity };
+/// The proposal's covariance: dense (correlations; K^2 per step) or diagonal (K per step); Auto is
+/// dense up to kAmDenseMaxDim parameters and diagonal above, where a dense one costs gigabytes.
+enum class AmCovariance { Auto, Dense, Diagonal };
 
 struct AdaptiveMetropolisConfig {
   AdaptiveMetropolisParams kernel;
   AmAdaptation adaptation = AmAdaptation::Windowed;
   AmStart start = AmStart::Curvature;
+  AmCovariance covariance = AmCovariance::Auto;
   /// Keep refreshing Sigma from the whole history after warmup (Haario's original AM; QUiNN's
   /// behaviour; the chain is then not Markov). Default: frozen after warmup.
   bool adapt_after_warmup = false;
@@ -144,7 +148,8 @@ class AdaptiveMetropolisSampler : public ChainSampler {
   Mat base_cholesky_;
   double lambda_ = 1.0;
   DualAveraging scale_;
-  WelfordCovariance window_;
+  WelfordCovariance window_;           // a dense proposal's window
+  WelfordVariance diagonal_window_;    // a diagonal one's
   std::optional<WindowSchedule> schedule_;
   long num_warmup_ = 0, warmup_done_ = 0;
   bool adapting_ = false;

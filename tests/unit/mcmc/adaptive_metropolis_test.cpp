@@ -123,5 +123,55 @@ TEST(McmcAdaptiveMetropolis, DefaultsRecoverAnIllConditionedLinearRegression) {
   testing::expect_matches_gaussian(run, mean, covariance);
 }
 
+// A diagonal proposal (--am-covariance diagonal, and the default above kAmDenseMaxDim parameters,
+// where a dense one costs K^2 per step and gigabytes) at the defaults on coordinates whose sds are
+// 100x apart and on the ill-conditioned regression: it cannot follow the correlations, so it mixes
+// more slowly there, but it must still be exact.
+TEST(McmcAdaptiveMetropolis, ADiagonalProposalAtTheDefaultsRecoversScales100xApart) {
+  Vec mean(3), sd(3);
+  mean << 50.0, -1.0, 3.0;
+  sd << 100.0, 1.0, 5.0;
+  Mat corr = Mat::Identity(3, 3);
+  corr(0, 2) = corr(2, 0) = -0.3;
+  const Mat covariance = sd.asDiagonal() * corr * sd.asDiagonal();
+  AdaptiveMetropolisConfig diagonal;
+  diagonal.covariance = AmCovariance::Diagonal;
+  const auto target = std::make_shared<testing::GaussianDensity>(mean, covariance);
+  testing::expect_matches_gaussian(testing::run_at_defaults(target, diagonal, mean, 2.0, 21, "amcmc"), mean, covariance);
+
+  const testing::IllConditionedRegression regression = testing::ill_conditioned_regression();
+  testing::expect_matches_gaussian(testing::run_at_defaults(regression.posterior, diagonal, regression.mean, 0.05, 22, "amcmc"),
+                                   regression.mean, regression.covariance);
+}
+
+TEST(McmcAdaptiveMetropolis, AboveAThousandParametersTheProposalIsDiagonalAndCostsOrderK) {
+  for (const Index dim : {kAmDenseMaxDim, kAmDenseMaxDim + 1}) {
+    // Variances 0.01 to 100: sds 100x apart.
+    const Vec variances = Vec::LinSpaced(dim, 0.01, 100.0);
+    const auto target = std::make_shared<testing::GaussianDensity>(Vec::Zero(dim), Mat(variances.asDiagonal()));
+    const bool diagonal = dim > kAmDenseMaxDim;
+    // The curvature start's 2 K gradients are spent above 1000 parameters only when warmup is
+    // longer: with 100 warmup iterations the 1001-parameter chain starts from gamma 2.4^2 / K I.
+    for (const Index warmup : {Index{100}, 2 * dim}) {
+      AdaptiveMetropolisSampler sampler(target, AdaptiveMetropolisConfig{});
+      sampler.init(Vec::Constant(dim, 0.01));
+      sampler.begin_warmup(warmup);
+      const Mat& factor = sampler.state().proposal_cholesky;
+      EXPECT_EQ(factor.cols(), diagonal ? 1 : dim) << dim;
+      EXPECT_EQ(sampler.state().history_m2.cols(), diagonal ? 1 : dim) << dim;
+      EXPECT_NE(sampler.describe().find(diagonal ? "diagonal" : "dense"), std::string::npos) << sampler.describe();
+      const Vec sds = diagonal ? Vec(factor.col(0)) : Vec(factor.rowwise().norm());
+      const double unit = 2.4 * 2.4 / static_cast<double>(dim);
+      if (diagonal && warmup < 2 * dim) {
+        EXPECT_LT((sds.array() / std::sqrt(0.1 * unit) - 1.0).abs().maxCoeff(), 1e-12);
+      } else {  // 2.4^2 / K times the inverse curvature: the target's own variances
+        EXPECT_LT((sds.array() / (unit * variances.array()).sqrt() - 1.0).abs().maxCoeff(), 1e-4) << dim << " " << warmup;
+      }
+      Rng rng(3);
+      for (int t = 0; t < 100; ++t) EXPECT_TRUE(std::isfinite(sampler.transition(rng, true).lp));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace uqnn

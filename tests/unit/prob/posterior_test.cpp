@@ -231,6 +231,35 @@ TEST(Prior, SamplesHaveTheRightVariance) {
   check(LaplacePrior(2, 0.7), 2 * 0.49);
 }
 
+
+// model.json records a Gaussian prior compactly (a network's million parameters must not make
+// megabytes of "0.0"): one number for an isotropic prior, runs for one per layer, every entry when
+// runs would not be shorter. Each form reads back to the same prior, and so do the arrays that
+// runs before the compaction wrote.
+TEST(Prior, AGaussianPriorIsWrittenCompactlyAndReadBackExactly) {
+  const auto roundtrip = [](const GaussianPrior& prior) {
+    const nlohmann::json j = nlohmann::json::parse(prior.to_json().dump());
+    const auto back = std::dynamic_pointer_cast<GaussianPrior>(make_prior(j));
+    EXPECT_TRUE(back && back->mean() == prior.mean() && back->sd() == prior.sd()) << j.dump();
+    return j;
+  };
+  const nlohmann::json isotropic = roundtrip(*GaussianPrior::isotropic(100000, 0.7));
+  EXPECT_EQ(isotropic["sd"], 0.7);
+  EXPECT_EQ(isotropic["mean"], 0.0);
+  ParamLayout layout;
+  layout.add_matrix("w", 300, 20, 20);
+  layout.add_matrix("b", 300, 1, 1);
+  const nlohmann::json per_layer = roundtrip(*GaussianPrior::per_layer(layout, {0.5, 2.0}));
+  EXPECT_EQ(per_layer["sd"], nlohmann::json::parse("[[0.5, 6000], [2.0, 300]]"));
+  Vec varied(4), sd = Vec::Ones(4);
+  varied << 1, 2, 3, 4;
+  EXPECT_TRUE(roundtrip(GaussianPrior(varied, sd))["mean"].is_array());
+  // As runs before the compaction wrote it: arrays and no dim.
+  const auto old = make_prior({{"kind", "gaussian"}, {"mean", {0.0, 1.0}}, {"sd", {2.0, 2.0}}});
+  EXPECT_EQ(old->dim(), 2);
+  EXPECT_THROW(make_prior({{"kind", "gaussian"}, {"dim", 3}, {"mean", 0.0}, {"sd", {{1.0, 2}}}}), InputError);
+  EXPECT_THROW(make_prior({{"kind", "gaussian"}, {"mean", 0.0}, {"sd", 1.0}}), InputError);
+}
 TEST(Views, SubspaceGradientIsTheRestrictedFullGradient) {
   const auto post = make_posterior(setups()[0]);
   const Vec theta = random_point(*post, 8);

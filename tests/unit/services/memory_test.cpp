@@ -67,7 +67,10 @@ TEST(FitMemory, EachMethodsOwnMatricesAreCounted) {
   const FitSize size = size_of(20000);
   const double K2 = 20000.0 * 20000.0 * 8.0;
   // amcmc keeps dense K x K matrices per chain; nuts does not.
-  const MemoryEstimate amcmc = estimate_fit_memory(config_of({{"method", "amcmc"}}), size);
+  // (Above 1000 parameters its default proposal is diagonal: dense only when asked for.)
+  const MemoryEstimate amcmc = estimate_fit_memory(config_of({{"method", "amcmc"}, {"am_covariance", "dense"}}), size);
+  const MemoryEstimate diagonal = estimate_fit_memory(config_of({{"method", "amcmc"}}), size);
+  EXPECT_EQ(diagonal.largest().what.find("adaptive Metropolis"), std::string::npos) << diagonal.largest().what;
   EXPECT_NE(amcmc.largest().what.find("adaptive Metropolis' dense proposal: 4 chains"), std::string::npos) << amcmc.largest().what;
   EXPECT_GE(amcmc.largest().bytes, 4 * 4 * K2);
   const MemoryEstimate nuts = estimate_fit_memory(config_of({{"method", "nuts"}}), size);
@@ -143,7 +146,7 @@ TEST_F(FitMemoryCli, TheEstimateBoundsThePeakMemoryOfRealRuns) {
     const std::string name = method.substr(0, method.find(' '));
     FitConfig c = config_of({{"method", name}, {"threads", 2}, {"arch", "400,400"}});
     c.method_settings.update(config_of(nlohmann::json::parse(name == "ens" ? R"({"method": "ens", "ens_members": 2})"
-                                                                          : R"({"method": "nuts", "chains": 2, "draws": 20})"))
+                                                                          : R"({"method": "nuts", "chains": 2, "draws": 20, "max_depth": 3})"))
                                  .method_settings);
     FitSize size = size_of(400 * 400 + 3 * 400 + 1 + 1);
     size.train_rows = size.all_rows = 20;
