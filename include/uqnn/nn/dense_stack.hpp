@@ -96,6 +96,10 @@ Eigen::Map<const RowMajorMatT<T>> weight_map(const T* theta, Index rows, Index c
 template <typename T, typename WeightGradient>
 void add_weight_gradient(WeightGradient&& dW, const MatT<T>& delta, const MatT<T>& input) {
   constexpr Index kFew = 8;
+  if constexpr (std::is_same_v<T, Dual>) {
+    dW += dual_product(delta, input.transpose());
+    return;
+  }
   if (add_transposed_product<T>(dW, delta, input)) return;
   if (dW.rows() <= kFew / 2) {
     for (Index o = 0; o < dW.rows(); ++o) dW.row(o).noalias() += delta.row(o) * input.transpose();
