@@ -53,6 +53,42 @@ TEST(McmcAdaptiveMetropolis, ProposalFollowsSeed001Schedule) {
   EXPECT_EQ(s.history_count, 221);
 }
 
+// The same schedule with a diagonal proposal: K numbers where the dense one keeps K x K. Sigma_t
+// is gamma 2.4^2 / K (diag C_t + 1e-8), C_t's diagonal the history's sample variances.
+TEST(McmcAdaptiveMetropolis, ADiagonalProposalFollowsTheScheduleWithTheHistorysVariances) {
+  const auto target = testing::correlated_gaussian();
+  AdaptiveMetropolis am(*target);
+  AdaptiveMetropolisParams params;
+  params.t0 = 50;
+  params.t_adapt = 30;
+  params.diagonal = true;
+  AdaptiveMetropolisState s = am.init(target->mean(), params);
+  const double scale = params.gamma * 2.4 * 2.4 / 3.0;
+  ASSERT_EQ(s.proposal_cholesky.cols(), 1);
+  EXPECT_LT((s.proposal_cholesky.col(0).array() - std::sqrt(scale)).abs().maxCoeff(), 1e-15);
+  Rng rng(1);
+  Mat history(3, 1);
+  history.col(0) = s.position;
+  for (long t = 1; t <= 120; ++t) {
+    const Vec before = s.position;
+    AdaptiveMetropolisStep step = am.step(rng, s, params);
+    s = step.state;
+    history.conservativeResize(3, t + 1);
+    history.col(t) = s.position;
+    if (step.info.is_accepted) {  // the move is the proposal's sds times independent normals
+      EXPECT_GT((s.position - before).cwiseAbs().minCoeff(), 0.0) << t;
+    }
+    if (t != 50 && t != 80 && t != 110) continue;
+    EXPECT_TRUE(step.info.covariance_updated) << t;
+    const Vec mean = history.rowwise().mean();
+    const Vec variance = (history.colwise() - mean).rowwise().squaredNorm() / static_cast<double>(t);
+    ASSERT_EQ(history_covariance(s).cols(), 1);
+    EXPECT_LT((history_covariance(s).col(0) - variance).norm(), 1e-12) << t;
+    const Vec sd = (scale * (variance.array() + 1e-8)).sqrt();
+    EXPECT_LT((s.proposal_cholesky.col(0) - sd).norm(), 1e-12 * (1.0 + sd.norm())) << t;
+  }
+}
+
 TEST(McmcAdaptiveMetropolis, CholeskyFallbackAndValidation) {
   bool fallback = true;
   Mat spd(2, 2);
