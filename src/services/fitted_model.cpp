@@ -6,7 +6,6 @@
 #include <fstream>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/io/csv.hpp"
 #include "uqnn/services/fit_output.hpp"
 
 namespace uqnn {

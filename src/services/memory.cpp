@@ -21,7 +21,7 @@ namespace {
 constexpr double kDouble = 8.0;
 /// Vectors of length K one chain or member keeps while it runs: position, gradient, momentum,
 /// metric and its Welford estimator, Adam's moments, the best point so far (measured: about 6 for
-/// an ensemble member; a NUTS chain's tree adds its own, method_nuts.cpp).
+/// an ensemble member; NUTS' trees add their own, detail::nuts_tree_memory).
 constexpr double kWorkingVectorsPerChain = 12.0;
 /// Copies of the draws at the peak: as the method returns them and as posterior.nc's arrays (the
 /// writers read the draws in place; measured in the FitMemoryCli test).
@@ -48,8 +48,8 @@ struct DrawCount {
 DrawCount draws_kept(const FitConfig& config) {
   const auto& s = config.method_settings;
   DrawCount c;
-  if (s.contains("draws")) {  // MCMC: chains (dei-nuts: members) x draws / thin
-    const long chains = setting(s, "chains", setting(s, "members", 1));
+  if (s.contains("draws")) {  // MCMC: chains (dei-nuts, mile: members, 12 unless given) x draws / thin
+    const long chains = setting(s, "chains", setting(s, "members", 12));
     const long per_chain = (setting(s, "draws", 1) + setting(s, "thin", 1) - 1) / std::max(1L, setting(s, "thin", 1));
     c.kept = static_cast<double>(chains) * static_cast<double>(per_chain);
     c.producers = static_cast<double>(chains);

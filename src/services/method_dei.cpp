@@ -324,9 +324,19 @@ MethodSpec checkpointing(MethodSpec spec) {
   spec.checkpoints = true;
   return spec;
 }
-const bool registered_dei = register_method(checkpointing({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
-                                                           "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(),
-                                                           &run_dei_nuts}));
+/// dei-nuts' chains are NUTS chains: their trees (the members' draws and working vectors are
+/// counted for every method, services/memory.cpp).
+MethodSpec dei_nuts_spec() {
+  MethodSpec spec = checkpointing({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
+                                   "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
+  spec.memory = [](const FitConfig& config, Index num_params) {
+    const auto members = config.method_settings.find("members");
+    const double chains = members != config.method_settings.end() && members->is_number() ? members->get<double>() : 12.0;
+    return std::vector<MemoryItem>{detail::nuts_tree_memory(config, num_params, chains)};
+  };
+  return spec;
+}
+const bool registered_dei = register_method(dei_nuts_spec());
 const bool registered_mile =
     register_method(checkpointing({"mile", "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",
                                    "Sommer et al. 2025 (MILE)", {&mile_options().group()}, mile_training_defaults(), &run_mile}));

@@ -4,7 +4,9 @@
 // of a method's chains through the driver. A method's own options live in its method_<name>.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +43,19 @@ inline std::vector<MemoryItem> dense_metric_memory(const FitConfig& config, Inde
   const double K = static_cast<double>(num_params);
   return {{fmt::format("the dense metric: {:.0f} chains x 4 matrices of {:.0f} x {:.0f}", chains, K, K), 4.0 * 8.0 * chains * K * K,
            "--metric diag, or a smaller --arch"}};
+}
+
+/// While it builds a tree NUTS keeps about ten K-vectors per level in each chain (the ends of
+/// every open subtree, their proposals and momentum sums): measured at K = 161k, 1-6 levels
+/// (FitMemoryCli), beside the working vectors every chain has. Counted as 12 for a margin, for
+/// the chains that run at once (`chains`, at most --threads).
+inline MemoryItem nuts_tree_memory(const FitConfig& config, Index num_params, double chains) {
+  const double hardware = std::max(1u, std::thread::hardware_concurrency());
+  const double parallel = std::min(chains, config.threads > 0 ? static_cast<double>(config.threads) : hardware);
+  const double depth = static_cast<double>(config.method_settings.value("max_depth", 10));
+  const double K = static_cast<double>(num_params);
+  return {fmt::format("NUTS trees: {:.0f} chains at a time x {:.0f} levels x 12 vectors of {:.0f}", parallel, depth, K),
+          12.0 * 8.0 * parallel * depth * K, "a smaller --max-depth or --arch, or fewer --threads"};
 }
 
 /// --metric: Stan's windowed metric adaptation, or none (unit metric).

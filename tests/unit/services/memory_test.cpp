@@ -2,6 +2,8 @@
 // says what to change (not std::bad_alloc after the data were read), each method's own matrices are
 // counted, and the estimate is an upper bound of what a real run uses (peak RSS of the CLI).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +77,14 @@ TEST(FitMemory, EachMethodsOwnMatricesAreCounted) {
   EXPECT_GE(amcmc.largest().bytes, 4 * 4 * K2);
   const MemoryEstimate nuts = estimate_fit_memory(config_of({{"method", "nuts"}}), size);
   EXPECT_LT(nuts.total(), 0.05 * amcmc.total());
+  // NUTS' trees, and dei-nuts' (12 members unless --members: 12 chains of kept draws).
+  const auto has = [](const MemoryEstimate& e, const std::string& what) {
+    return std::any_of(e.items.begin(), e.items.end(), [&](const MemoryItem& i) { return i.what.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(has(nuts, "NUTS trees: ")) << nuts.largest().what;
+  const MemoryEstimate dei = estimate_fit_memory(config_of({{"method", "dei-nuts"}, {"threads", 2}}), size);
+  EXPECT_TRUE(has(dei, "NUTS trees: 2 chains at a time x 10 levels")) << dei.largest().what;
+  EXPECT_TRUE(has(dei, "draws kept: 12 chains x 1000 draws")) << dei.largest().what;
   // ... unless its metric is dense (so for hmc and mala).
   for (const char* method : {"nuts", "hmc", "mala"}) {
     const MemoryEstimate dense = estimate_fit_memory(config_of({{"method", method}, {"metric", "dense"}}), size);
