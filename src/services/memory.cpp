@@ -85,11 +85,15 @@ const MemoryItem& MemoryEstimate::largest() const {
   return *std::max_element(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
 }
 
+double concurrent_producers(const FitConfig& config, double producers) {
+  const double hardware = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(producers, config.threads > 0 ? static_cast<double>(config.threads) : hardware);
+}
+
 MemoryEstimate estimate_fit_memory(const FitConfig& config, const FitSize& size) {
   const double K = static_cast<double>(size.num_params);
   const DrawCount draws = draws_kept(config);
-  const double hardware = std::max(1u, std::thread::hardware_concurrency());
-  const double parallel = std::min(draws.producers, config.threads > 0 ? config.threads : hardware);
+  const double parallel = concurrent_producers(config, draws.producers);
   const double batch_rows = config.training.batch_size > 0
                                 ? std::min<double>(static_cast<double>(config.training.batch_size), size.train_rows)
                                 : static_cast<double>(size.train_rows);

@@ -4,9 +4,7 @@
 // of a method's chains through the driver. A method's own options live in its method_<name>.cpp.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
-#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,8 +48,7 @@ inline std::vector<MemoryItem> dense_metric_memory(const FitConfig& config, Inde
 /// (FitMemoryCli), beside the working vectors every chain has. Counted as 12 for a margin, for
 /// the chains that run at once (`chains`, at most --threads).
 inline MemoryItem nuts_tree_memory(const FitConfig& config, Index num_params, double chains) {
-  const double hardware = std::max(1u, std::thread::hardware_concurrency());
-  const double parallel = std::min(chains, config.threads > 0 ? static_cast<double>(config.threads) : hardware);
+  const double parallel = concurrent_producers(config, chains);
   const double depth = static_cast<double>(config.method_settings.value("max_depth", 10));
   const double K = static_cast<double>(num_params);
   return {fmt::format("NUTS trees: {:.0f} chains at a time x {:.0f} levels x 12 vectors of {:.0f}", parallel, depth, K),

@@ -43,6 +43,9 @@ struct FitSize {
 /// Metropolis proposal, SWAG's deviation columns).
 MemoryEstimate estimate_fit_memory(const FitConfig& config, const FitSize& size);
 
+/// How many of `producers` chains or members run at once: at most --threads (0: the machine's cores).
+double concurrent_producers(const FitConfig& config, double producers);
+
 /// Installed physical memory in bytes (sysconf), or 0 when unknown.
 double physical_memory_bytes();
 
