@@ -9,8 +9,8 @@ namespace uqnn {
 void MalaParams::validate(Index dim) const {
   require(std::isfinite(step_size) && step_size > 0.0, "step_size", "finite and > 0");
   require(metric_dim(metric) == 0 || metric_dim(metric) == dim, "MALA inverse metric size", "0 (unit) or the dimension");
-  if (!is_dense(metric)) {
-    const Vec& d = std::get<DiagonalMetric>(metric).inverse_metric;
+  if (const auto* diagonal = std::get_if<DiagonalMetric>(&metric)) {
+    const Vec& d = diagonal->inverse_metric;
     require(d.size() == 0 || (d.array() > 0).all(), "MALA inverse metric", "> 0");
   }
 }
@@ -25,24 +25,10 @@ Vec preconditioned(const Metric& metric, const Vec& grad) {
   return out;
 }
 
-/// D^(1/2) xi, a N(0, D) draw from xi ~ N(0, I): sqrt(D_i) xi_i, or L xi with D = L L^T.
-Vec scaled_noise(const Metric& metric, const Vec& xi) {
-  if (metric_dim(metric) == 0) return xi;
-  if (is_dense(metric)) return std::get<DenseMetric>(metric).inverse_llt.matrixL() * xi;
-  return std::get<DiagonalMetric>(metric).inverse_metric.cwiseSqrt().cwiseProduct(xi);
-}
-
-/// r^T D^-1 r: sum r_i^2 / D_i, or |L^-1 r|^2.
-double inverse_metric_norm2(const Metric& metric, const Vec& r) {
-  if (metric_dim(metric) == 0) return r.squaredNorm();
-  if (is_dense(metric)) return std::get<DenseMetric>(metric).inverse_llt.matrixL().solve(r).squaredNorm();
-  return (r.array().square() / std::get<DiagonalMetric>(metric).inverse_metric.array()).sum();
-}
-
 /// log q(to | from) given the drift direction D grad log p(from).
 double log_proposal(const Vec& to, const Vec& from, const Vec& drift_from, double step_size, const Metric& metric) {
   const double eps2 = step_size * step_size;
-  return -inverse_metric_norm2(metric, to - from - (0.5 * eps2) * drift_from) / (2.0 * eps2);
+  return -metric_norm2(metric, to - from - (0.5 * eps2) * drift_from) / (2.0 * eps2);
 }
 
 }  // namespace
@@ -61,7 +47,7 @@ MalaStep Mala::step(Rng& rng, const GradientState& state, const MalaParams& para
   // D grad at the current state: the forward proposal's drift and its density (computed once).
   const Vec drift = preconditioned(params.metric, state.grad);
   GradientState proposal;
-  proposal.position = state.position + (0.5 * eps * eps) * drift + eps * scaled_noise(params.metric, xi);
+  proposal.position = state.position + (0.5 * eps * eps) * drift + eps * inverse_metric_factor_times(params.metric, xi);
   proposal.grad.resize(dim);
   proposal.log_density = density_->log_density_and_grad(proposal.position, proposal.grad);
   const double u = rng.uniform();

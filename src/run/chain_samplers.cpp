@@ -48,7 +48,7 @@ DrawStats hamiltonian_transition(const Kernel& kernel, const LogDensity& density
   state = std::move(step.state);
   DrawStats stats = stats_of(state, step.info);
   if (adapting) {
-    if (adaptation.learn(warmup_done, accept_of(step.info), state.position, params.step_size, params.metric) &&
+    if (adaptation.learn(warmup_done, accept_of(step.info), state.position, state.grad, params.step_size, params.metric) &&
         adaptation.params().adapt_step_size) {
       params.step_size = initial_step_size(density, params.metric, state.position, params.step_size, rng);
       adaptation.restart_step_size(params.step_size);
@@ -64,9 +64,11 @@ DrawStats hamiltonian_transition(const Kernel& kernel, const LogDensity& density
 std::string describe_metric(const Metric& metric) {
   // The diagonal only: forming the dense matrix of a diagonal metric costs dim^2 memory (20 GB for
   // the 50,000 sampled parameters of a VI-HMC DeepONet run; found by seed 000's Burgers example).
-  const Vec d = is_dense(metric) ? Vec(std::get<DenseMetric>(metric).inverse_metric.diagonal())
-                                 : std::get<DiagonalMetric>(metric).inverse_metric;
+  const Vec d = inverse_metric_diagonal(metric);
   if (d.size() == 0) return fmt::format("metric={} (unit)", metric_name(metric));
+  if (const auto* low_rank = std::get_if<LowRankMetric>(&metric))
+    return fmt::format("metric={} (rank {}), inverse_metric diag min {:.4g} max {:.4g}", metric_name(metric),
+                       low_rank->values.size(), d.minCoeff(), d.maxCoeff());
   return fmt::format("metric={}, inverse_metric diag min {:.4g} max {:.4g}", metric_name(metric), d.minCoeff(),
                      d.maxCoeff());
 }

@@ -28,7 +28,7 @@ const bool registered_hmc = register_method(
      nullptr,
      true,
      &make_hmc,
-     &detail::dense_metric_memory});
+     &detail::metric_memory});
 
 }  // namespace
 

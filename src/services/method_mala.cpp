@@ -28,10 +28,12 @@ const OptionSchema<MalaSettings>& mala_options() {
                                             {"auto", std::nullopt},
                                             {"diag", MetricAdaptation::Diagonal},
                                             {"dense", MetricAdaptation::Dense},
+                                            {"fisher-diag", MetricAdaptation::FisherDiagonal},
+                                            {"low-rank", MetricAdaptation::LowRank},
                                             {"unit", MetricAdaptation::None}},
                                         "inverse metric adapted in Stan's warmup windows (unit: none); dense whitens "
-                                        "correlated parameters, at K^2 memory per chain; auto: dense up to 100 parameters, "
-                                        "diag above")
+                                        "correlated parameters, at K^2 memory per chain; fisher-diag and low-rank use the "
+                                        "draw/gradient pairs (nutpie's); auto: dense up to 100 parameters, diag above")
                             .cite("Girolami & Calderhead 2011 (preconditioned MALA)");
   return s;
 }
@@ -52,7 +54,7 @@ const bool registered_mala = register_method(
      nullptr,
      true,
      &make_mala,
-     &detail::dense_metric_memory});
+     &detail::metric_memory});
 
 }  // namespace
 

@@ -23,7 +23,7 @@ SamplerFactory make_nuts(std::shared_ptr<const LogDensity> density, const nlohma
 }
 
 std::vector<MemoryItem> nuts_memory(const FitConfig& config, Index num_params) {
-  std::vector<MemoryItem> items = detail::dense_metric_memory(config, num_params);
+  std::vector<MemoryItem> items = detail::metric_memory(config, num_params);
   items.push_back(detail::nuts_tree_memory(config, num_params, static_cast<double>(config.method_settings.value("chains", 4L))));
   return items;
 }

@@ -33,14 +33,31 @@ struct ChainStartOptions {
 };
 const OptionSchema<ChainStartOptions>& chain_start_options();
 
-/// With --metric dense, each chain of nuts, hmc and mala holds four K x K matrices: the inverse
-/// metric, its Cholesky factor, the warmup window's Welford covariance and its regularised copy.
-inline std::vector<MemoryItem> dense_metric_memory(const FitConfig& config, Index num_params) {
-  if (config.method_settings.value("metric", std::string("diag")) != "dense") return {};
+/// The metric's memory per chain of nuts, hmc and mala:
+/// - --metric dense: four K x K matrices (the inverse metric, its Cholesky factor, the warmup
+///   window's Welford covariance and its regularised copy);
+/// - --metric low-rank: the largest warmup window's draws and gradients (2 x K x n, n rounded up to
+///   a power of two), and while the metric is estimated about 6 K x n more (centred copies, the
+///   joint span's QR and basis); the metric itself is K (r + 1) with r <= 2n.
+inline std::vector<MemoryItem> metric_memory(const FitConfig& config, Index num_params) {
+  const std::string metric = config.method_settings.value("metric", std::string("diag"));
   const double chains = static_cast<double>(config.method_settings.value("chains", 4L));
   const double K = static_cast<double>(num_params);
-  return {{fmt::format("the dense metric: {:.0f} chains x 4 matrices of {:.0f} x {:.0f}", chains, K, K), 4.0 * 8.0 * chains * K * K,
-           "--metric diag, or a smaller --arch"}};
+  if (metric == "dense")
+    return {{fmt::format("the dense metric: {:.0f} chains x 4 matrices of {:.0f} x {:.0f}", chains, K, K),
+             4.0 * 8.0 * chains * K * K, "--metric diag, or a smaller --arch"}};
+  if (metric != "low-rank") return {};
+  const WindowSchedule schedule(config.method_settings.value("warmup", 1000L));
+  long window = 0;
+  for (const auto& w : schedule.windows()) window = std::max(window, w.end - w.begin);
+  double columns = 16;
+  while (columns < static_cast<double>(window)) columns *= 2;
+  const double parallel = concurrent_producers(config, chains);
+  return {{fmt::format("the low-rank metric's warmup window: {:.0f} chains x 2 x {:.0f} draws of {:.0f}", chains,
+                       columns, K),
+           2.0 * 8.0 * chains * columns * K, "--metric diag or fisher-diag, or a shorter --warmup"},
+          {fmt::format("the low-rank metric's estimate: {:.0f} chains at a time x 6 x {:.0f} x {:.0f}", parallel, columns, K),
+           6.0 * 8.0 * parallel * columns * K, "--metric diag or fisher-diag, or a shorter --warmup"}};
 }
 
 /// While it builds a tree NUTS keeps about ten K-vectors per level in each chain (the ends of
@@ -55,9 +72,14 @@ inline MemoryItem nuts_tree_memory(const FitConfig& config, Index num_params, do
           12.0 * 8.0 * parallel * depth * K, "a smaller --max-depth or --arch, or fewer --threads"};
 }
 
-/// --metric: Stan's windowed metric adaptation, or none (unit metric).
+/// --metric: adapted in Stan's warmup windows from the draws (diag, dense: Stan) or from the draw /
+/// gradient pairs (fisher-diag, low-rank: nutpie's), or none (unit metric).
 inline std::vector<std::pair<std::string, MetricAdaptation>> metric_choices() {
-  return {{"diag", MetricAdaptation::Diagonal}, {"dense", MetricAdaptation::Dense}, {"unit", MetricAdaptation::None}};
+  return {{"diag", MetricAdaptation::Diagonal},
+          {"dense", MetricAdaptation::Dense},
+          {"fisher-diag", MetricAdaptation::FisherDiagonal},
+          {"low-rank", MetricAdaptation::LowRank},
+          {"unit", MetricAdaptation::None}};
 }
 
 /// Adds the warmup options of a Hamiltonian sampler's config (`Config::warmup`, `Config::kernel`):
@@ -71,7 +93,10 @@ OptionSchema<Config>& add_hamiltonian_tuning(OptionSchema<Config>& s) {
       .below(1)
       .cite("Hoffman & Gelman 2014, sec. 3.2; Stan's default 0.8")
       .add_choice("metric", [](Config& c) -> MetricAdaptation& { return c.warmup.metric; }, metric_choices(),
-                  "inverse metric adapted in Stan's warmup windows (unit: none)")
+                  "inverse metric adapted in Stan's warmup windows: diag and dense from the draws (Stan), fisher-diag "
+                  "and low-rank (a diagonal corrected in the strongly correlated directions) from draw/gradient pairs "
+                  "(nutpie's); unit: none")
+      .cite("Stan's diag_e/dense_e; Seyboldt, Carlson & Carpenter 2025 (nutpie)")
       .add_nested("jitter", [](Config& c) -> double& { return c.kernel.step_size_jitter; }, "step-size jitter fraction")
       .at_least(0)
       .below(1);

@@ -44,7 +44,7 @@ struct HmcConfig {
 /// metric.
 struct MalaConfig {
   MalaParams kernel;
-  StanWarmupParams warmup{true, MetricAdaptation::Diagonal, DualAveragingParams{0.574, 0.05, 10.0, 0.75}, {}, true};
+  StanWarmupParams warmup{true, MetricAdaptation::Diagonal, DualAveragingParams{0.574, 0.05, 10.0, 0.75}, {}, true, {}};
   /// Warmup starts from the inverse curvature at the chain's start (diagonal, or dense with a dense
   /// metric) instead of the unit metric, when its 2K gradients are at most the warmup iterations
   /// (HamiltonianSampler::start_metric_from_curvature says why).

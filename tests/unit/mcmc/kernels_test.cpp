@@ -25,6 +25,11 @@ std::vector<KernelCase> kernel_cases() {
   NutsConfig dense;
   dense.warmup.metric = MetricAdaptation::Dense;
   cases.push_back({"NutsDense", dense, 500, 1000});
+  NutsConfig fisher_diagonal, low_rank;
+  fisher_diagonal.warmup.metric = MetricAdaptation::FisherDiagonal;
+  low_rank.warmup.metric = MetricAdaptation::LowRank;
+  cases.push_back({"NutsFisherDiag", fisher_diagonal, 500, 1000});
+  cases.push_back({"NutsLowRank", low_rank, 500, 1000});
   HmcConfig hmc;
   hmc.kernel.num_leapfrog_steps = 8;
   hmc.kernel.step_size_jitter = 0.1;
@@ -45,6 +50,9 @@ std::vector<KernelCase> kernel_cases() {
   hmc_dense.warmup.metric = MetricAdaptation::Dense;
   cases.push_back({"HmcDense", hmc_dense, 500, 1000});
   cases.push_back({"Mala", MalaConfig{}, 1000, 6000});
+  MalaConfig mala_low_rank;
+  mala_low_rank.warmup.metric = MetricAdaptation::LowRank;
+  cases.push_back({"MalaLowRank", mala_low_rank, 1000, 6000});
   AdaptiveMetropolisConfig am;
   am.kernel.t_adapt = 250;
   cases.push_back({"AdaptiveMetropolis", am, 3000, 15000});

@@ -55,6 +55,8 @@ std::vector<SamplerCase> sampler_cases() {
   haario.kernel.t_adapt = 30;
   MalaConfig dense_mala;
   dense_mala.warmup.metric = MetricAdaptation::Dense;
+  NutsConfig low_rank_nuts;  // its warmup state holds the window's draw/gradient pairs
+  low_rank_nuts.warmup.metric = MetricAdaptation::LowRank;
   sgmcmc::SgldParams sgld;
   sgld.batch_size = 50;
   sgld.schedule = sgmcmc::StepSizeSchedule::constant(1e-5);
@@ -65,6 +67,7 @@ std::vector<SamplerCase> sampler_cases() {
   sghmc.schedule = sgmcmc::StepSizeSchedule::constant(1e-4);
   return {
       {"nuts", make_sampler_factory(hard, NutsConfig{}), near_mode},
+      {"nuts low-rank", make_sampler_factory(hard, low_rank_nuts), near_mode},
       {"hmc", make_sampler_factory(hard, HmcConfig{}), near_mode},
       {"mala dense", make_sampler_factory(hard, dense_mala), near_mode},
       {"amcmc windowed", make_sampler_factory(hard, AdaptiveMetropolisConfig{}), near_mode},
