@@ -2,14 +2,19 @@
 /// @file Element-wise activations and their derivatives, vectorised for float and double.
 ///
 /// Why vectorise: std::tanh on doubles runs at ~0.03 G/s here, which alone would cost more than a
-/// whole B2 gradient (BENCHMARKS.md). For double we build tanh and the sigmoid from Eigen's
-/// vectorised exp; for float Eigen's own rational tanh is used. Dual numbers (Hessian-vector
-/// products) take the generic scalar path.
+/// whole B2 gradient (BENCHMARKS.md). tanh, sigmoid and silu (both precisions) and sin / cos (double)
+/// run our packet kernels of activation_kernels.hpp: at most 2 ulp from the correctly rounded value
+/// over the whole range (tests/unit/nn/activation_test.cpp; the previous Eigen-based ones reached
+/// 5.2 ulp for double tanh, 4.2 for float tanh and lost all digits of float sigmoid below -87). On
+/// the 512-bit packet: it measured faster than 256-bit on Zen 4 too (docs/performance.md,
+/// "Activations"). Float sin / cos stay Eigen's (1.4 ulp, and faster than ours). Dual numbers
+/// (Hessian-vector products) take the generic scalar path.
 #include <cmath>
 #include <string>
 #include <type_traits>
 
 #include "uqnn/core/types.hpp"
+#include "uqnn/nn/activation_kernels.hpp"
 #include "uqnn/nn/dual.hpp"
 
 namespace uqnn {
@@ -22,45 +27,13 @@ std::string to_string(Activation activation);
 
 namespace detail {
 
-/// out[i] = tanh(in[i]) for n doubles (`out` may equal `in`), vectorised with Eigen's packet
-/// primitives (8 doubles per AVX-512 register): sign(x) (1 - e^{-2|x|}) / (1 + e^{-2|x|}) with
-/// Eigen's vectorised exp, and for |x| < 0.1, where 1 - e^{-2|x|} would cancel, the odd Taylor series
-/// through x^13 (truncation below 2e-17 relative). Relative error ~1e-15 on both branches.
-/// Why not an Eigen array expression: `select` and `sign` have no packet path in Eigen 3.4, so such
-/// an expression runs the scalar std::exp per element (~0.2 G/s instead of several G/s).
-inline void tanh_kernel(const double* in, double* out, Index n) {
-  namespace ei = Eigen::internal;
-  using Packet = ei::packet_traits<double>::type;
-  constexpr Index kWidth = ei::unpacket_traits<Packet>::size;
-  const Packet one = ei::pset1<Packet>(1.0), minus_two = ei::pset1<Packet>(-2.0);
-  const Packet threshold = ei::pset1<Packet>(0.1), sign_mask = ei::pset1<Packet>(-0.0);
-  const Packet c3 = ei::pset1<Packet>(-1.0 / 3.0), c5 = ei::pset1<Packet>(2.0 / 15.0),
-               c7 = ei::pset1<Packet>(-17.0 / 315.0), c9 = ei::pset1<Packet>(62.0 / 2835.0),
-               c11 = ei::pset1<Packet>(-1382.0 / 155925.0), c13 = ei::pset1<Packet>(21844.0 / 6081075.0);
-  const auto packet = [&](const Packet& x) {
-    const Packet ax = ei::pabs(x);
-    const Packet e = ei::pexp(ei::pmul(minus_two, ax));
-    const Packet t = ei::pdiv(ei::psub(one, e), ei::padd(one, e));
-    const Packet large = ei::por(t, ei::pand(x, sign_mask));  // t >= 0: copy the sign of x
-    const Packet x2 = ei::pmul(x, x);
-    Packet s = ei::pmadd(x2, c13, c11);
-    s = ei::pmadd(x2, s, c9);
-    s = ei::pmadd(x2, s, c7);
-    s = ei::pmadd(x2, s, c5);
-    s = ei::pmadd(x2, s, c3);
-    s = ei::pmadd(x2, s, one);
-    const Packet small = ei::pmul(x, s);
-    return ei::pselect(ei::pcmp_lt(ax, threshold), small, large);
-  };
-  Index i = 0;
-  for (; i + kWidth <= n; i += kWidth) ei::pstoreu(out + i, packet(ei::ploadu<Packet>(in + i)));
-  if (i < n) {  // the tail through a padded buffer, so every element takes the same arithmetic
-    alignas(64) double buffer[kWidth] = {};
-    for (Index k = i; k < n; ++k) buffer[k - i] = in[k];
-    ei::pstoreu(buffer, packet(ei::ploadu<Packet>(buffer)));
-    for (Index k = i; k < n; ++k) out[k] = buffer[k - i];
-  }
-}
+/// The packet width the kernels use: Eigen's widest for the build (8 doubles / 16 floats with
+/// AVX-512), which measured faster than the 256-bit half on Zen 4 (bench/activation_bench.cpp).
+template <typename T>
+using ActivationPacket = typename Eigen::internal::packet_traits<T>::type;
+
+/// out[i] = tanh(in[i]) for n doubles (`out` may equal `in`); kept under this name for callers.
+inline void tanh_kernel(const double* in, double* out, Index n) { tanh_array<ActivationPacket<double>>(in, out, n); }
 
 }  // namespace detail
 
@@ -68,21 +41,27 @@ inline void tanh_kernel(const double* in, double* out, Index n) {
 template <typename T>
 void activate(Activation activation, const MatT<T>& Z, MatT<T>& A) {
   if constexpr (std::is_floating_point_v<T>) {
+    using Packet = detail::ActivationPacket<T>;
     const auto z = Z.array();
+    if (activation == Activation::Relu) {
+      A = z.max(T(0)).matrix();
+      return;
+    }
+    if (activation == Activation::Identity) {
+      A = Z;
+      return;
+    }
+    if (activation == Activation::Sine && std::is_same_v<T, float>) {  // Eigen's: 1.4 ulp, faster
+      A = z.sin().matrix();
+      return;
+    }
+    A.resize(Z.rows(), Z.cols());  // a no-op when A is Z
     switch (activation) {
-      case Activation::Tanh:
-        if constexpr (std::is_same_v<T, float>) {
-          A = z.tanh().matrix();
-        } else {
-          A.resize(Z.rows(), Z.cols());
-          detail::tanh_kernel(Z.data(), A.data(), Z.size());
-        }
-        return;
-      case Activation::Relu: A = z.max(T(0)).matrix(); return;
-      case Activation::Sigmoid: A = (T(1) / (T(1) + (-z).exp())).matrix(); return;
-      case Activation::Silu: A = (z / (T(1) + (-z).exp())).matrix(); return;
-      case Activation::Sine: A = z.sin().matrix(); return;
-      case Activation::Identity: A = Z; return;
+      case Activation::Tanh: detail::tanh_array<Packet>(Z.data(), A.data(), Z.size()); return;
+      case Activation::Sigmoid: detail::sigmoid_array<Packet>(Z.data(), A.data(), Z.size()); return;
+      case Activation::Silu: detail::silu_array<Packet>(Z.data(), A.data(), Z.size()); return;
+      case Activation::Sine: detail::sincos_array<Packet, false>(Z.data(), A.data(), Z.size()); return;
+      default: return;
     }
   } else {
     using std::exp;
@@ -118,7 +97,11 @@ void activation_backward(Activation activation, const MatT<T>& Z, const MatT<T>&
       return;
     }
     case Activation::Sine:
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (std::is_same_v<T, double>) {
+        MatT<T> c(Z.rows(), Z.cols());
+        detail::sincos_array<detail::ActivationPacket<T>, true>(Z.data(), c.data(), Z.size());
+        d *= c.array();
+      } else if constexpr (std::is_floating_point_v<T>) {
         d *= Z.array().cos();
       } else {
         using std::cos;
