@@ -32,7 +32,7 @@ namespace uqnn::bench {
 namespace {
 
 struct Options {
-  std::string method, problem = "B1", csv;
+  std::string method, problem = "B1", csv, metric = "diag";
   int chains = 1, threads = 1, max_depth = 10, steps = 10;
   long warmup = 0, draws = 100;
   double step_size = 0.0;
@@ -51,6 +51,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--draws", o.draws)->capture_default_str();
   app.add_option("--step-size", o.step_size, "0 = found in warmup")->capture_default_str();
   app.add_option("--seed", o.seed)->capture_default_str();
+  app.add_option("--metric", o.metric, "nuts: the metric warmup adapts")
+      ->check(CLI::IsMember({"diag", "dense", "fisher-diag", "low-rank"}))
+      ->capture_default_str();
 }
 
 void write_csv(const std::string& path, const RunResult& result, const Problem& problem, const Posterior& posterior) {
@@ -104,6 +107,10 @@ int run(const Options& o) {
   } else {
     NutsConfig nuts;  // Stan's defaults: diagonal metric, target acceptance 0.8, 75/25/50 windows
     nuts.kernel.max_depth = o.max_depth;
+    nuts.warmup.metric = o.metric == "dense"         ? MetricAdaptation::Dense
+                         : o.metric == "fisher-diag" ? MetricAdaptation::FisherDiagonal
+                         : o.metric == "low-rank"    ? MetricAdaptation::LowRank
+                                                     : MetricAdaptation::Diagonal;
     if (o.step_size > 0) nuts.kernel.step_size = o.step_size;
     config = nuts;
     run.num_warmup = o.warmup;
@@ -133,6 +140,7 @@ int run(const Options& o) {
                            {"wall_seconds", wall},
                            {"cpu_seconds", cpu},
                            {"gradients", gradients},
+                           {"metric", o.metric},
                            {"lp_at_theta_ref", posterior->log_density(problem.theta_ref) - log_normalising_constants(problem)},
                            {"mean_accept_stat", draws > 0 ? accept / static_cast<double>(draws) : 0.0},
                            {"samplers", result.sampler_descriptions}};

