@@ -162,7 +162,7 @@ TEST_F(Options, BadValuesAreErrorsNamingTheOptionAndItsValidValues) {
   };
   EXPECT_NE(message({{"method", "ens"}, {"ens_members", 0}}).find("ens_members: 0 is invalid: it must be an integer >= 1"),
             std::string::npos);
-  EXPECT_NE(message({{"method", "nuts"}, {"metric", "full"}}).find("one of: diag, dense, unit"), std::string::npos);
+  EXPECT_NE(message({{"method", "nuts"}, {"metric", "full"}}).find("one of: diag, dense, fisher-diag, low-rank, unit"), std::string::npos);
   EXPECT_NE(message({{"method", "nuts"}, {"num_steps", 5}}).find("num_steps: does not apply to --method nuts; it is an option of hmc"),
             std::string::npos);
   EXPECT_NE(message({{"method", "map"}, {"no_such", 1}}).find("no_such: there is no such option"), std::string::npos);
