@@ -63,12 +63,8 @@ void activate(Activation f, const MatT<T>& Z, MatT<T>& A) {
   const auto z = Z.array();
   switch (f) {
     case Activation::Tanh:
-      if constexpr (std::is_same_v<T, float>) {
-        A = z.tanh().matrix();
-      } else {
-        A.resize(Z.rows(), Z.cols());
-        tanh_kernel(Z.data(), A.data(), Z.size());
-      }
+      A.resize(Z.rows(), Z.cols());
+      tanh_kernel(Z.data(), A.data(), Z.size());
       return;
     case Activation::Sigmoid: A = (T(1) / (T(1) + (-z).exp())).matrix(); return;
     case Activation::Silu: A = (z / (T(1) + (-z).exp())).matrix(); return;
@@ -122,7 +118,8 @@ void sleef_kernel(Activation f, const MatT<T>& Z, MatT<T>& A) {
   const Index n = Z.size();
   const T* in = Z.data();
   T* out = A.data();
-  if constexpr (std::is_same_v<T, double>) {
+  static_assert(std::is_same_v<T, double>, "the library's kernels are double only");
+  {
     const __m512d one = _mm512_set1_pd(1.0);
     for (Index i = 0; i + 8 <= n; i += 8) {
       const __m512d x = _mm512_loadu_pd(in + i);
@@ -134,19 +131,6 @@ void sleef_kernel(Activation f, const MatT<T>& Z, MatT<T>& A) {
         default: y = _mm512_div_pd(x, _mm512_add_pd(one, Sleef_expd8_u10avx512f(_mm512_sub_pd(_mm512_setzero_pd(), x)))); break;
       }
       _mm512_storeu_pd(out + i, y);
-    }
-  } else {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (Index i = 0; i + 16 <= n; i += 16) {
-      const __m512 x = _mm512_loadu_ps(in + i);
-      __m512 y;
-      switch (f) {
-        case Activation::Tanh: y = Sleef_tanhf16_u10avx512f(x); break;
-        case Activation::Sine: y = Sleef_sinf16_u10avx512f(x); break;
-        case Activation::Sigmoid: y = _mm512_div_ps(one, _mm512_add_ps(one, Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), x)))); break;
-        default: y = _mm512_div_ps(x, _mm512_add_ps(one, Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), x)))); break;
-      }
-      _mm512_storeu_ps(out + i, y);
     }
   }
 }
