@@ -22,6 +22,12 @@ double hamiltonian(const Metric& metric, const PhasePoint& point) {
   return std::isnan(h) ? std::numeric_limits<double>::infinity() : h;
 }
 
+double hamiltonian(const PhasePoint& point, const Vec& velocity) {
+  if (!std::isfinite(point.log_density)) return std::numeric_limits<double>::infinity();
+  const double h = -point.log_density + 0.5 * point.momentum.dot(velocity);
+  return std::isnan(h) ? std::numeric_limits<double>::infinity() : h;
+}
+
 bool leapfrog(const LogDensity& density, const Metric& metric, double step_size, PhasePoint& point, Vec& scratch) {
   const double half = 0.5 * step_size;
   point.momentum.noalias() += half * point.grad;

@@ -67,7 +67,8 @@ class TreeBuilder {
     if (depth == 0) {
       const bool finite = leapfrog(density_, metric_, sign * eps_, z, scratch_);
       ++n_leapfrog_;
-      const double h = finite ? hamiltonian(metric_, z) : std::numeric_limits<double>::infinity();
+      if (finite) velocity(metric_, z.momentum, scratch_);  // p sharp, and K(p) = p . p sharp / 2
+      const double h = finite ? hamiltonian(z, scratch_) : std::numeric_limits<double>::infinity();
       if (!(h - h0 <= max_delta_h_)) divergent_ = true;  // also for h = inf / NaN
       if (divergent_) return false;
       log_sum_weight = log_sum_exp(log_sum_weight, h0 - h);
@@ -76,7 +77,7 @@ class TreeBuilder {
       z_propose.momentum = z.momentum;
       z_propose.grad = z.grad;
       z_propose.log_density = z.log_density;
-      velocity(metric_, z.momentum, p_sharp_beg);
+      p_sharp_beg = scratch_;
       p_sharp_end = p_sharp_beg;
       rho += z.momentum;
       p_beg = z.momentum;
@@ -163,7 +164,7 @@ NutsStep Nuts::step(Rng& rng, const GradientState& state, const NutsParams& para
   Vec rho_fwd(dim), rho_bck(dim), rho_extended(dim);
 
   double log_sum_weight = 0.0;  // log of the weight exp(H0 - H0) of the initial point
-  const double h0 = hamiltonian(metric, z);
+  const double h0 = hamiltonian(z, p_sharp0);  // as at the leaves
   TreeBuilder tree(*density_, metric, eps, params.divergence_threshold, params.max_depth, dim, rng);
 
   int depth = 0;

@@ -22,6 +22,9 @@ bool evaluate(const LogDensity& density, PhasePoint& point);
 
 /// H(q, p) = -log p(q) + K(p); +inf for an invalid point (non-finite log density or gradient).
 double hamiltonian(const Metric& metric, const PhasePoint& point);
+/// The same from the velocity v = M^-1 p already computed: K(p) = p . v / 2. NUTS needs v at every
+/// leaf anyway (p sharp), so a dense or low-rank metric is applied once there instead of twice.
+double hamiltonian(const PhasePoint& point, const Vec& velocity);
 
 /// One leapfrog step of size `step_size` (negative integrates backwards) in place:
 /// p += eps/2 grad; q += eps M^-1 p; grad = grad log p(q); p += eps/2 grad.
