@@ -16,12 +16,14 @@ Writes bench/results/k_scaling.jsonl (one line per method and K) and prints a Ma
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -48,16 +50,6 @@ METHODS = {
     "sgld": (COMMON_MCMC + ["--step-size", "1e-7"], "--draws"),
 }
 KEPT_DRAWS = 10
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def write_data(path):

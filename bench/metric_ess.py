@@ -23,18 +23,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from samplers_vs_torch_stan_numpyro import summarise, read_long_csv  # noqa: E402
+from bench_util import cpu_model  # noqa: E402
 
 METRICS = ["diag", "dense", "fisher-diag", "low-rank"]
 YACHT_NETWORK = ["--arch", "16,16", "--activation", "relu", "--likelihood", "heteroscedastic", "--prior", "gaussian",
                  "--prior-sigma", "1"]
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def run_bench_problem(build, problem, metric, chains, warmup, draws, seed, results):

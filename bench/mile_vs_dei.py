@@ -28,6 +28,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
+
 DATA_SETS = ["airfoil", "concrete", "energy", "yacht"]
 NETWORK = ["--arch", "16,16", "--activation", "relu", "--likelihood", "heteroscedastic", "--prior", "gaussian",
            "--prior-sigma", "1", "--precision", "float32"]
@@ -158,17 +161,6 @@ def main():
     print(text)
     with open(args.out, "w") as f:
         f.write(text)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 if __name__ == "__main__":

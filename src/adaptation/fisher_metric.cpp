@@ -61,18 +61,17 @@ Metric estimate_low_rank_metric(const Mat& draws, const Mat& grads, const LowRan
   const Mat x = (draws.colwise() - draws.rowwise().mean()).array().colwise() / scale.array();
   const Mat g = (grads.colwise() - grads.rowwise().mean()).array().colwise() * scale.array();
 
-  // An orthonormal basis Q of span(x', g'); the whole space when 2n >= K.
+  // An orthonormal basis Q of span(x', g'); none (the whole space, Q = I) when 2n >= K.
+  const bool whole_space = 2 * draws.cols() >= dim;
   Mat basis;
-  if (2 * draws.cols() >= dim) {
-    basis = Mat::Identity(dim, dim);
-  } else {
+  if (!whole_space) {
     Mat joint(dim, 2 * draws.cols());
     joint << x, g;
     const Eigen::ColPivHouseholderQR<Mat> qr(joint);
     basis = qr.householderQ() * Mat::Identity(dim, std::max<Index>(qr.rank(), 1));
   }
-  const Mat px = basis.transpose() * x, pg = basis.transpose() * g;
-  const Index d = basis.cols();
+  const Mat px = whole_space ? x : Mat(basis.transpose() * x), pg = whole_space ? g : Mat(basis.transpose() * g);
+  const Index d = px.rows();
   const Mat cov_x = px * px.transpose() / params.gamma + Mat::Identity(d, d);
   const Mat cov_g = pg * pg.transpose() / params.gamma + Mat::Identity(d, d);
 
@@ -94,7 +93,8 @@ Metric estimate_low_rank_metric(const Mat& draws, const Mat& grads, const LowRan
   Vec values(static_cast<Index>(kept.size()));
   for (std::size_t k = 0; k < kept.size(); ++k) {
     const auto column = static_cast<Index>(k);
-    vectors.col(column) = basis * eigen_sigma.eigenvectors().col(kept[k]);
+    vectors.col(column) = whole_space ? Vec(eigen_sigma.eigenvectors().col(kept[k]))
+                                      : Vec(basis * eigen_sigma.eigenvectors().col(kept[k]));
     values[column] = eigen_sigma.eigenvalues()[kept[k]];
   }
   return make_low_rank_metric(scale, std::move(vectors), std::move(values));

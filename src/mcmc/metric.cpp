@@ -132,19 +132,9 @@ Vec inverse_metric_diagonal(const Metric& metric) {
 double kinetic_energy(const Metric& metric, const Vec& momentum) {
   if (const auto* d = std::get_if<DiagonalMetric>(&metric))
     return 0.5 * (momentum.array().square() * d->inverse_metric.array()).sum();
-  if (const auto* m = std::get_if<LowRankMetric>(&metric)) {
-    // p^T S B S p = |S p|^2 + sum_j (lambda_j - 1) (u_j . S p)^2
-    thread_local Vec whitened, coefficients;
-    whitened = m->scale.cwiseProduct(momentum);
-    double energy = whitened.squaredNorm();
-    if (m->values.size() > 0) {
-      coefficients.noalias() = m->vectors.transpose() * whitened;
-      energy += (coefficients.array().square() * (m->values.array() - 1.0)).sum();
-    }
-    return 0.5 * energy;
-  }
-  const auto& m = std::get<DenseMetric>(metric);
-  return 0.5 * momentum.dot(m.inverse_metric * momentum);
+  Vec v;  // dense and low rank: p . M^-1 p (NUTS' leaves reuse the velocity instead, integrator.hpp)
+  velocity(metric, momentum, v);
+  return 0.5 * momentum.dot(v);
 }
 
 void velocity(const Metric& metric, const Vec& momentum, Vec& out) {

@@ -32,8 +32,6 @@ namespace detail {
 template <typename T>
 using ActivationPacket = typename Eigen::internal::packet_traits<T>::type;
 
-/// out[i] = tanh(in[i]) for n doubles (`out` may equal `in`); kept under this name for callers.
-inline void tanh_kernel(const double* in, double* out, Index n) { tanh_array<ActivationPacket<double>>(in, out, n); }
 
 }  // namespace detail
 

@@ -12,25 +12,44 @@
 namespace uqnn {
 namespace {
 
-TEST(McmcAdaptiveMetropolis, ProposalFollowsSeed001Schedule) {
-  const auto target = testing::correlated_gaussian();
-  AdaptiveMetropolis am(*target);
+/// Seed 001's schedule as the schedule tests run it: t0 = 50, t_adapt = 30 (updates at t = 50, 80,
+/// 110), from the correlated Gaussian's mean, keeping the chain's history w_0..w_t.
+struct ScheduledChain {
+  std::shared_ptr<testing::GaussianDensity> target = testing::correlated_gaussian();
+  AdaptiveMetropolis am{*target};
   AdaptiveMetropolisParams params;
-  params.t0 = 50;
-  params.t_adapt = 30;
-  AdaptiveMetropolisState s = am.init(target->mean(), params);
-  const double scale = params.gamma * 2.4 * 2.4 / 3.0;
-  Mat sigma = s.proposal_cholesky * s.proposal_cholesky.transpose();
+  AdaptiveMetropolisState state;
+  Rng rng{1};
+  Mat history;  ///< one column per iteration, w_0 first
+
+  explicit ScheduledChain(bool diagonal) {
+    params.t0 = 50;
+    params.t_adapt = 30;
+    params.diagonal = diagonal;
+    state = am.init(target->mean(), params);
+    history = state.position;
+  }
+  /// One iteration; its position joins the history.
+  AdaptiveMetropolisStep step() {
+    AdaptiveMetropolisStep step = am.step(rng, state, params);
+    state = step.state;
+    history.conservativeResize(Eigen::NoChange, history.cols() + 1);
+    history.col(history.cols() - 1) = state.position;
+    return step;
+  }
+  /// gamma 2.4^2 / K, the proposal's scale on the history's covariance.
+  double scale() const { return params.gamma * 2.4 * 2.4 / 3.0; }
+};
+
+TEST(McmcAdaptiveMetropolis, ProposalFollowsSeed001Schedule) {
+  ScheduledChain chain(false);
+  const double scale = chain.scale();
+  Mat sigma = chain.state.proposal_cholesky * chain.state.proposal_cholesky.transpose();
   EXPECT_LT((sigma - scale * Mat::Identity(3, 3)).norm(), 1e-14);  // a diagonal, not 0.01 added everywhere
-  Rng rng(1);
-  Mat history(3, 1);
-  history.col(0) = s.position;
   for (long t = 1; t <= 120; ++t) {
-    const Mat before = s.proposal_cholesky;
-    AdaptiveMetropolisStep step = am.step(rng, s, params);
-    s = step.state;
-    history.conservativeResize(3, t + 1);
-    history.col(t) = s.position;
+    const Mat before = chain.state.proposal_cholesky;
+    const AdaptiveMetropolisStep step = chain.step();
+    const AdaptiveMetropolisState& s = chain.state;
     const bool expected_update = t == 50 || t == 80 || t == 110;
     EXPECT_EQ(step.info.covariance_updated, expected_update) << t;
     if (!expected_update) {
@@ -38,50 +57,39 @@ TEST(McmcAdaptiveMetropolis, ProposalFollowsSeed001Schedule) {
       continue;
     }
     // Sigma_t = gamma 2.4^2 / K (C_t + 1e-8 I), C_t the sample covariance of w_0..w_t.
-    const Vec mean = history.rowwise().mean();
-    const Mat centred = history.colwise() - mean;
+    const Vec mean = chain.history.rowwise().mean();
+    const Mat centred = chain.history.colwise() - mean;
     const Mat c = centred * centred.transpose() / static_cast<double>(t);
     sigma = s.proposal_cholesky * s.proposal_cholesky.transpose();
     EXPECT_LT((sigma - scale * (c + 1e-8 * Mat::Identity(3, 3))).norm(), 1e-12 * (1.0 + sigma.norm())) << t;
     EXPECT_LT((history_covariance(s) - c).norm(), 1e-12);
   }
   // Frozen: statistics update, Sigma does not.
-  params.adapt = false;
-  const Mat frozen = s.proposal_cholesky;
-  for (int i = 0; i < 100; ++i) s = am.step(rng, s, params).state;
-  EXPECT_TRUE(frozen == s.proposal_cholesky);
-  EXPECT_EQ(s.history_count, 221);
+  chain.params.adapt = false;
+  const Mat frozen = chain.state.proposal_cholesky;
+  for (int i = 0; i < 100; ++i) chain.state = chain.am.step(chain.rng, chain.state, chain.params).state;
+  EXPECT_TRUE(frozen == chain.state.proposal_cholesky);
+  EXPECT_EQ(chain.state.history_count, 221);
 }
 
 // The same schedule with a diagonal proposal: K numbers where the dense one keeps K x K. Sigma_t
 // is gamma 2.4^2 / K (diag C_t + 1e-8), C_t's diagonal the history's sample variances.
 TEST(McmcAdaptiveMetropolis, ADiagonalProposalFollowsTheScheduleWithTheHistorysVariances) {
-  const auto target = testing::correlated_gaussian();
-  AdaptiveMetropolis am(*target);
-  AdaptiveMetropolisParams params;
-  params.t0 = 50;
-  params.t_adapt = 30;
-  params.diagonal = true;
-  AdaptiveMetropolisState s = am.init(target->mean(), params);
-  const double scale = params.gamma * 2.4 * 2.4 / 3.0;
-  ASSERT_EQ(s.proposal_cholesky.cols(), 1);
-  EXPECT_LT((s.proposal_cholesky.col(0).array() - std::sqrt(scale)).abs().maxCoeff(), 1e-15);
-  Rng rng(1);
-  Mat history(3, 1);
-  history.col(0) = s.position;
+  ScheduledChain chain(true);
+  const double scale = chain.scale();
+  ASSERT_EQ(chain.state.proposal_cholesky.cols(), 1);
+  EXPECT_LT((chain.state.proposal_cholesky.col(0).array() - std::sqrt(scale)).abs().maxCoeff(), 1e-15);
   for (long t = 1; t <= 120; ++t) {
-    const Vec before = s.position;
-    AdaptiveMetropolisStep step = am.step(rng, s, params);
-    s = step.state;
-    history.conservativeResize(3, t + 1);
-    history.col(t) = s.position;
+    const Vec before = chain.state.position;
+    const AdaptiveMetropolisStep step = chain.step();
+    const AdaptiveMetropolisState& s = chain.state;
     if (step.info.is_accepted) {  // the move is the proposal's sds times independent normals
       EXPECT_GT((s.position - before).cwiseAbs().minCoeff(), 0.0) << t;
     }
     if (t != 50 && t != 80 && t != 110) continue;
     EXPECT_TRUE(step.info.covariance_updated) << t;
-    const Vec mean = history.rowwise().mean();
-    const Vec variance = (history.colwise() - mean).rowwise().squaredNorm() / static_cast<double>(t);
+    const Vec mean = chain.history.rowwise().mean();
+    const Vec variance = (chain.history.colwise() - mean).rowwise().squaredNorm() / static_cast<double>(t);
     ASSERT_EQ(history_covariance(s).cols(), 1);
     EXPECT_LT((history_covariance(s).col(0) - variance).norm(), 1e-12) << t;
     const Vec sd = (scale * (variance.array() + 1e-8)).sqrt();
