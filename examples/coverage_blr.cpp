@@ -85,9 +85,10 @@ ExactPosterior exact_posterior(const Mat& phi, const Vec& y) {
 }
 
 /// Column k: the draws of parameter k ([draws, 5]; diagnostics' pooled statistics take columns).
-Mat draw_matrix(const std::vector<Vec>& draws) {
-  Mat m(static_cast<Index>(draws.size()), 5);
-  for (std::size_t d = 0; d < draws.size(); ++d) m.row(static_cast<Index>(d)) = draws[d].transpose();
+/// Every draw as a row, [draws, 5].
+Mat draw_matrix(const Draws& draws) {
+  Mat m(draws.size(), 5);
+  draws.for_each([&](Index s, const Vec& theta) { m.row(s) = theta.transpose(); });
   return m;
 }
 

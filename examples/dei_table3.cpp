@@ -181,14 +181,14 @@ Metrics combine(const std::vector<ChainAccumulator>& acc, int chains, long draws
 }
 
 /// Member / draw metrics from a list of thetas treated as equally weighted draws.
-Metrics metrics_of(const Posterior& post, const std::vector<Vec>& thetas, const Mat& x, const Mat& y) {
-  Mat log_lik(static_cast<Index>(thetas.size()), x.cols());
+Metrics metrics_of(const Posterior& post, const Draws& draws, const Mat& x, const Mat& y) {
+  Mat log_lik(draws.size(), x.cols());
   Mat mean = Mat::Zero(y.rows(), y.cols());
-  for (std::size_t s = 0; s < thetas.size(); ++s) {
-    const Mat out = post.model().forward(thetas[s].head(post.model().num_params()), x);
-    log_lik.row(static_cast<Index>(s)) = post.likelihood().pointwise_log_likelihood(out, y, post.extra_params(thetas[s])).transpose();
-    mean += post.likelihood().mean(out) / static_cast<double>(thetas.size());
-  }
+  draws.for_each([&](Index s, const Vec& theta) {
+    const Mat out = post.model().forward(theta.head(post.model().num_params()), x);
+    log_lik.row(s) = post.likelihood().pointwise_log_likelihood(out, y, post.extra_params(theta)).transpose();
+    mean += post.likelihood().mean(out) / static_cast<double>(draws.size());
+  });
   return {std::sqrt((mean - y).squaredNorm() / static_cast<double>(y.size())), diagnostics::lppd(log_lik)};
 }
 
@@ -349,11 +349,11 @@ int main(int argc, char** argv) try {
       double dnn_rmse = 0, dnn_lppd = 0;
       for (const auto& m : r.members) {
         members.push_back(m.theta);
-        const Metrics one = metrics_of(*p.posterior, {m.theta}, p.test_x, p.test_y);
+        const Metrics one = metrics_of(*p.posterior, Draws::independent({m.theta}), p.test_x, p.test_y);
         dnn_rmse += one.rmse / static_cast<double>(r.members.size());
         dnn_lppd += one.lppd / static_cast<double>(r.members.size());
       }
-      const Metrics de = metrics_of(*p.posterior, members, p.test_x, p.test_y);
+      const Metrics de = metrics_of(*p.posterior, Draws::independent(members), p.test_x, p.test_y);
       col["dnn_rmse"].push_back(dnn_rmse);
       col["dnn_lppd"].push_back(dnn_lppd);
       col["de_rmse"].push_back(de.rmse);
@@ -439,14 +439,14 @@ int main(int argc, char** argv) try {
           for (int c = 0; c < chains; ++c)
             for (Index s = 0; s < r.run.draws[static_cast<std::size_t>(c)].rows(); s += std::max<long>(1, o.draws / 100))
               draws.push_back(r.run.draws[static_cast<std::size_t>(c)].row(s).transpose());
-          const PredictiveDraws pd = predict_draws(p.posterior->model(), p.posterior->likelihood(), draws, p.test_x);
+          const PredictiveDraws pd = predict_draws(p.posterior->model(), p.posterior->likelihood(), Draws::independent(draws), p.test_x);
           const PredictiveSummary sum = summarize_predictive(pd, levels, rng);
           const RegressionMetrics rm = regression_metrics(pd, sum, p.test_y, p.test_y, 0.0);
           calibration.emplace_back(fmt::format("DEI-MCMC, {} chain{}", chains, chains == 1 ? "" : "s"), rm.coverage);
           for (const auto& [level, c] : rm.coverage) results[name]["coverage_split0"][std::to_string(chains)][fmt::format("{:.2f}", level)] = c;
         }
         {
-          const PredictiveDraws pd = predict_draws(p.posterior->model(), p.posterior->likelihood(), members, p.test_x);
+          const PredictiveDraws pd = predict_draws(p.posterior->model(), p.posterior->likelihood(), Draws::independent(members), p.test_x);
           const PredictiveSummary sum = summarize_predictive(pd, levels, rng);
           calibration.emplace_back("deep ensemble", regression_metrics(pd, sum, p.test_y, p.test_y, 0.0).coverage);
         }
@@ -497,10 +497,7 @@ int main(int argc, char** argv) try {
           params.warmup = start == "prior" ? o.dying_warmup : o.warmup;
           params.draws = o.dying_draws;
           const DeiMcmcResult r = run_dei_mcmc(p.posterior, params, 7, p.test_x, p.test_y);
-          std::vector<Vec> draws;
-          std::vector<Index> chain_of_draw;
-          r.merged(draws, chain_of_draw);
-          const Metrics all = metrics_of(*p.posterior, draws, p.test_x, p.test_y);
+          const Metrics all = metrics_of(*p.posterior, r.merged(), p.test_x, p.test_y);
           std::vector<double> rmse(r.chain_rmse.data(), r.chain_rmse.data() + r.chain_rmse.size());
           std::sort(rmse.begin(), rmse.end());
           const int better = r.run.num_chains() - r.num_dying;

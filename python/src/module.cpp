@@ -84,12 +84,17 @@ py::array_t<double> rows_of(const Mat& m) {  // [d, n] -> (n, d)
   return out;
 }
 
-py::array_t<double> draws_array(const std::vector<Vec>& draws) {  // (S, K)
-  const Index K = draws.empty() ? 0 : draws.front().size();
-  py::array_t<double> out({static_cast<Index>(draws.size()), K});
+/// The draws as (S, K), chain after chain (draws.csv's rows); `map`, when given, turns each theta
+/// into the row stored.
+py::array_t<double> draws_array(const Draws& draws, const std::function<Vec(const Vec&)>& map = {}) {
+  if (draws.empty()) return py::array_t<double>(std::vector<Index>{0, 0});
+  const Index K = map ? map(draws.draw(0)).size() : draws.dim();
+  py::array_t<double> out({draws.size(), K});
   auto r = out.mutable_unchecked<2>();
-  for (std::size_t s = 0; s < draws.size(); ++s)
-    for (Index k = 0; k < K; ++k) r(static_cast<Index>(s), k) = draws[s][k];
+  draws.for_each([&](Index s, const Vec& theta) {
+    const Vec row = map ? map(theta) : theta;
+    for (Index k = 0; k < K; ++k) r(s, k) = row[k];
+  });
   return out;
 }
 
@@ -516,14 +521,14 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("network_weights",
                              [](const FittedModel& f) {
                                const auto* non_centred = dynamic_cast<const NonCentredModel*>(&f.model());
-                               std::vector<Vec> w;
-                               for (const Vec& theta : f.draws()) {
+                               return draws_array(f.draws(), [&](const Vec& theta) -> Vec {
                                  const Vec u = theta.head(f.model().num_params());
-                                 w.push_back(non_centred ? non_centred->network_params(u) : u);
-                               }
-                               return draws_array(w);
+                                 return non_centred ? non_centred->network_params(u) : u;
+                               });
                              })
-      .def_property_readonly("chain_of_draw", &FittedModel::chain_of_draw)
+      .def_property_readonly("num_draws", [](const FittedModel& f) { return f.draws().size(); })
+      // posterior.nc's chains (io/netcdf_inference_data.hpp): draws (S, K) reshape to (C, S / C, K).
+      .def_property_readonly("posterior_chains", [](const FittedModel& f) { return posterior_chains(f.draws()); })
       // Active learning's scores per row of X (predictive/acquisition.hpp): "bald" (nats) or
       // "max-variance" (the epistemic variance, in the target's units squared).
       .def("acquisition",

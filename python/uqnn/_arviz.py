@@ -21,12 +21,11 @@ def to_inference_data(est, X=None, y=None):
     names = est.param_names
     posterior = {"theta": draws}
     # Pointwise log-likelihood and one predictive draw per posterior draw, in draws.csv order
-    # (chain-major, as est.draws is built).
-    order = np.argsort(np.asarray(f.chain_of_draw), kind="stable") if C > 1 else np.arange(C * D)
-    ll = f.pointwise_log_likelihood(x, t)[order]
+    # (chain after chain, as est.draws is built).
+    ll = f.pointwise_log_likelihood(x, t)
     y_name = "y"
     log_lik = {y_name: ll.reshape(C, D, -1)}
-    pp = f.sample_predictive(x, order.tolist(), est.seed)[:, :, 0] if t.shape[1] == 1 else None
+    pp = f.sample_predictive(x, list(range(C * D)), est.seed)[:, :, 0] if t.shape[1] == 1 else None
     groups = dict(posterior=posterior, log_likelihood=log_lik, observed_data={y_name: t[:, 0] if t.shape[1] == 1 else t},
                   coords={"param": names}, dims={"theta": ["param"]})
     if pp is not None:

@@ -181,13 +181,8 @@ class BNN:
         """Weight draws as (chains, draws, K): MCMC chains; methods without chains (ens, laplace,
         vi, ...) give a single chain of their members or samples (as posterior.nc holds them)."""
         f = self._require_fit()
-        flat = f.draws
-        chains = np.asarray(f.chain_of_draw)
-        ids = np.unique(chains)
-        counts = [int(np.sum(chains == c)) for c in ids]
-        if len(set(counts)) == 1 and counts[0] > 1:
-            return np.stack([flat[chains == c] for c in ids])
-        return flat[None, :, :]
+        flat = f.draws  # chain after chain
+        return flat.reshape(f.posterior_chains, -1, flat.shape[1])
 
     # -- predictions -----------------------------------------------------------------------------
     def _x(self, X):
@@ -217,7 +212,7 @@ class BNN:
         """n draws of y ~ p(y | X, data): (n, len(X)) for one target, (n, len(X), t) otherwise."""
         f = self._require_fit()
         rng = np.random.default_rng(self.seed if seed is None else seed)
-        index = rng.integers(0, len(f.chain_of_draw), size=int(n)).tolist()
+        index = rng.integers(0, f.num_draws, size=int(n)).tolist()
         s = f.sample_predictive(self._x(X), index, int(rng.integers(0, 2**63)))
         return s[:, :, 0] if s.shape[2] == 1 else s
 

@@ -38,18 +38,16 @@ void DeiMcmcParams::validate() const {
   monitor.validate();
 }
 
-void DeiMcmcResult::merged(std::vector<Vec>& draws, std::vector<Index>& chain_of_draw, long max_draws_per_chain) const {
-  draws.clear();
-  chain_of_draw.clear();
+Draws DeiMcmcResult::merged(long max_draws_per_chain) const {
+  Draws draws;
   for (int c = 0; c < run.num_chains(); ++c) {
-    if (!kept.empty() && !kept[static_cast<std::size_t>(c)]) continue;
-    const Mat& chain = run.draws[static_cast<std::size_t>(c)];
+    const auto ci = static_cast<std::size_t>(c);
+    if (!kept.empty() && !kept[ci]) continue;
+    const Mat& chain = run.draws[ci];
     const Index n = max_draws_per_chain < 0 ? chain.rows() : std::min<Index>(chain.rows(), max_draws_per_chain);
-    for (Index s = 0; s < n; ++s) {
-      draws.push_back(chain.row(s).transpose());
-      chain_of_draw.push_back(c);
-    }
+    if (n > 0) draws.add_chain(c, chain.topRows(n), {run.stats[ci].begin(), run.stats[ci].begin() + n});
   }
+  return draws;
 }
 
 DeiMcmcResult run_dei_mcmc(std::shared_ptr<const Posterior> posterior, const DeiMcmcParams& params, std::uint64_t seed,

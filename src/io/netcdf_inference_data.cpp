@@ -175,24 +175,23 @@ void InferenceGroup::validate(const std::string& group_name) const {
   for (const auto& v : variables) check(v, false);
 }
 
-InferenceGroup make_posterior_group(Index num_chains, Index num_draws, const DrawOf& draw_of, const ParamLayout& layout,
-                                    bool flat) {
-  if (num_chains < 1) throw std::invalid_argument("make_posterior_group: no chains");
-  const Index C = num_chains, D = num_draws, P = layout.size();
-  for (Index c = 0; c < C; ++c)
-    for (Index d = 0; d < D; ++d)
-      if (draw_of(c, d).size() != P)
-        throw std::invalid_argument(fmt::format("make_posterior_group: draw {} of chain {} has {} values, the layout {}", d, c,
-                                                draw_of(c, d).size(), P));
+namespace {
+
+/// Fills `row` with draw d of chain c (layout.size() values).
+using RowOf = std::function<void(Index chain, Index draw, Vec& row)>;
+
+InferenceGroup posterior_group(Index C, Index D, const RowOf& row_of, const ParamLayout& layout, bool flat) {
+  const Index P = layout.size();
   InferenceGroup g;
   g.coordinates = {int_coordinate("chain", C), int_coordinate("draw", D)};
+  Vec row(P);
   auto gather = [&](Index offset, Index size) {  // C order: chain, draw, entry
     std::vector<double> values;
     values.reserve(static_cast<std::size_t>(C * D * size));
     for (Index c = 0; c < C; ++c)
       for (Index d = 0; d < D; ++d) {
-        const double* theta = draw_of(c, d).data() + offset;
-        values.insert(values.end(), theta, theta + size);
+        row_of(c, d, row);
+        values.insert(values.end(), row.data() + offset, row.data() + offset + size);
       }
     return values;
   };
@@ -212,17 +211,71 @@ InferenceGroup make_posterior_group(Index num_chains, Index num_draws, const Dra
   return g;
 }
 
+/// The groups' chains of `draws` (see posterior_chains): (C, D) and where the groups' draw c * D + d
+/// (which is draw c * D + d of `draws`, chain-major) lies in `draws`: (chain, row).
+struct GroupChains {
+  Index chains = 0, draws = 0;
+  std::vector<std::pair<Index, Index>> position;
+};
+GroupChains group_chains(const Draws& draws) {
+  if (draws.empty()) throw std::invalid_argument("InferenceData: no draws");
+  GroupChains g;
+  g.chains = posterior_chains(draws);
+  g.draws = draws.size() / g.chains;
+  for (Index c = 0; c < draws.num_chains(); ++c)
+    for (Index d = 0; d < draws.chain(c).size(); ++d) g.position.emplace_back(c, d);
+  return g;
+}
+
+}  // namespace
+
+Index posterior_chains(const Draws& draws) { return draws.comparable_chains() ? draws.num_chains() : 1; }
+
+InferenceGroup make_posterior_group(const Draws& draws, const ParamLayout& layout, bool flat) {
+  if (draws.dim() != layout.size())
+    throw std::invalid_argument(fmt::format("make_posterior_group: draws of {} values, the layout {}", draws.dim(), layout.size()));
+  const GroupChains g = group_chains(draws);
+  return posterior_group(
+      g.chains, g.draws,
+      [&](Index c, Index d, Vec& row) {
+        const auto [chain, r] = g.position[static_cast<std::size_t>(c * g.draws + d)];
+        row = draws.chain(chain).values.row(r).transpose();
+      },
+      layout, flat);
+}
+
 InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const ParamLayout& layout, bool flat) {
   if (chain_draws.empty()) throw std::invalid_argument("make_posterior_group: no chains");
   const Index D = chain_draws[0].rows();
   for (const auto& m : chain_draws)
     if (m.rows() != D || m.cols() != layout.size())
       throw std::invalid_argument(fmt::format("make_posterior_group: every chain must be [{} draws, {} parameters]", D, layout.size()));
-  Vec row;
-  return make_posterior_group(
+  return posterior_group(
       static_cast<Index>(chain_draws.size()), D,
-      [&](Index c, Index d) -> const Vec& { return row = chain_draws[static_cast<std::size_t>(c)].row(d).transpose(); }, layout,
-      flat);
+      [&](Index c, Index d, Vec& row) { row = chain_draws[static_cast<std::size_t>(c)].row(d).transpose(); }, layout, flat);
+}
+
+InferenceGroup make_sample_stats_group(const Draws& draws) {
+  if (!draws.has_stats()) throw std::invalid_argument("make_sample_stats_group: the draws have no sampler statistics");
+  const GroupChains g = group_chains(draws);
+  std::vector<std::vector<DrawStats>> chains(static_cast<std::size_t>(g.chains));
+  for (std::size_t s = 0; s < g.position.size(); ++s) {
+    const auto [chain, r] = g.position[s];
+    chains[s / static_cast<std::size_t>(g.draws)].push_back(draws.chain(chain).stats[static_cast<std::size_t>(r)]);
+  }
+  return make_sample_stats_group(chains);
+}
+
+std::vector<Mat> rows_by_chain(const Draws& draws, const std::function<Vec(Index draw)>& row_of_draw) {
+  const GroupChains g = group_chains(draws);
+  std::vector<Mat> out;
+  for (Index c = 0; c < g.chains; ++c)
+    for (Index d = 0; d < g.draws; ++d) {
+      const Vec row = row_of_draw(c * g.draws + d);
+      if (d == 0) out.emplace_back(g.draws, row.size());
+      out.back().row(d) = row.transpose();
+    }
+  return out;
 }
 
 InferenceGroup make_sample_stats_group(const std::vector<std::vector<DrawStats>>& chain_stats) {

@@ -11,16 +11,15 @@
 
 namespace uqnn {
 
-PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, const std::vector<Vec>& draws,
-                              const Mat& inputs) {
+PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, const Draws& draws, const Mat& inputs) {
   require(!draws.empty(), "number of draws", ">= 1");
   PredictiveDraws out;
   const Index P = model.num_params();
-  for (const Vec& theta : draws) {
+  draws.for_each([&](Index, const Vec& theta) {
     const Mat Y = model.forward(theta.head(P), inputs);
     out.means.push_back(likelihood.mean(Y));
     out.noise_variance.push_back(likelihood.noise_variance(Y, theta.tail(theta.size() - P)));
-  }
+  });
   return out;
 }
 

@@ -61,8 +61,7 @@ inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const st
   for (std::size_t j = 0; j < fits.size(); ++j) {
     if (fits[j].theta.size() == 0) continue;  // a member of another part (--part k/n)
     reports.push_back(fits[j].convergence);
-    r.draws.push_back(fits[j].theta);
-    r.chain_of_draw.push_back(static_cast<Index>(j));
+    r.draws.add_chain(static_cast<Index>(j), fits[j].theta.transpose());
     if (present++ < 8) r.history.emplace_back(fmt::format("member {} {}", j, loss_name), fits[j].history.train_loss);
     rows = fits[j].rows.size();
   }

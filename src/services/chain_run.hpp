@@ -131,25 +131,34 @@ class ChainRunObservers {
   std::vector<Observer*> observers_;
 };
 
-/// Appends the first min_draws() draws of every chain of this part (chain by chain) to `result` with their chain
-/// index and statistics; `to_theta` maps a chain's position to the full parameter vector (e.g. a
-/// subspace view's expand).
-inline void append_kept_draws(const RunResult& run, MethodResult& result,
-                              const std::function<Vec(const Vec&)>& to_theta = [](const Vec& x) { return x; }) {
+/// The first min_draws() draws of every chain of this part with their statistics (the multi-chain
+/// driver's equal chain lengths); `to_theta` maps a chain's position to the full parameter vector
+/// (e.g. a subspace view's expand).
+inline Draws kept_draws(const RunResult& run, const std::function<Vec(const Vec&)>& to_theta = {}) {
+  Draws draws;
   const Index kept = run.min_draws();
-  for (int c = 0; c < run.num_chains(); ++c)
-    for (Index d = 0; d < kept && run.in_part(c); ++d) {
-      result.draws.push_back(to_theta(run.draws[static_cast<std::size_t>(c)].row(d).transpose()));
-      result.chain_of_draw.push_back(c);
-      result.stats.push_back(run.stats[static_cast<std::size_t>(c)][static_cast<std::size_t>(d)]);
+  if (kept == 0) return draws;
+  for (int c = 0; c < run.num_chains(); ++c) {
+    if (!run.in_part(c)) continue;
+    const auto ci = static_cast<std::size_t>(c);
+    Mat values = run.draws[ci].topRows(kept);
+    if (to_theta) {
+      Mat mapped(kept, to_theta(values.row(0).transpose()).size());
+      for (Index d = 0; d < kept; ++d) mapped.row(d) = to_theta(values.row(d).transpose()).transpose();
+      values = std::move(mapped);
     }
+    draws.add_chain(c, std::move(values), {run.stats[ci].begin(), run.stats[ci].begin() + kept});
+  }
+  return draws;
 }
 
-/// Mean accept_prob over the kept draws (0 when there are none).
-inline double mean_accept_stat(const std::vector<DrawStats>& stats) {
+/// Mean accept_prob over the draws (0 when there are none or no statistics).
+inline double mean_accept_stat(const Draws& draws) {
   double sum = 0;
-  for (const DrawStats& s : stats) sum += s.accept_prob;
-  return stats.empty() ? 0.0 : sum / static_cast<double>(stats.size());
+  Index count = 0;
+  for (const DrawChain& chain : draws.chains())
+    for (const DrawStats& s : chain.stats) sum += s.accept_prob, ++count;
+  return count == 0 ? 0.0 : sum / static_cast<double>(count);
 }
 
 }  // namespace uqnn::detail

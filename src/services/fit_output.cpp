@@ -67,59 +67,29 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
-  std::map<Index, std::vector<std::size_t>> chains;  // chain id -> its draws, in order
-  for (std::size_t s = 0; s < r.draws.size(); ++s) chains[r.chain_of_draw.empty() ? 0 : r.chain_of_draw[s]].push_back(s);
-  // Chains when they are equally long and have draws to compare (MCMC); ensemble members (one
-  // network each) and unequal chains make one chain of draws.
-  const std::size_t length = chains.begin()->second.size();
-  const bool as_chains = length > 1 && std::all_of(chains.begin(), chains.end(), [&](const auto& c) { return c.second.size() == length; });
-  if (!as_chains) {
-    std::vector<std::size_t> all(r.draws.size());
-    for (std::size_t s = 0; s < all.size(); ++s) all[s] = s;
-    chains = {{0, all}};
-  }
-  std::vector<const std::vector<std::size_t>*> draws_of_chain;  // the draws are read in place: no copy per chain
-  std::vector<std::vector<DrawStats>> chain_stats;
-  for (const auto& [id, members] : chains) {
-    draws_of_chain.push_back(&members);
-    std::vector<DrawStats> stats;
-    if (!r.stats.empty())
-      for (const std::size_t s : members) stats.push_back(r.stats[s]);
-    chain_stats.push_back(std::move(stats));
-  }
+  const Draws& draws = r.draws;
   InferenceData idata;
-  idata.posterior = make_posterior_group(
-      static_cast<Index>(chains.size()), static_cast<Index>(chains.begin()->second.size()),
-      [&](Index c, Index d) -> const Vec& { return r.draws[(*draws_of_chain[static_cast<std::size_t>(c)])[static_cast<std::size_t>(d)]]; },
-      post.layout(), false);
-  if (!r.stats.empty()) idata.sample_stats = make_sample_stats_group(chain_stats);
+  idata.posterior = make_posterior_group(draws, post.layout(), false);
+  if (draws.has_stats()) idata.sample_stats = make_sample_stats_group(draws);
   idata.method = o.config.method;
 
   const Dataset train = o.data.subset(o.split.train);
-  const double values = static_cast<double>(r.draws.size()) * static_cast<double>(train.size());
+  const double values = static_cast<double>(draws.size()) * static_cast<double>(train.size());
   constexpr double kAutoMaxValues = 5e6;
   const bool extras = o.config.idata_extras == "always" || (o.config.idata_extras == "auto" && values <= kAutoMaxValues);
   if (extras && train.size() > 0) {
-    const FittedModel fitted = FittedModel::load_with_draws(dir, r.draws, r.chain_of_draw);
-    // Row s of these is draw s of draws.csv; the groups need them chain by chain.
+    const FittedModel fitted = FittedModel::load_with_draws(dir, draws);
+    // Row s of the log likelihood is draw s; posterior.nc takes them in the posterior group's chains.
     const Mat ll = fitted.pointwise_log_likelihood(train.inputs, train.targets);
-    const auto per_chain = [&](const std::function<Vec(std::size_t)>& row_of_draw) {
-      std::vector<Mat> out;
-      for (const auto& [id, members] : chains) {
-        Mat m(static_cast<Index>(members.size()), static_cast<Index>(train.size()));
-        for (std::size_t d = 0; d < members.size(); ++d) m.row(static_cast<Index>(d)) = row_of_draw(members[d]).transpose();
-        out.push_back(std::move(m));
-      }
-      return out;
-    };
-    idata.log_likelihood = make_array_group("y", per_chain([&](std::size_t s) { return Vec(ll.row(static_cast<Index>(s)).transpose()); }));
+    idata.log_likelihood = make_array_group("y", rows_by_chain(draws, [&](Index s) { return Vec(ll.row(s).transpose()); }));
     if (train.target_dim() == 1) {
       idata.observed_data = make_array_group("y", {train.targets}, true);
-      std::vector<Index> all(r.draws.size());
-      for (std::size_t s = 0; s < all.size(); ++s) all[s] = static_cast<Index>(s);
+      std::vector<Index> all(static_cast<std::size_t>(draws.size()));
+      std::iota(all.begin(), all.end(), Index{0});
       Rng rng(o.config.seed, 0x99d);
       const std::vector<Mat> y = fitted.sample_predictive(train.inputs, all, rng);
-      idata.posterior_predictive = make_array_group("y", per_chain([&](std::size_t s) { return Vec(y[s].row(0).transpose()); }));
+      idata.posterior_predictive =
+          make_array_group("y", rows_by_chain(draws, [&](Index s) { return Vec(y[static_cast<std::size_t>(s)].row(0).transpose()); }));
     }
   } else if (!extras && o.config.idata_extras == "auto") {
     report.notes.push_back(fmt::format("posterior.nc: no observed_data / log_likelihood / posterior_predictive ({:.3g} values "
@@ -135,8 +105,7 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
-  const RunSummary summary = summarize_run(post, r.draws, r.chain_of_draw, r.stats, probe_inputs(o.data, o.split.train),
-                                           o.standardizer, 5, o.config.method_settings.value("max_depth", 0));
+  const RunSummary summary = summarize_run(post, r.draws, probe_inputs(o.data, o.split.train), o.standardizer, 5, o.config.method_settings.value("max_depth", 0));
   write_json(dir / "diagnostics.json", summary.to_json());
   atomic_write_text(dir / "diagnostics.txt", summary.format() + diagnostics::format_warnings(summary.warnings));
   report.files.push_back(dir / "diagnostics.json");
@@ -145,12 +114,10 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
   if (o.config.figure_format != "none") {
     // Traces: lp__, the function-space rows and the worst weights, one line per chain.
     std::vector<std::pair<std::string, Mat>> quantities;
-    const auto column = [&](const std::function<double(std::size_t)>& value) {
-      std::vector<double> v(r.draws.size());
-      for (std::size_t s = 0; s < v.size(); ++s) v[s] = value(s);
-      return by_chain(v, r.chain_of_draw).transpose().eval();  // [chain, draw]
-    };
-    quantities.emplace_back("lp__", column([&](std::size_t s) { return r.stats[s].lp; }));
+    std::vector<double> lp;
+    for (const DrawChain& chain : r.draws.chains())
+      for (const DrawStats& s : chain.stats) lp.push_back(s.lp);
+    quantities.emplace_back("lp__", r.draws.by_chain(lp).transpose().eval());  // [chain, draw]
     // A trace with no finite value (lp__ of minibatch samplers between exact evaluations, or a
     // diverged chain) cannot be drawn; the summary table reports it instead.
     const auto drawable = [](const Mat& m) { return (m.array() == m.array()).any() && m.array().isFinite().any(); };
@@ -160,7 +127,7 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
       Index k = 0;
       while (k < post.dim() && post.layout().name_of(k) != row.name) ++k;
       if (k < post.dim()) {
-        quantities.emplace_back(row.name, column([&, k](std::size_t s) { return r.draws[s][k]; }));
+        quantities.emplace_back(row.name, r.draws.parameter_by_chain(k).transpose().eval());
         if (!drawable(quantities.back().second)) quantities.pop_back();
       }
       if (quantities.size() >= 4) break;
@@ -175,10 +142,7 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
 
 }  // namespace
 
-void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const std::vector<Vec>& draws,
-                     const std::vector<Index>& chain_of_draw, const std::vector<DrawStats>& stats) {
-  if (!stats.empty() && stats.size() != draws.size())
-    throw std::logic_error("write_draws_csv: " + std::to_string(stats.size()) + " statistics for " + std::to_string(draws.size()) + " draws");
+void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const Draws& draws) {
   // The statistics as CmdStan writes them, each column only where the sampler has it (as CmdStan's
   // samplers do): a column with a non-finite value (MALA's energy, adaptive Metropolis' step size)
   // is left out, so the file stays readable by strict CSV readers.
@@ -195,8 +159,10 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
     }
   };
   std::vector<std::size_t> stat_columns;
-  for (std::size_t k = 0; k < stat_names.size() && !stats.empty(); ++k)
-    if (std::all_of(stats.begin(), stats.end(), [&](const DrawStats& st) { return std::isfinite(stat_value(st, k)); }))
+  for (std::size_t k = 0; k < stat_names.size() && draws.has_stats(); ++k)
+    if (std::all_of(draws.chains().begin(), draws.chains().end(), [&](const DrawChain& chain) {
+          return std::all_of(chain.stats.begin(), chain.stats.end(), [&](const DrawStats& st) { return std::isfinite(stat_value(st, k)); });
+        }))
       stat_columns.push_back(k);
   atomic_write(path, [&](std::ostream& out) {
     out << "chain,draw";
@@ -206,21 +172,19 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
     // One buffer per row: a network's draws are millions of numbers, each formatted without a string of its own.
     fmt::memory_buffer row;
     const auto append = [&row](double value) { fmt::format_to(std::back_inserter(row), ",{}", value); };
-    std::map<Index, Index> next_draw;
-    for (std::size_t s = 0; s < draws.size(); ++s) {
-      const Index chain = chain_of_draw.empty() ? 0 : chain_of_draw[s];
-      row.clear();
-      fmt::format_to(std::back_inserter(row), "{},{}", chain, next_draw[chain]++);
-      for (std::size_t k : stat_columns) append(stat_value(stats[s], k));
-      for (Index k = 0; k < draws[s].size(); ++k) append(draws[s][k]);
-      row.push_back('\n');
-      out.write(row.data(), static_cast<std::streamsize>(row.size()));
-    }
+    for (const DrawChain& chain : draws.chains())
+      for (Index d = 0; d < chain.size(); ++d) {
+        row.clear();
+        fmt::format_to(std::back_inserter(row), "{},{}", chain.id, d);
+        for (std::size_t k : stat_columns) append(stat_value(chain.stats[static_cast<std::size_t>(d)], k));
+        for (Index k = 0; k < chain.values.cols(); ++k) append(chain.values(d, k));
+        row.push_back('\n');
+        out.write(row.data(), static_cast<std::streamsize>(row.size()));
+      }
   });
 }
 
-std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout,
-                                           std::vector<Index>* chain_of_draw) {
+Draws read_draws_csv(const std::filesystem::path& path, const ParamLayout& layout) {
   const CsvTable table = read_csv(path);
   const auto names = layout.names();
   // chain, draw, the sampler's statistics (lp__, accept_stat__, ...; MCMC runs), then the parameters.
@@ -235,10 +199,21 @@ std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, co
     if (table.column_names[k + first] != names[k])
       throw InputError(fmt::format("{}: column {} is '{}', the model's parameter is '{}'", path.string(), k + first + 1,
                                    table.column_names[k + first], names[k]));
-  std::vector<Vec> draws;
-  for (Index r = 0; r < table.num_rows(); ++r) draws.push_back(table.values.row(r).tail(static_cast<Index>(names.size())).transpose());
-  if (chain_of_draw)
-    for (Index r = 0; r < table.num_rows(); ++r) chain_of_draw->push_back(static_cast<Index>(table.values(r, 0)));
+  // Each chain's rows in file order, chains in increasing id (uqnn writes them so; another order is read the same way).
+  std::map<Index, std::vector<Index>> rows_of_chain;
+  for (Index r = 0; r < table.num_rows(); ++r) {
+    const double chain = table.values(r, 0);
+    if (!(chain >= 0 && chain < 1e15 && chain == std::floor(chain)))
+      throw InputError(fmt::format("{}: row {}: chain '{}' is not a chain number (0, 1, ...)", path.string(), r + 2, chain));
+    rows_of_chain[static_cast<Index>(chain)].push_back(r);
+  }
+  Draws draws;
+  const Index K = static_cast<Index>(names.size());
+  for (const auto& [id, rows] : rows_of_chain) {
+    Mat values(static_cast<Index>(rows.size()), K);
+    for (std::size_t d = 0; d < rows.size(); ++d) values.row(static_cast<Index>(d)) = table.values.row(rows[d]).tail(K);
+    draws.add_chain(id, std::move(values));
+  }
   return draws;
 }
 
@@ -246,8 +221,10 @@ namespace {
 
 /// A warning when draws or predictions hold NaN or infinity (a diverged optimiser or an SG-MCMC
 /// step size far too large): such a run must not pass for a result.
-std::optional<diagnostics::Warning> not_finite_warning(const std::vector<Vec>& draws, const std::vector<SplitPrediction>& parts) {
-  const auto bad_draws = std::count_if(draws.begin(), draws.end(), [](const Vec& d) { return !d.allFinite(); });
+std::optional<diagnostics::Warning> not_finite_warning(const Draws& draws, const std::vector<SplitPrediction>& parts) {
+  Index bad_draws = 0;
+  for (const DrawChain& chain : draws.chains())
+    for (Index d = 0; d < chain.size(); ++d) bad_draws += chain.values.row(d).allFinite() ? 0 : 1;
   Index bad_predictions = 0;
   for (const auto& p : parts)
     for (Index c = 0; c < p.summary.mean.cols(); ++c)
@@ -351,7 +328,7 @@ FitReport write_fit_output(const FitOutput& o) {
 
   // model.json + draws.csv: everything `uqnn predict` needs.
   const std::filesystem::path draws_path = dir / "draws.csv";
-  write_draws_csv(draws_path, post.layout(), o.result.draws, o.result.chain_of_draw, o.result.stats);
+  write_draws_csv(draws_path, post.layout(), o.result.draws);
   nlohmann::json model_json{{"format", "uqnn-fit"},
                             {"version", 1},
                             {"method", cfg.method},
@@ -374,7 +351,7 @@ FitReport write_fit_output(const FitOutput& o) {
   // MCMC runs: the convergence summary and trace plots; their warnings go into metrics.json (a
   // user who reads nothing else sees them).
   std::vector<diagnostics::Warning> warnings;
-  if (!o.result.stats.empty()) warnings = write_mcmc_outputs(o, report);
+  if (o.result.draws.has_stats()) warnings = write_mcmc_outputs(o, report);
   if (const auto w = not_finite_warning(o.result.draws, parts)) {
     warnings.insert(warnings.begin(), *w);
     report.not_finite = true;

@@ -76,22 +76,17 @@ FittedModel FittedModel::load_model(const std::filesystem::path& dir) {
 FittedModel FittedModel::load(const std::filesystem::path& dir) {
   FittedModel f = load_model(dir);
   const auto path = draws_path(f.json_, dir, dir / "model.json");
-  auto chains = std::make_shared<std::vector<Index>>();
-  auto draws = std::make_shared<const std::vector<Vec>>(read_draws_csv_as_vectors(path, f.layout_, chains.get()));
+  auto draws = std::make_shared<const Draws>(read_draws_csv(path, f.layout_));
   if (draws->empty()) throw InputError(path.string() + ": no draws");
   f.draws_ = std::move(draws);
-  f.chain_of_draw_ = std::move(chains);
   return f;
 }
 
-FittedModel FittedModel::load_with_draws(const std::filesystem::path& dir, const std::vector<Vec>& draws,
-                                         const std::vector<Index>& chain_of_draw) {
+FittedModel FittedModel::load_with_draws(const std::filesystem::path& dir, const Draws& draws) {
   FittedModel f = load_model(dir);
-  require(!draws.empty() && draws.front().size() == f.layout_.size(), "load_with_draws: draws",
+  require(!draws.empty() && draws.dim() == f.layout_.size(), "load_with_draws: draws",
           fmt::format("at least one, of dimension {} (the model's)", f.layout_.size()));
-  constexpr auto borrowed = [](const void*) {};
-  f.draws_ = std::shared_ptr<const std::vector<Vec>>(&draws, borrowed);
-  f.chain_of_draw_ = std::shared_ptr<const std::vector<Index>>(&chain_of_draw, borrowed);
+  f.draws_ = std::shared_ptr<const Draws>(&draws, [](const Draws*) {});  // borrowed
   return f;
 }
 
@@ -131,13 +126,11 @@ Mat FittedModel::pointwise_log_likelihood(const Mat& inputs, const Mat& targets)
   // p_original(y) = p_standardised(y_std) / prod_t scale_t (regression only: labels are not scaled).
   const double log_scale = regression() ? standardizer_.target_scale().array().log().sum() : 0.0;
   const Index P = model_->num_params();
-  Mat out(static_cast<Index>(draws_->size()), inputs.cols());
-  for (std::size_t s = 0; s < draws_->size(); ++s) {
-    const Vec& theta = (*draws_)[s];
+  Mat out(draws_->size(), inputs.cols());
+  draws_->for_each([&](Index s, const Vec& theta) {
     const Vec extra = theta.tail(theta.size() - P);
-    out.row(static_cast<Index>(s)) =
-        (likelihood_->pointwise_log_likelihood(model_->forward(theta.head(P), x), y, extra).array() - log_scale).matrix().transpose();
-  }
+    out.row(s) = (likelihood_->pointwise_log_likelihood(model_->forward(theta.head(P), x), y, extra).array() - log_scale).matrix().transpose();
+  });
   return out;
 }
 
@@ -148,8 +141,8 @@ std::vector<Mat> FittedModel::sample_predictive(const Mat& inputs, const std::ve
   std::vector<Mat> out;
   out.reserve(draw_index.size());
   for (Index s : draw_index) {
-    if (s < 0 || s >= static_cast<Index>(draws_->size())) throw InputError(fmt::format("draw index {} is out of range", s));
-    const Vec& theta = (*draws_)[static_cast<std::size_t>(s)];
+    if (s < 0 || s >= draws_->size()) throw InputError(fmt::format("draw index {} is out of range", s));
+    const Vec theta = draws_->draw(s);
     const Mat Y = model_->forward(theta.head(P), x);
     const Mat mean = likelihood_->mean(Y);
     if (kind == "bernoulli") {

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -11,6 +13,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/services/fit_output.hpp"
+#include "chain_run.hpp"
 
 namespace uqnn {
 
@@ -80,55 +83,49 @@ std::vector<PartRun> check_parts(std::vector<PartRun> parts) {
 /// Every part's draws and statistics by chain, in chain order, cut to the shortest chain as the
 /// multi-chain driver does for one run.
 MethodResult merged_draws(const std::vector<PartRun>& parts, const Posterior& posterior) {
-  std::map<Index, std::pair<std::vector<Vec>, std::vector<DrawStats>>> chains;
-  bool have_stats = false;
+  std::map<Index, DrawChain> chains;  // by id: the parts' chains interleave
   for (const PartRun& p : parts) {
-    std::vector<Index> chain_of_draw;
-    const std::vector<Vec> draws = read_draws_csv_as_vectors(p.dir / "draws.csv", posterior.layout(), &chain_of_draw);
+    const auto draws_file = (p.dir / "draws.csv").string();
+    const Draws draws = read_draws_csv(p.dir / "draws.csv", posterior.layout());
     std::vector<std::vector<DrawStats>> stats;
     if (std::filesystem::exists(p.dir / "posterior.nc")) {
       const InferenceData idata = read_inference_data(p.dir / "posterior.nc");
       if (idata.sample_stats) stats = read_sample_stats_group(*idata.sample_stats, (p.dir / "posterior.nc").string());
     }
-    have_stats = have_stats || !stats.empty();
-    // posterior.nc numbers the part's chains 0.. in increasing chain id.
-    std::map<Index, std::size_t> position, next;
-    for (const Index c : chain_of_draw) position.emplace(c, 0);
-    std::size_t i = 0;
-    for (auto& [c, pos] : position) pos = i++;
-    for (std::size_t s = 0; s < draws.size(); ++s) {
-      const Index c = chain_of_draw[s];
-      if (!p.part.owns(c))
-        throw InputError(fmt::format("{}: chain {} does not belong to part {}", (p.dir / "draws.csv").string(), c, p.part.text()));
-      auto& chain = chains[c];
-      chain.first.push_back(draws[s]);
+    // posterior.nc numbers the part's chains 0.. in increasing chain id, as draws.csv holds them.
+    if (!stats.empty() && static_cast<Index>(stats.size()) != draws.num_chains())
+      throw InputError(fmt::format("{}: {} chains, posterior.nc {}", draws_file, draws.num_chains(), stats.size()));
+    for (Index c = 0; c < draws.num_chains(); ++c) {
+      DrawChain chain = draws.chain(c);
+      if (!p.part.owns(chain.id))
+        throw InputError(fmt::format("{}: chain {} does not belong to part {}", draws_file, chain.id, p.part.text()));
       if (!stats.empty()) {
-        const auto& cs = stats.at(position[c]);
-        const std::size_t d = next[c]++;
-        if (d >= cs.size())
-          throw InputError(fmt::format("{}: chain {} has more draws than posterior.nc", (p.dir / "draws.csv").string(), c));
-        chain.second.push_back(cs[d]);
+        const auto& cs = stats[static_cast<std::size_t>(c)];
+        if (chain.size() > static_cast<Index>(cs.size()))
+          throw InputError(fmt::format("{}: chain {} has more draws than posterior.nc", draws_file, chain.id));
+        chain.stats.assign(cs.begin(), cs.begin() + chain.size());
       }
+      chains[chain.id] = std::move(chain);
     }
   }
-  std::size_t common = SIZE_MAX;
-  for (const auto& [c, chain] : chains) common = std::min(common, chain.first.size());
+  Index common = std::numeric_limits<Index>::max();
+  for (const auto& [id, chain] : chains) common = std::min(common, chain.size());
+  const bool have_stats = std::any_of(chains.begin(), chains.end(), [](const auto& c) { return !c.second.stats.empty(); });
   MethodResult r;
-  for (const auto& [c, chain] : chains)
-    for (std::size_t d = 0; d < common; ++d) {
-      r.draws.push_back(chain.first[d]);
-      r.chain_of_draw.push_back(c);
-      if (have_stats) r.stats.push_back(chain.second.at(d));
-    }
+  for (auto& [id, chain] : chains) {
+    if (have_stats && chain.stats.empty())
+      throw InputError(fmt::format("chain {}: its part has no posterior.nc with sampler statistics, the other parts do", id));
+    if (chain.stats.size() > static_cast<std::size_t>(common)) chain.stats.resize(static_cast<std::size_t>(common));
+    r.draws.add_chain(id, chain.values.topRows(common), std::move(chain.stats));
+  }
   return r;
 }
 
 /// metrics.json's info: the first part's, with the counts over all parts and every chain's tuning.
 nlohmann::json merged_info(const std::vector<PartRun>& parts, const MethodResult& r) {
   nlohmann::json info = parts.front().info;
-  const std::set<Index> chains(r.chain_of_draw.begin(), r.chain_of_draw.end());
   for (const char* key : {"chains", "members"})
-    if (info.contains(key)) info[key] = chains.size();
+    if (info.contains(key)) info[key] = r.draws.num_chains();
   for (const char* key : {"divergences", "divergences_warmup"})
     if (info.contains(key)) {
       long sum = 0;
@@ -150,11 +147,7 @@ nlohmann::json merged_info(const std::vector<PartRun>& parts, const MethodResult
     }
     info["tuned"] = tuned;
   }
-  if (!r.stats.empty() && info.contains("mean_accept_stat")) {
-    double sum = 0;
-    for (const DrawStats& s : r.stats) sum += s.accept_prob;
-    info["mean_accept_stat"] = sum / static_cast<double>(r.stats.size());
-  }
+  if (r.draws.has_stats() && info.contains("mean_accept_stat")) info["mean_accept_stat"] = detail::mean_accept_stat(r.draws);
   nlohmann::json from = nlohmann::json::array();
   for (const PartRun& p : parts) from.push_back(p.dir.string());
   info["merged_from"] = from;

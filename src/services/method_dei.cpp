@@ -5,7 +5,7 @@
 // from the training options (seed 003 App. D's defaults for dei-nuts, MILE's for mile), the held-out set
 // from --valid or the validation split (loaded by the fit service).
 //
-// Besides the merged draws (chain identity kept in chain_of_draw), the runner writes
+// Besides the merged draws (each chain under its own index), the runner writes
 // out_dir/dei_chains.json: per chain its start, kept / dying flag, held-out RMSE, the LM's RMSE,
 // eq. 9 convergence time and the expanding-window LPPD trace (read by `uqnn diagnose DIR`).
 #include <fmt/format.h>
@@ -186,11 +186,10 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
     std::filesystem::path path = o.dei_init;
     if (std::filesystem::is_directory(path)) path /= "draws.csv";
     if (!std::filesystem::exists(path)) throw InputError(fmt::format("--dei-init: {} does not exist", path.string()));
-    const std::vector<Vec> networks = read_draws_csv_as_vectors(path, context.posterior->layout());
+    const Draws networks = read_draws_csv(path, context.posterior->layout());
     if (networks.empty()) throw InputError(fmt::format("--dei-init: {} holds no networks", path.string()));
-    if (!o.members) p.ensemble.members = static_cast<Index>(networks.size());
-    for (Index c = 0; c < p.ensemble.members; ++c)
-      given.push_back(networks[static_cast<std::size_t>(c) % networks.size()]);
+    if (!o.members) p.ensemble.members = networks.size();
+    for (Index c = 0; c < p.ensemble.members; ++c) given.push_back(networks.draw(c % networks.size()));
     context.log(fmt::format("{}: {} chains start at the {} network(s) of {}", method, p.ensemble.members, networks.size(),
                             path.string()));
   } else if (!o.dei_init.empty()) {
@@ -217,10 +216,7 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
       const long n = r.run.draws[static_cast<std::size_t>(c)].rows();
       common = common < 0 ? n : std::min(common, n);
     }
-  r.merged(result.draws, result.chain_of_draw, common);
-  std::map<Index, std::size_t> next_draw;
-  for (const Index c : result.chain_of_draw)
-    result.stats.push_back(r.run.stats[static_cast<std::size_t>(c)][next_draw[c]++]);
+  result.draws = r.merged(common);
   nlohmann::json chains = nlohmann::json::array();
   int kept = 0, stopped = 0;
   for (int c = 0; c < r.run.num_chains(); ++c) {

@@ -41,7 +41,7 @@ MethodResult run_dropout(const FitContext& c) {
   DropoutPosterior q(model, trained.best_theta);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = q.sample(sampler, detail::num_samples(c));
+  r.draws = Draws::independent(q.sample(sampler, detail::num_samples(c)));
   r.history = {{"training loss with dropout (-log posterior / N)", trained.history.train_loss}};
   r.info = {{"dropout_p", o.dropout_p}, {"best_epoch", trained.best_epoch}, {"resumed_at_epoch", trained.resumed_at_epoch}};
   return r;

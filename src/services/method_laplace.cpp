@@ -139,7 +139,7 @@ MethodResult run_laplace(const FitContext& c) {
                       t.log_marginal_likelihood_before, t.log_marginal_likelihood_after));
   }
   Rng sampler(c.config.seed, 1);
-  r.draws = laplace.approximation()->sample(sampler, detail::num_samples(c));
+  r.draws = Draws::independent(laplace.approximation()->sample(sampler, detail::num_samples(c)));
   r.info["predictive"] = o.laplace_predictive;
   // Directions the data hardly constrain keep the prior's variance; networks evaluated at weights
   // drawn that far from the MAP can be useless (bands of +-20 on the demo), which the linearised

@@ -92,7 +92,7 @@ MethodResult run_map(const FitContext& context) {
   const TrainResult trained =
       train_map(context, context.initial_point(rng), rng, true, detail::epoch_checkpoint(context.config, "map.state"));
   MethodResult result;
-  result.draws = {trained.best_theta};
+  result.draws = Draws::one_per_chain({trained.best_theta});
   result.info = {{"best_epoch", trained.best_epoch},
                  {"best_validation_nll", trained.best_validation_loss},
                  {"epochs_run", trained.history.epoch.size()},

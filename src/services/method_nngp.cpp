@@ -49,11 +49,13 @@ MethodResult run_nngp(const FitContext& c) {
   r.posterior = std::make_shared<Posterior>(model, post->likelihood_ptr(), GaussianPrior::isotropic(1, 1.0), post->inputs(),
                                             post->targets());
   const Index S = detail::num_samples(c);
+  std::vector<Vec> draws;
   for (Index s = 0; s < S; ++s) {
     Vec theta(2);
     theta << diagnostics::inverse_normal_cdf((static_cast<double>(s) + 0.5) / static_cast<double>(S)), 0.5 * std::log(h.noise_variance);
-    r.draws.push_back(theta);
+    draws.push_back(theta);
   }
+  r.draws = Draws::independent(draws);
   r.info = {{"gp", gp.describe()},
             {"signal_variance", h.signal_variance},
             {"noise_variance_standardised", h.noise_variance},

@@ -128,9 +128,14 @@ MethodResult run_swag(const FitContext& c) {
   const MixturePosterior mixture(components);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = mixture.sample(sampler, detail::num_samples(c));
-  const Index J = static_cast<Index>(members.size());
-  for (Index s = 0; s < static_cast<Index>(r.draws.size()); ++s) r.chain_of_draw.push_back(s % J);  // MixturePosterior's stratification
+  // MixturePosterior's stratification: draw s is member s mod J's; each member is a chain.
+  const std::vector<Vec> samples = mixture.sample(sampler, detail::num_samples(c));
+  const Index J = static_cast<Index>(members.size()), S = static_cast<Index>(samples.size());
+  for (Index j = 0; j < std::min(J, S); ++j) {
+    Mat values((S - j + J - 1) / J, samples.front().size());
+    for (Index s = j, d = 0; s < S; s += J, ++d) values.row(d) = samples[static_cast<std::size_t>(s)].transpose();
+    r.draws.add_chain(j, std::move(values));
+  }
   nlohmann::json learning_rates = nlohmann::json::array(), snapshots = nlohmann::json::array();
   Index clamped = 0;
   std::vector<ConvergenceReport> pretraining;

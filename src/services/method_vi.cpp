@@ -148,7 +148,7 @@ MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
   });
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = fit.approximation->sample(sampler, num_samples(c));
+  r.draws = Draws::independent(fit.approximation->sample(sampler, num_samples(c)));
   std::vector<double> negative;
   for (double e : fit.elbo) negative.push_back(-e);
   r.history = {{"-ELBO (per-epoch estimate)", negative}};
@@ -197,7 +197,7 @@ MethodResult run_vi(const FitContext& c) {
   const ViResult fit = detail::fit_vi(c, prior, 0.01);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
-  r.draws = fit.approximation->sample(sampler, detail::num_samples(c));
+  r.draws = Draws::independent(fit.approximation->sample(sampler, detail::num_samples(c)));
   std::vector<double> negative;
   for (double e : fit.elbo) negative.push_back(-e);
   r.history = {{"-ELBO (KL + NLL, per-epoch estimate)", negative}};

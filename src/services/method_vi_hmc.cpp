@@ -116,7 +116,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
             {"sensitivity_total_variance", report.total}};
   if (options.sensitivity_only) {
     Rng sampler(c.config.seed, 1);
-    r.draws = vi.approximation->sample(sampler, detail::num_samples(c));
+    r.draws = Draws::independent(vi.approximation->sample(sampler, detail::num_samples(c)));
     r.info["draws_from"] = "vi";
     return r;
   }
@@ -127,9 +127,10 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
       run_vi_hmc(post, vi.mu, vi_sd, std::move(report), params, detail::chain_run_config(c.config, m), observers.list());
   const RunResult& rr = result.run;
   const Index kept = rr.min_draws();
-  detail::append_kept_draws(rr, r, [&result](const Vec& x) { return result.view->expand(x); });
+  r.draws = detail::kept_draws(rr, [&result](const Vec& x) { return result.view->expand(x); });
   long leapfrogs = 0;
-  for (const DrawStats& s : r.stats) leapfrogs += s.n_leapfrog;
+  for (const DrawChain& chain : r.draws.chains())
+    for (const DrawStats& s : chain.stats) leapfrogs += s.n_leapfrog;
   const double iterations = static_cast<double>(rr.num_chains()) * static_cast<double>(m.warmup + m.draws);
   r.info.update({{"sampler", params.sampler},
                  {"subset", params.subset == SubsetRule::Sensitive ? "sensitive" : "random"},
@@ -142,8 +143,8 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
                  {"warmup", m.warmup},
                  {"draws_per_chain", kept},
                  {"divergences", rr.num_divergent()},
-                 {"mean_accept_stat", detail::mean_accept_stat(r.stats)},
-                 {"mean_leapfrog_per_draw", r.stats.empty() ? 0.0 : static_cast<double>(leapfrogs) / static_cast<double>(r.stats.size())},
+                 {"mean_accept_stat", detail::mean_accept_stat(r.draws)},
+                 {"mean_leapfrog_per_draw", r.draws.empty() ? 0.0 : static_cast<double>(leapfrogs) / static_cast<double>(r.draws.size())},
                  {"sampling_seconds", rr.seconds},
                  {"seconds_per_iteration", iterations > 0 ? rr.seconds / iterations : 0.0},
                  {"find_step_size_seconds", result.find_step_size_seconds},

@@ -11,49 +11,36 @@
 
 namespace uqnn {
 
-Mat by_chain(const std::vector<double>& values, const std::vector<Index>& chain_of_draw) {
-  std::map<Index, std::vector<double>> chains;
-  for (std::size_t s = 0; s < values.size(); ++s) chains[chain_of_draw.empty() ? 0 : chain_of_draw[s]].push_back(values[s]);
-  Index length = static_cast<Index>(chains.begin()->second.size());
-  for (const auto& [c, v] : chains) length = std::min(length, static_cast<Index>(v.size()));
-  Mat out(length, static_cast<Index>(chains.size()));
-  Index col = 0;
-  for (const auto& [c, v] : chains) {
-    for (Index d = 0; d < length; ++d) out(d, col) = v[static_cast<std::size_t>(d)];
-    ++col;
-  }
-  return out;
-}
-
-RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, const std::vector<Index>& chain_of_draw,
-                         const std::vector<DrawStats>& stats, const Mat& probe_inputs, const Standardizer& standardizer,
+RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& probe_inputs, const Standardizer& standardizer,
                          Index worst_k, int max_depth) {
   require(!draws.empty(), "number of draws", ">= 1");
   RunSummary summary;
   const auto add = [&](const std::string& name, const std::vector<double>& values) {
-    const Mat m = by_chain(values, chain_of_draw);
+    const Mat m = draws.by_chain(values);
     summary.num_chains = m.cols();
     summary.num_draws = m.rows();
     summary.rows.push_back(diagnostics::summarize(name, m));
   };
-  const std::size_t S = draws.size();
+  const auto S = static_cast<std::size_t>(draws.size());
   std::vector<double> lp(S), log_lik(S);
-  for (std::size_t s = 0; s < S; ++s) {
-    lp[s] = stats.empty() ? post.log_density(draws[s]) : stats[s].lp;
-    log_lik[s] = post.log_likelihood(draws[s], post.inputs(), post.targets());
-  }
+  draws.for_each([&](Index s, const Vec& theta) {
+    const auto i = static_cast<std::size_t>(s);
+    lp[i] = draws.has_stats() ? draws.stats(s).lp : post.log_density(theta);
+    log_lik[i] = post.log_likelihood(theta, post.inputs(), post.targets());
+  });
   add("lp__", lp);
   add("log_lik", log_lik);
   // Function space: the first output's predictive mean at each probe input, in original units.
   const Mat probe_std = standardizer.transform_inputs(probe_inputs);
   const Index P = post.model().num_params();
   std::vector<std::vector<double>> f(static_cast<std::size_t>(probe_inputs.cols()), std::vector<double>(S));
-  for (std::size_t s = 0; s < S; ++s) {
-    const Mat mean = post.likelihood().mean(post.model().forward(draws[s].head(P), probe_std));
+  draws.for_each([&](Index s, const Vec& theta) {
+    const Mat mean = post.likelihood().mean(post.model().forward(theta.head(P), probe_std));
     for (Index i = 0; i < probe_inputs.cols(); ++i)
-      f[static_cast<std::size_t>(i)][s] = mean(0, i) * (standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0) +
-                                          (standardizer.target_mean().size() ? standardizer.target_mean()[0] : 0.0);
-  }
+      f[static_cast<std::size_t>(i)][static_cast<std::size_t>(s)] =
+          mean(0, i) * (standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0) +
+          (standardizer.target_mean().size() ? standardizer.target_mean()[0] : 0.0);
+  });
   for (Index i = 0; i < probe_inputs.cols(); ++i) {
     // Up to 4 inputs the name is the point; beyond, the probe's number and its first 3 inputs (a
     // 117-input name would fill the table's first column, and those may agree between probes).
@@ -68,14 +55,14 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
   // every draw (vi-hmc's parameters fixed at the VI means, seed 000) have no R-hat (sd 0: NaN,
   // which would sort first and fill the list): they are counted, not listed.
   std::vector<diagnostics::Summary> weights;
-  std::vector<double> values(S);
   for (Index k = 0; k < post.dim(); ++k) {
-    for (std::size_t s = 0; s < S; ++s) values[s] = draws[s][k];
-    if (std::all_of(values.begin(), values.end(), [&](double v) { return v == values.front(); })) {
+    const double value = draws.chain(0).values(0, k);
+    if (std::all_of(draws.chains().begin(), draws.chains().end(),
+                    [&](const DrawChain& chain) { return (chain.values.col(k).array() == value).all(); })) {
       ++summary.num_constant_weights;
       continue;
     }
-    weights.push_back(diagnostics::summarize(post.layout().name_of(k), by_chain(values, chain_of_draw)));
+    weights.push_back(diagnostics::summarize(post.layout().name_of(k), draws.parameter_by_chain(k)));
   }
   std::sort(weights.begin(), weights.end(), [](const auto& a, const auto& b) {
     const double ra = std::isfinite(a.r_hat) ? a.r_hat : 1e300, rb = std::isfinite(b.r_hat) ? b.r_hat : 1e300;
@@ -88,20 +75,21 @@ RunSummary summarize_run(const Posterior& post, const std::vector<Vec>& draws, c
   // Footer: divergences, tree depth and E-BFMI.
   std::vector<double> energy;
   summary.max_depth = max_depth;
-  for (const auto& st : stats) {
-    summary.divergences += st.is_divergent ? 1 : 0;
-    summary.draws_at_max_depth += max_depth > 0 && st.tree_depth >= max_depth ? 1 : 0;
-    energy.push_back(st.energy);
-  }
+  for (const DrawChain& chain : draws.chains())
+    for (const DrawStats& st : chain.stats) {
+      summary.divergences += st.is_divergent ? 1 : 0;
+      summary.draws_at_max_depth += max_depth > 0 && st.tree_depth >= max_depth ? 1 : 0;
+      energy.push_back(st.energy);
+    }
   if (!energy.empty() && std::all_of(energy.begin(), energy.end(), [](double e) { return std::isfinite(e); })) {
-    const Mat by_chain_energy = by_chain(energy, chain_of_draw);
+    const Mat by_chain_energy = draws.by_chain(energy);
     if (by_chain_energy.rows() >= 2) {  // E-BFMI needs two draws per chain
       const Vec b = diagnostics::e_bfmi(by_chain_energy);
       summary.e_bfmi.assign(b.data(), b.data() + b.size());
     }
   }
   diagnostics::SamplerStatsSummary sampler;
-  sampler.num_draws = static_cast<Index>(stats.size());
+  sampler.num_draws = draws.has_stats() ? draws.size() : 0;
   sampler.divergences = summary.divergences;
   sampler.max_depth = max_depth;
   sampler.draws_at_max_depth = summary.draws_at_max_depth;

@@ -77,7 +77,7 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
   const RunResult r = run_chains(run, factory, initial, observers.list());
 
   MethodResult result;
-  append_kept_draws(r, result);
+  result.draws = kept_draws(r);
   info.update({{"sampler", cfg.method},
                {"chains", r.num_chains()},
                {"warmup", chains.warmup},
@@ -86,7 +86,7 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
                {"init", init},
                {"divergences", r.num_divergent()},
                {"divergences_warmup", r.num_divergent_warmup()},
-               {"mean_accept_stat", mean_accept_stat(result.stats)},
+               {"mean_accept_stat", mean_accept_stat(result.draws)},
                {"interrupted", r.interrupted},
                {"sampling_seconds", r.seconds},
                {"tuned", r.sampler_descriptions}});

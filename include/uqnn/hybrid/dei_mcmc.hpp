@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "uqnn/approx/ensemble.hpp"
+#include "uqnn/core/draws.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/mclmc_sampler.hpp"
 #include "uqnn/prob/posterior.hpp"
@@ -65,9 +66,9 @@ struct DeiMcmcResult {
   std::vector<bool> kept;          ///< per chain: part of the merged posterior (all kept if every chain is dying)
   double ensemble_seconds = 0.0, sampling_seconds = 0.0;
 
-  /// Merged posterior: the kept chains' draws (each chain's first `max_draws_per_chain` draws, all
-  /// if negative), with chain_of_draw giving the original chain index.
-  void merged(std::vector<Vec>& draws, std::vector<Index>& chain_of_draw, long max_draws_per_chain = -1) const;
+  /// Merged posterior: the kept chains' draws and statistics (each chain's first
+  /// `max_draws_per_chain` draws, all if negative), each chain under its original index.
+  Draws merged(long max_draws_per_chain = -1) const;
 };
 
 /// Runs DEI-MCMC (or the cold start / given starts) on `posterior`; the held-out set drives the

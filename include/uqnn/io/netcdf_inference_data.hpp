@@ -30,6 +30,7 @@
 
 #include "uqnn/core/param_layout.hpp"
 #include "uqnn/core/draw_stats.hpp"
+#include "uqnn/core/draws.hpp"
 
 namespace uqnn {
 
@@ -77,11 +78,18 @@ struct InferenceData {
 /// block with dims "<name>_dim_0", "<name>_dim_1", (chain, draw, size) for a vector block (ArviZ's
 /// default dim naming). Coordinates chain = 0..C-1, draw = 0..D-1.
 InferenceGroup make_posterior_group(const std::vector<Mat>& chain_draws, const ParamLayout& layout, bool flat);
-/// The same from draws held elsewhere: `draw_of(c, d)` is draw d of chain c (every one of
-/// layout.size() values), read once; the draws are not copied into per-chain matrices first.
-using DrawOf = std::function<const Vec&(Index chain, Index draw)>;
-InferenceGroup make_posterior_group(Index num_chains, Index num_draws, const DrawOf& draw_of, const ParamLayout& layout,
-                                    bool flat);
+/// The posterior group's chains of `draws`: their own chains when those are comparable
+/// (Draws::comparable_chains: MCMC), else one chain of every draw (ensemble members, an
+/// approximation's samples). Every group made from `draws` has these chains; draw d of chain c is
+/// draw c * D + d of `draws`.
+Index posterior_chains(const Draws& draws);
+/// The posterior group of `draws` (flat or by block as above), in posterior_chains(draws) chains.
+InferenceGroup make_posterior_group(const Draws& draws, const ParamLayout& layout, bool flat);
+/// sample_stats of `draws` (which must have statistics), in posterior_chains(draws) chains.
+InferenceGroup make_sample_stats_group(const Draws& draws);
+/// Per chain of posterior_chains(draws), [draws, n] with row d of chain c = row_of_draw(c * D + d):
+/// a per-draw quantity (pointwise log likelihood, predictive draws) for make_array_group.
+std::vector<Mat> rows_by_chain(const Draws& draws, const std::function<Vec(Index draw)>& row_of_draw);
 
 /// sample_stats from per-chain DrawStats (all chains the same length), ArviZ names: lp,
 /// acceptance_rate, step_size, tree_depth (int64), n_steps (int64), diverging (bool), energy.

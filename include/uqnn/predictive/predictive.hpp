@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "uqnn/core/draws.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/nn/model.hpp"
 #include "uqnn/prob/likelihood.hpp"
@@ -22,8 +23,7 @@ struct PredictiveDraws {
 };
 
 /// Evaluates the network for every draw (draws hold network parameters followed by likelihood extras).
-PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, const std::vector<Vec>& draws,
-                              const Mat& inputs);
+PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, const Draws& draws, const Mat& inputs);
 
 struct PredictiveSummary {
   Mat mean;          ///< [t, n]

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "uqnn/core/draws.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/reporter.hpp"
 #include "uqnn/data/dataset.hpp"
@@ -164,9 +165,7 @@ struct FitContext {
 
 /// What a method returns: weight draws (network parameters followed by likelihood extras).
 struct MethodResult {
-  std::vector<Vec> draws;
-  std::vector<Index> chain_of_draw;  ///< chain / member index of each draw (empty: one chain)
-  std::vector<DrawStats> stats;      ///< sampler statistics per draw (MCMC only)
+  Draws draws;  ///< by chain or member, with the sampler's statistics (MCMC)
   nlohmann::json info = nlohmann::json::object();  ///< method summary for metrics.json
   std::vector<std::pair<std::string, std::vector<double>>> history;  ///< curves for history.<ext>
   std::string history_label = "loss";

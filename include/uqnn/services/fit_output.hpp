@@ -23,16 +23,13 @@ FitReport write_fit_output(const FitOutput& output);
 /// The warning for input columns the standardiser found constant (kept with scale 1), if any.
 std::optional<diagnostics::Warning> constant_inputs_warning(const Standardizer& standardizer);
 
-/// Writes draws in long CSV form (chain, draw, then, when `stats` is given (MCMC), the sampler's
-/// columns as CmdStan names them: lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__,
-/// divergent__, energy__, those that are finite in every draw; then one column per parameter),
-/// readable by `uqnn diagnose` and ArviZ.
-void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const std::vector<Vec>& draws,
-                     const std::vector<Index>& chain_of_draw, const std::vector<DrawStats>& stats = {});
-/// Reads draws.csv back into theta vectors (checks the column names against `layout`; skips the
-/// sampler's `__` columns).
-/// `chain_of_draw`, when given, receives the chain column.
-std::vector<Vec> read_draws_csv_as_vectors(const std::filesystem::path& path, const ParamLayout& layout,
-                                           std::vector<Index>* chain_of_draw = nullptr);
+/// Writes draws in long CSV form, chain by chain (chain, draw, then, when the draws have sampler
+/// statistics (MCMC), the sampler's columns as CmdStan names them: lp__, accept_stat__, stepsize__,
+/// treedepth__, n_leapfrog__, divergent__, energy__, those that are finite in every draw; then one
+/// column per parameter), readable by `uqnn diagnose` and ArviZ.
+void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const Draws& draws);
+/// Reads draws.csv back by chain (checks the column names against `layout`; skips the sampler's
+/// `__` columns, so the draws come back without statistics).
+Draws read_draws_csv(const std::filesystem::path& path, const ParamLayout& layout);
 
 }  // namespace uqnn

@@ -25,8 +25,7 @@ class FittedModel {
   /// Reads `dir`/model.json but takes the draws from memory: `uqnn fit`, which has just written
   /// them to the draws file, evaluates them without reading them back. They are borrowed, not
   /// copied (a network's draws can be gigabytes), and must outlive the FittedModel.
-  static FittedModel load_with_draws(const std::filesystem::path& dir, const std::vector<Vec>& draws,
-                                     const std::vector<Index>& chain_of_draw);
+  static FittedModel load_with_draws(const std::filesystem::path& dir, const Draws& draws);
 
   const std::filesystem::path& directory() const { return dir_; }
   const nlohmann::json& model_json() const { return json_; }
@@ -42,9 +41,8 @@ class FittedModel {
   /// model.json recorded them).
   const std::vector<double>& input_min() const { return input_min_; }
   const std::vector<double>& input_max() const { return input_max_; }
-  /// Draws in the order of draws.csv, and the chain (or member) of each.
-  const std::vector<Vec>& draws() const { return *draws_; }
-  const std::vector<Index>& chain_of_draw() const { return *chain_of_draw_; }
+  /// The draws by chain (or member), in the order of draws.csv.
+  const Draws& draws() const { return *draws_; }
   /// Regression (gaussian, heteroscedastic) as opposed to classification (bernoulli, categorical).
   bool regression() const;
 
@@ -74,8 +72,7 @@ class FittedModel {
   std::vector<std::string> input_names_, target_names_;
   std::vector<double> input_min_, input_max_;
   // Shared so that a FittedModel can borrow the draws of a fit in memory (load_with_draws).
-  std::shared_ptr<const std::vector<Vec>> draws_;
-  std::shared_ptr<const std::vector<Index>> chain_of_draw_;
+  std::shared_ptr<const Draws> draws_;
   static FittedModel load_model(const std::filesystem::path& dir);
 };
 

@@ -30,14 +30,11 @@ struct RunSummary {
   std::string format(int decimals = 3) const;
 };
 
-/// One quantity's draws as [draws, chains] from per-draw values and chain ids (equal chain lengths).
-Mat by_chain(const std::vector<double>& values, const std::vector<Index>& chain_of_draw);
-
-/// Summary of draws (full theta) with chain ids; stats parallel to draws (may be empty).
-/// Probe inputs are in original units; predictions are reported in original units. `max_depth` is
-/// the sampler's maximum tree depth (NUTS), 0 for samplers without a tree.
-RunSummary summarize_run(const Posterior& posterior, const std::vector<Vec>& draws, const std::vector<Index>& chain_of_draw,
-                         const std::vector<DrawStats>& stats, const Mat& probe_inputs, const Standardizer& standardizer,
+/// Summary of draws (full theta) by chain, every chain cut to the shortest; lp__ from the sampler's
+/// statistics when the draws have them, else evaluated. Probe inputs are in original units;
+/// predictions are reported in original units. `max_depth` is the sampler's maximum tree depth
+/// (NUTS), 0 for samplers without a tree.
+RunSummary summarize_run(const Posterior& posterior, const Draws& draws, const Mat& probe_inputs, const Standardizer& standardizer,
                          Index worst_k = 5, int max_depth = 0);
 
 }  // namespace uqnn

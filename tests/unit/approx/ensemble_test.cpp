@@ -169,7 +169,7 @@ TEST(DeepEnsemble, HeldOutResidualsRaiseAnOverfittingEnsemblesNoiseAndCoverage) 
     }
     o.noise_sd = std::sqrt(o.noise_sd);
     Rng rng(1, 0);
-    const PredictiveSummary s = summarize_predictive(predict_draws(*model, post->likelihood(), draws, fresh.inputs), {0.95}, rng);
+    const PredictiveSummary s = summarize_predictive(predict_draws(*model, post->likelihood(), Draws::independent(draws), fresh.inputs), {0.95}, rng);
     const auto& [lower, upper] = s.intervals.at(0.95);
     o.coverage = ((fresh.targets.array() >= lower.array()) && (fresh.targets.array() <= upper.array())).cast<double>().mean();
     return o;
@@ -233,7 +233,7 @@ void expect_larger_sd_away_from_data(const std::vector<Vec>& draws, const Poster
   outside << -1.4, -1.25, 1.25, 1.4;
   Rng rng(1, 0);
   const auto sd_at = [&](const Mat& X) {
-    return summarize_predictive(predict_draws(post.model(), post.likelihood(), draws, X), {}, rng).epistemic_sd.row(0).mean();
+    return summarize_predictive(predict_draws(post.model(), post.likelihood(), Draws::independent(draws), X), {}, rng).epistemic_sd.row(0).mean();
   };
   const double at_data = sd_at(data.inputs);
   EXPECT_GT(sd_at(gap), 2.0 * at_data) << "gap vs data " << at_data;

@@ -233,7 +233,7 @@ TEST(Laplace, GlmPredictiveHasFunctionSpaceCovarianceJacobianSigmaJacobianTransp
   const Vec exact_variance = (J * gaussian.covariance() * J.transpose()).diagonal();
   const Index S = 4000;
   Rng sampler(6, 0);
-  const PredictiveDraws draws = predict_draws(linearized, post->likelihood(), gaussian.sample(sampler, S), X_test);
+  const PredictiveDraws draws = predict_draws(linearized, post->likelihood(), Draws::independent(gaussian.sample(sampler, S)), X_test);
   const Mat f_map = model->forward(theta, X_test);
   for (Index i = 0; i < 3; ++i) {
     double mean = 0, second = 0;

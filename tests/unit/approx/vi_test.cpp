@@ -112,7 +112,7 @@ TEST(BayesByBackprop, AtTheDefaultsTheMeansAreExactAndTheSdsTheMeanFieldOptimum)
     EXPECT_EQ(fit.info["optimizer"]["iterations"], 20000);
     // 40,000 draws of q: the sample mean's error is below 0.007 sd, the sd's below 0.4%.
     Vec mean = Vec::Zero(5), second = Vec::Zero(5);
-    for (const Vec& d : fit.draws) mean += d, second += d.cwiseProduct(d);
+    fit.draws.for_each([&](Index, const Vec& d) { mean += d, second += d.cwiseProduct(d); });
     mean /= static_cast<double>(fit.draws.size());
     second /= static_cast<double>(fit.draws.size());
     for (Index k = 0; k < 5; ++k) {

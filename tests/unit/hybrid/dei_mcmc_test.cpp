@@ -209,21 +209,18 @@ TEST(DeiMcmc, ChainsStartAtTheTrainedMembersAndMergeKeepsChainIdentity) {
   // Merge: every draw labelled with its own chain; dropping chain 1 does not renumber chain 2.
   DeiMcmcResult copy = r;
   copy.kept = {true, false, true};
-  std::vector<Vec> draws;
-  std::vector<Index> chain_of_draw;
-  copy.merged(draws, chain_of_draw);
-  ASSERT_EQ(draws.size(), 80u);
-  std::map<Index, Index> seen;
-  for (std::size_t s = 0; s < draws.size(); ++s) {
-    const Index c = chain_of_draw[s];
-    ASSERT_NE(c, 1);
-    EXPECT_TRUE(draws[s] == r.run.draws[static_cast<std::size_t>(c)].row(seen[c]).transpose().eval()) << s;
-    ++seen[c];
+  const Draws draws = copy.merged();
+  ASSERT_EQ(draws.size(), 80);
+  ASSERT_EQ(draws.num_chains(), 2);
+  for (Index k = 0; k < 2; ++k) {
+    const DrawChain& chain = draws.chain(k);
+    const auto c = static_cast<std::size_t>(chain.id);
+    EXPECT_EQ(chain.id, 2 * k);
+    EXPECT_TRUE(chain.values == r.run.draws[c]) << "chain " << c;
+    ASSERT_EQ(chain.stats.size(), 40u);
+    for (std::size_t d = 0; d < 40; ++d) EXPECT_EQ(chain.stats[d].lp, r.run.stats[c][d].lp) << "chain " << c << " draw " << d;
   }
-  EXPECT_EQ(seen[0], 40);
-  EXPECT_EQ(seen[2], 40);
-  copy.merged(draws, chain_of_draw, 5);
-  EXPECT_EQ(draws.size(), 10u);
+  EXPECT_EQ(copy.merged(5).size(), 10);
 }
 
 TEST(DeiMcmc, MonitorStopsConvergedChainsAtTheRuleTime) {

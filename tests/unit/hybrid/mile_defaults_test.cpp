@@ -19,21 +19,12 @@ TEST(MileDefaults, RecoversAnIllConditionedLinearRegression) {
   const testing::TempDir out;  // MILE writes its chains' LPPD record and figure there
   const MethodResult result = testing::fit_ill_conditioned_linear("mile", {{"out", out.path().string()}});
   // One chain per member; draws [draw, chain] per parameter.
-  std::map<Index, std::vector<const Vec*>> chains;
-  for (std::size_t i = 0; i < result.draws.size(); ++i) chains[result.chain_of_draw.empty() ? 0 : result.chain_of_draw[i]].push_back(&result.draws[i]);
-  ASSERT_EQ(chains.size(), 12u);
-  const std::size_t per_chain = chains.begin()->second.size();
-  EXPECT_EQ(per_chain, 1000u);
+  ASSERT_EQ(result.draws.num_chains(), 12);
+  for (const DrawChain& chain : result.draws.chains()) EXPECT_EQ(chain.size(), 1000) << "chain " << chain.id;
   const Index K = target.mean.size();
   const double z = diagnostics::inverse_normal_cdf(1.0 - 0.01 / (2.0 * static_cast<double>(K)));
   for (Index k = 0; k < K; ++k) {
-    Mat draws(static_cast<Index>(per_chain), static_cast<Index>(chains.size()));
-    Index c = 0;
-    for (const auto& [chain, members] : chains) {
-      ASSERT_EQ(members.size(), per_chain);
-      for (std::size_t i = 0; i < per_chain; ++i) draws(static_cast<Index>(i), c) = (*members[i])[k];
-      ++c;
-    }
+    const Mat draws = result.draws.parameter_by_chain(k);
     const double mean = draws.mean(), mcse = diagnostics::mcse_mean(draws);
     const double sd = std::sqrt((draws.array() - mean).square().sum() / static_cast<double>(draws.size() - 1));
     const double exact_sd = std::sqrt(target.covariance(k, k));

@@ -14,15 +14,14 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   Y << -2, 0, 2, 4;
   Posterior post(model, make_gaussian_likelihood(1.0), GaussianPrior::isotropic(2, 1.0), X, Y);
   Rng rng(1);
-  std::vector<Vec> draws;
-  std::vector<Index> chains;
-  std::vector<DrawStats> stats;
-  for (Index c = 0; c < 2; ++c)
+  Draws draws, first;  // first: one draw per chain
+  for (Index c = 0; c < 2; ++c) {
+    Mat values(200, 2);
+    std::vector<DrawStats> stats;
     for (int d = 0; d < 200; ++d) {
       Vec theta(2);
       theta << 1.5 + 0.1 * rng.normal(), (c == 1 ? 3.0 : 0.0) + 0.1 * rng.normal();  // bias disagrees across chains
-      draws.push_back(theta);
-      chains.push_back(c);
+      values.row(d) = theta.transpose();
       DrawStats s;
       s.lp = post.log_density(theta);
       s.energy = -s.lp + rng.normal();
@@ -30,10 +29,13 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
       s.tree_depth = d % 4 == 0 ? 10 : 6;  // a quarter of the draws at the maximum depth 10
       stats.push_back(s);
     }
+    first.add_chain(c, values.topRows(1), {stats.front()});
+    draws.add_chain(c, values, stats);
+  }
   Standardizer identity = Standardizer::identity({"x"}, {"y"});
   Mat probe(1, 2);
   probe << 0.0, 1.0;
-  const RunSummary r = summarize_run(post, draws, chains, stats, probe, identity, 1, 10);
+  const RunSummary r = summarize_run(post, draws, probe, identity, 1, 10);
   ASSERT_EQ(r.rows.size(), 5u);  // lp__, log_lik, two probes, one weight
   EXPECT_EQ(r.rows[0].name, "lp__");
   EXPECT_EQ(r.rows[1].name, "log_lik");
@@ -62,13 +64,11 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   EXPECT_EQ(j["draws_at_max_depth"], 100);
   EXPECT_NE(r.format().find("at max tree depth 10: 100 draws"), std::string::npos) << r.format();
   // Without a maximum depth (samplers without trees) nothing is counted or said.
-  const RunSummary no_tree = summarize_run(post, draws, chains, stats, probe, identity, 1);
+  const RunSummary no_tree = summarize_run(post, draws, probe, identity, 1);
   EXPECT_EQ(no_tree.draws_at_max_depth, 0);
   EXPECT_EQ(no_tree.warnings.size(), 3u);
   // One draw per chain: NaN diagnostics, no E-BFMI, no exception.
-  const std::vector<Vec> first{draws[0], draws[200]};
-  const std::vector<DrawStats> first_stats{stats[0], stats[200]};
-  const RunSummary tiny = summarize_run(post, first, {0, 1}, first_stats, probe, identity, 1, 10);
+  const RunSummary tiny = summarize_run(post, first, probe, identity, 1, 10);
   EXPECT_TRUE(std::isnan(tiny.rows[0].r_hat));
   EXPECT_TRUE(tiny.e_bfmi.empty());
   ASSERT_FALSE(tiny.warnings.empty());
@@ -84,18 +84,15 @@ TEST(RunSummary, FixedCoordinatesAreCountedNotRanked) {
   Y << -2, 0, 2, 4;
   Posterior post(model, make_gaussian_likelihood(1.0), GaussianPrior::isotropic(4, 1.0), X, Y);
   Rng rng(2);
-  std::vector<Vec> draws;
-  std::vector<Index> chains;
-  for (Index c = 0; c < 2; ++c)
-    for (int d = 0; d < 100; ++d) {
-      Vec theta(4);
-      // Coordinates 0 and 2 fixed; 1 sampled; 3 (the bias) sampled, its chains disagree.
-      theta << 0.25, 1.0 + 0.1 * rng.normal(), -0.5, (c == 1 ? 3.0 : 0.0) + 0.1 * rng.normal();
-      draws.push_back(theta);
-      chains.push_back(c);
-    }
+  Draws draws;
+  for (Index c = 0; c < 2; ++c) {
+    Mat values(100, 4);
+    for (int d = 0; d < 100; ++d)  // coordinates 0 and 2 fixed; 1 sampled; 3 (the bias) sampled, its chains disagree
+      values.row(d) << 0.25, 1.0 + 0.1 * rng.normal(), -0.5, (c == 1 ? 3.0 : 0.0) + 0.1 * rng.normal();
+    draws.add_chain(c, values);
+  }
   Standardizer identity = Standardizer::identity({"x1", "x2", "x3"}, {"y"});
-  const RunSummary r = summarize_run(post, draws, chains, {}, Mat(3, 0), identity, 3);
+  const RunSummary r = summarize_run(post, draws, Mat(3, 0), identity, 3);
   EXPECT_EQ(r.num_constant_weights, 2);
   ASSERT_EQ(r.rows.size(), 4u);  // lp__, log_lik, the two moving coordinates
   EXPECT_EQ(r.rows[2].name, "layer1.bias[0]");
