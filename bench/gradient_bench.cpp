@@ -146,7 +146,7 @@ void BM_GradientFloat(benchmark::State& state, const std::string& id) {
     grad = -theta;
     value = -0.5f * theta.squaredNorm();
     float lik = 0;
-    model->evaluate<float>(theta, X, &loss, &lik, &grad);
+    model->evaluate<float>(theta.data(), X, &loss, &lik, grad.data());
     value += lik;
     benchmark::DoNotOptimize(value);
     benchmark::DoNotOptimize(grad.data());

@@ -30,18 +30,18 @@ class SineNetwork : public ModelBase<SineNetwork> {
   nlohmann::json to_json() const override { return {{"kind", "sine_network"}}; }
 
   template <typename T>
-  MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, VecT<T>* grad) const {
+  MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {
     DenseStackTape<T> tape;
-    dense_forward(hidden_, theta.data(), X, tape);
+    dense_forward(hidden_, theta, X, tape);
     const MatT<T>& H = tape.output();  // [2, n]
-    const Eigen::Map<const VecT<T>> v(theta.data() + 4, 2);
+    const Eigen::Map<const VecT<T>> v(theta + 4, 2);
     MatT<T> Y = v.transpose() * H;
     if (!loss) return Y;
     MatT<T> dY(1, Y.cols());
     *loss_value = (*loss)(Y, dY);
-    grad->segment(4, 2) += H * dY.transpose();
+    Eigen::Map<VecT<T>>(grad + 4, 2) += H * dY.transpose();
     MatT<T> dH = v * dY;
-    dense_backward(hidden_, theta.data(), tape, dH, grad->data(), static_cast<MatT<T>*>(nullptr));
+    dense_backward(hidden_, theta, tape, dH, grad, static_cast<MatT<T>*>(nullptr));
     return Y;
   }
 

@@ -50,8 +50,8 @@ class DeepOnetSubspaceGradient : public SubspaceGradient {
         trunk_(net.trunk_stack(), base.data() + net.trunk_offset(), local(active, net.trunk_offset(), net.trunk_stack()),
                net.grid_mode() ? net.query_grid() : Mat(X.bottomRows(net.spec().trunk_input))) {}
 
-  double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const override {
-    if (grad.size() != theta.size()) grad = Vec::Zero(theta.size());
+  double value_and_gradient(ConstVecRef theta, const OutputLoss<double>& loss, VecRef grad) const override {
+    if (grad.size() != theta.size()) throw std::invalid_argument("subspace gradient: theta and grad differ in size");
     const double* p = theta.data();
     DenseStackTape<double> branch_tape, trunk_tape;
     branch_.forward(p + net_.branch_offset(), branch_tape);

@@ -17,10 +17,9 @@ Mat LinearizedModel::forward(const Vec& theta, const Mat& X) const {
   return base_->forward(center_, X) + base_->jacobian_vector_product(center_, theta - center_, X);
 }
 
-double LinearizedModel::value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
-                                           Vec& grad) const {
+double LinearizedModel::value_and_gradient(ConstVecRef theta, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const {
   const Mat outputs = forward(theta, X);
-  if (grad.size() != num_params()) grad = Vec::Zero(num_params());
+  check_model_gradient_size(*this, grad);
   double value = 0.0;
   // The base's reverse pass at theta* pulls back whatever cotangent the loss writes: evaluating the
   // loss at f_lin(theta) instead of f(theta*) gives J(theta*)^T dloss/df (f_lin(theta)).

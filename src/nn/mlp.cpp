@@ -28,8 +28,8 @@ class MlpSubspaceGradient : public SubspaceGradient {
  public:
   MlpSubspaceGradient(const DenseStackSpec& stack, const Vec& base_theta, const IndexVec& active, const Mat& X)
       : stack_(stack, base_theta.data(), active, X) {}
-  double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const override {
-    if (grad.size() != theta.size()) grad = Vec::Zero(theta.size());
+  double value_and_gradient(ConstVecRef theta, const OutputLoss<double>& loss, VecRef grad) const override {
+    if (grad.size() != theta.size()) throw std::invalid_argument("subspace gradient: theta and grad differ in size");
     DenseStackTape<double> tape;
     stack_.forward(theta.data(), tape);
     const Mat& Y = tape.output();

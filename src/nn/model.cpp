@@ -31,7 +31,13 @@ nlohmann::json Model::with_precision(nlohmann::json description) const {
   return description;
 }
 
-void check_model_shapes(const Model& model, const Vec& theta, const Mat& X) {
+void check_model_gradient_size(const Model& model, ConstVecRef grad) {
+  if (grad.size() != model.num_params())
+    throw std::invalid_argument(fmt::format("{} model: the gradient has {} entries, the model has {} parameters", model.kind(),
+                                            grad.size(), model.num_params()));
+}
+
+void check_model_shapes(const Model& model, ConstVecRef theta, const Mat& X) {
   if (theta.size() != model.num_params())
     throw std::invalid_argument(fmt::format("{} model: theta has {} entries, the model has {} parameters",
                                             model.kind(), theta.size(), model.num_params()));
@@ -67,7 +73,7 @@ namespace {
 class FullSubspaceGradient : public SubspaceGradient {
  public:
   FullSubspaceGradient(const Model& model, Mat X) : model_(model), X_(std::move(X)) {}
-  double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const override {
+  double value_and_gradient(ConstVecRef theta, const OutputLoss<double>& loss, VecRef grad) const override {
     return model_.value_and_gradient(theta, X_, loss, grad);
   }
 

@@ -58,12 +58,12 @@ Mat NngpPosteriorModel::forward(const Vec& theta, const Mat& X) const {
   return mean + theta[0] * sd;
 }
 
-double NngpPosteriorModel::value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss, Vec& grad) const {
+double NngpPosteriorModel::value_and_gradient(ConstVecRef theta, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const {
   check_model_shapes(*this, theta, X);
+  check_model_gradient_size(*this, grad);
   const auto [mean, sd] = mean_and_sd(X);
   Mat output_grad(1, X.cols());
   const double value = loss(mean + theta[0] * sd, output_grad);
-  if (grad.size() != 1) grad = Vec::Zero(1);
   grad[0] += output_grad.cwiseProduct(sd).sum();  // d f / d z = sd
   return value;
 }

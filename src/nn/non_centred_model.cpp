@@ -256,23 +256,24 @@ Mat NonCentredModel::forward(const Vec& u, const Mat& X) const {
   return network_->forward(transform(hierarchy_, u), X);
 }
 
-double NonCentredModel::value_and_gradient(const Vec& u, const Mat& X, const OutputLoss<double>& loss, Vec& grad) const {
+double NonCentredModel::value_and_gradient(ConstVecRef u, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const {
   return value_and_gradient_at(u, X, nullptr, loss, grad);
 }
 
-double NonCentredModel::value_and_gradient(const Vec& u, const Mat& X, const MatT<float>& X_float,
-                                           const OutputLoss<double>& loss, Vec& grad) const {
+double NonCentredModel::value_and_gradient(ConstVecRef u, const Mat& X, const MatT<float>& X_float,
+                                           const OutputLoss<double>& loss, VecRef grad) const {
   return value_and_gradient_at(u, X, &X_float, loss, grad);
 }
 
-double NonCentredModel::value_and_gradient_at(const Vec& u, const Mat& X, const MatT<float>* X_float,
-                                              const OutputLoss<double>& loss, Vec& grad) const {
-  check_model_shapes(*this, u, X);
-  thread_local Vec g_w;  // a sampler calls this ~10^3 times per draw on the same shapes
+double NonCentredModel::value_and_gradient_at(ConstVecRef u_in, const Mat& X, const MatT<float>* X_float,
+                                              const OutputLoss<double>& loss, VecRef grad) const {
+  check_model_shapes(*this, u_in, X);
+  check_model_gradient_size(*this, grad);
+  thread_local Vec g_w, u;  // a sampler calls this ~10^3 times per draw on the same shapes
+  u = u_in;                 // the transform's templates take whole vectors
   g_w.setZero(hierarchy_.num_network);
   const Vec w = transform(hierarchy_, u);
   const double value = X_float ? network_->value_and_gradient(w, X, *X_float, loss, g_w) : network_->value_and_gradient(w, X, loss, g_w);
-  if (grad.size() != num_params()) grad = Vec::Zero(num_params());
   grad += pull_back<double>(hierarchy_, u, g_w);
   return value;
 }

@@ -38,17 +38,9 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
     throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
   const Index P = model_->num_params(), E = likelihood_->num_extra();
   grad.setZero(dim());  // no allocation when grad already has the right size
-  // The network's parameters and gradient: theta and grad themselves when there are no extras (the
-  // usual case, no copies), otherwise per-thread buffers reused across calls.
-  const Vec* theta_net = &theta;
-  Vec* grad_net = &grad;
-  if (E > 0) {
-    thread_local Vec theta_buffer, grad_buffer;
-    theta_buffer = theta.head(P);
-    grad_buffer.setZero(P);
-    theta_net = &theta_buffer;
-    grad_net = &grad_buffer;
-  }
+  // The network's parameters and gradient are theta's and grad's first P entries, passed in place.
+  const ConstVecRef theta_net = theta.head(P);
+  const VecRef grad_net = grad.head(P);
   const Vec extra = theta.tail(E);
   Vec d_extra = Vec::Zero(E);
   // One pointer captured: std::function keeps it in its small buffer (no heap allocation).
@@ -67,12 +59,11 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
   // The whole data set of a float32 network: its float copy, made once.
   const MatT<float>* float_copy = &inputs == &inputs_ ? &inputs_float_ : &inputs == &shard_inputs_ ? &shard_inputs_float_ : nullptr;
   const bool float_inputs = float_copy && float_copy->cols() == inputs.cols() && float_copy->size() > 0;
-  double value = scale * (model_gradient ? model_gradient->value_and_gradient(*theta_net, loss, *grad_net)
-                          : float_inputs ? model_->value_and_gradient(*theta_net, inputs, *float_copy, loss, *grad_net)
-                                         : model_->value_and_gradient(*theta_net, inputs, loss, *grad_net));
-  if (include_prior) value += prior_->log_density(*theta_net, grad_net);  // adds its gradient
+  double value = scale * (model_gradient ? model_gradient->value_and_gradient(theta_net, loss, grad_net)
+                          : float_inputs ? model_->value_and_gradient(theta_net, inputs, *float_copy, loss, grad_net)
+                                         : model_->value_and_gradient(theta_net, inputs, loss, grad_net));
+  if (include_prior) value += prior_->log_density(theta_net, grad_net);  // adds its gradient
   if (E > 0) {
-    grad.head(P) = *grad_net;
     grad.tail(E) = scale * d_extra;
     if (include_prior) {
       Vec d_extra_prior = Vec::Zero(E);

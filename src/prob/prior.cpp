@@ -9,6 +9,27 @@
 
 namespace uqnn {
 
+namespace {
+void check_prior_size(const Prior& prior, Index size, const char* what) {
+  if (size != prior.dim())
+    throw std::invalid_argument(fmt::format("prior: {} has {} entries, the prior's dimension is {}", what, size, prior.dim()));
+}
+}  // namespace
+
+double Prior::log_density(ConstVecRef theta, Vec* grad) const {
+  if (!grad) {
+    check_prior_size(*this, theta.size(), "theta");
+    return evaluate(theta, nullptr);
+  }
+  return log_density(theta, VecRef(*grad));
+}
+
+double Prior::log_density(ConstVecRef theta, VecRef grad) const {
+  check_prior_size(*this, theta.size(), "theta");
+  check_prior_size(*this, grad.size(), "the gradient");
+  return evaluate(theta, &grad);
+}
+
 GaussianPrior::GaussianPrior(Vec mean, Vec sd) : mean_(std::move(mean)), sd_(std::move(sd)) {
   require(mean_.size() == sd_.size(), "gaussian prior mean and sd", "vectors of the same length");
   for (Index k = 0; k < sd_.size(); ++k)
@@ -38,7 +59,7 @@ std::shared_ptr<GaussianPrior> GaussianPrior::fan_in_scaled(const ParamLayout& l
   return per_layer(layout, sigmas);
 }
 
-double GaussianPrior::log_density(const Vec& theta, Vec* grad) const {
+double GaussianPrior::evaluate(ConstVecRef theta, VecRef* grad) const {
   const Vec z = (theta - mean_).cwiseQuotient(sd_);
   if (grad) *grad -= z.cwiseQuotient(sd_);
   return -0.5 * z.squaredNorm() + log_normaliser_;
@@ -119,7 +140,7 @@ MixturePoint mixture_point(double x, double pi, double s1, double s2) {
 }
 }  // namespace
 
-double ScaleMixturePrior::log_density(const Vec& theta, Vec* grad) const {
+double ScaleMixturePrior::evaluate(ConstVecRef theta, VecRef* grad) const {
   double total = 0;
   for (Index k = 0; k < dim_; ++k) {
     const auto p = mixture_point(theta[k], pi_, sigma1_, sigma2_);
@@ -149,7 +170,7 @@ LaplacePrior::LaplacePrior(Index dim, double scale) : dim_(dim), scale_(scale) {
   require(scale > 0 && std::isfinite(scale), "laplace prior scale", "a finite number > 0");
 }
 
-double LaplacePrior::log_density(const Vec& theta, Vec* grad) const {
+double LaplacePrior::evaluate(ConstVecRef theta, VecRef* grad) const {
   if (grad)
     for (Index k = 0; k < dim_; ++k) (*grad)[k] -= (theta[k] > 0 ? 1.0 : (theta[k] < 0 ? -1.0 : 0.0)) / scale_;
   return -theta.cwiseAbs().sum() / scale_ - static_cast<double>(dim_) * std::log(2 * scale_);

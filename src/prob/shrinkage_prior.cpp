@@ -75,7 +75,7 @@ double sample_gamma(Rng& rng, double shape, double rate) {
 
 ShrinkagePrior::ShrinkagePrior(ScaleHierarchy hierarchy) : hierarchy_(std::move(hierarchy)) {}
 
-double ShrinkagePrior::log_density(const Vec& u, Vec* grad) const {
+double ShrinkagePrior::evaluate(ConstVecRef u, VecRef* grad) const {
   const ScaleHierarchy& H = hierarchy_;
   if (u.size() != dim()) throw std::invalid_argument(fmt::format("shrinkage prior: u has {} entries, expected {}", u.size(), dim()));
   const double inv_bias_var = 1.0 / (H.spec.bias_sd * H.spec.bias_sd);

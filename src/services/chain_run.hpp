@@ -153,7 +153,7 @@ inline Draws kept_draws(const RunResult& run, const std::function<Vec(const Vec&
 }
 
 /// Mean accept_prob over the draws (0 when there are none or no statistics).
-inline double mean_accept_stat(const Draws& draws) {
+inline double mean_accept_prob(const Draws& draws) {
   double sum = 0;
   Index count = 0;
   for (const DrawChain& chain : draws.chains())

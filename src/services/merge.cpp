@@ -147,7 +147,7 @@ nlohmann::json merged_info(const std::vector<PartRun>& parts, const MethodResult
     }
     info["tuned"] = tuned;
   }
-  if (r.draws.has_stats() && info.contains("mean_accept_stat")) info["mean_accept_stat"] = detail::mean_accept_stat(r.draws);
+  if (r.draws.has_stats() && info.contains("mean_accept_stat")) info["mean_accept_stat"] = detail::mean_accept_prob(r.draws);
   nlohmann::json from = nlohmann::json::array();
   for (const PartRun& p : parts) from.push_back(p.dir.string());
   info["merged_from"] = from;

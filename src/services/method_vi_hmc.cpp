@@ -143,7 +143,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
                  {"warmup", m.warmup},
                  {"draws_per_chain", kept},
                  {"divergences", rr.num_divergent()},
-                 {"mean_accept_stat", detail::mean_accept_stat(r.draws)},
+                 {"mean_accept_stat", detail::mean_accept_prob(r.draws)},
                  {"mean_leapfrog_per_draw", r.draws.empty() ? 0.0 : static_cast<double>(leapfrogs) / static_cast<double>(r.draws.size())},
                  {"sampling_seconds", rr.seconds},
                  {"seconds_per_iteration", iterations > 0 ? rr.seconds / iterations : 0.0},

@@ -86,7 +86,7 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
                {"init", init},
                {"divergences", r.num_divergent()},
                {"divergences_warmup", r.num_divergent_warmup()},
-               {"mean_accept_stat", mean_accept_stat(result.draws)},
+               {"mean_accept_stat", mean_accept_prob(result.draws)},
                {"interrupted", r.interrupted},
                {"sampling_seconds", r.seconds},
                {"tuned", r.sampler_descriptions}});

@@ -13,6 +13,10 @@ using Index = Eigen::Index;
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 using IndexVec = std::vector<Index>;
+/// A contiguous vector or segment passed without a copy (theta's network part inside the
+/// posterior's theta, for one): what the gradient interfaces take.
+using ConstVecRef = Eigen::Ref<const Vec>;
+using VecRef = Eigen::Ref<Vec>;
 
 template <typename T>
 using VecT = Eigen::Matrix<T, Eigen::Dynamic, 1>;

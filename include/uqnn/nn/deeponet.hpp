@@ -73,9 +73,8 @@ class DeepOnet : public ModelBase<DeepOnet> {
   }
 
   template <typename T>
-  MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
-                   VecT<T>* grad) const {
-    const T* p = theta.data();
+  MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {
+    const T* p = theta;
     DenseStackTape<T> branch_tape, trunk_tape;
     if (grid_mode()) {
       dense_forward(branch_, p + branch_offset_, X, branch_tape);
@@ -92,9 +91,9 @@ class DeepOnet : public ModelBase<DeepOnet> {
     *loss_value = (*loss)(Y, dY);
     MatT<T> dB, dT;
     combine_backward(B, Tr, dY, &dB, &dT);
-    (*grad)[bias_offset_] += dY.sum();
-    dense_backward(branch_, p + branch_offset_, branch_tape, dB, grad->data() + branch_offset_, static_cast<MatT<T>*>(nullptr));
-    dense_backward(trunk_, p + trunk_offset_, trunk_tape, dT, grad->data() + trunk_offset_, static_cast<MatT<T>*>(nullptr));
+    grad[bias_offset_] += dY.sum();
+    dense_backward(branch_, p + branch_offset_, branch_tape, dB, grad + branch_offset_, static_cast<MatT<T>*>(nullptr));
+    dense_backward(trunk_, p + trunk_offset_, trunk_tape, dT, grad + trunk_offset_, static_cast<MatT<T>*>(nullptr));
     return Y;
   }
 

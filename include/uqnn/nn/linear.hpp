@@ -22,15 +22,14 @@ class LinearNoBias : public ModelBase<LinearNoBias> {
   nlohmann::json to_json() const override;
 
   template <typename T>
-  MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
-                   VecT<T>* grad) const {
+  MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {
     // Row-major W: the mapped matrix is W^T as Eigen (column-major) sees it.
-    const Eigen::Map<const MatT<T>> Wt(theta.data(), input_dim_, output_dim_);
+    const Eigen::Map<const MatT<T>> Wt(theta, input_dim_, output_dim_);
     MatT<T> Y = Wt.transpose() * X;
     if (loss) {
       MatT<T> dY(Y.rows(), Y.cols());
       *loss_value = (*loss)(Y, dY);
-      Eigen::Map<MatT<T>> dWt(grad->data(), input_dim_, output_dim_);
+      Eigen::Map<MatT<T>> dWt(grad, input_dim_, output_dim_);
       dWt.noalias() += X * dY.transpose();  // d loss / d W = dY X^T
     }
     return Y;

@@ -27,8 +27,7 @@ class LinearizedModel : public Model {
 
   Mat forward(const Vec& theta, const Mat& X) const override;
   /// The gradient J(theta*)^T dloss/df at f_lin(theta): one forward-mode and one reverse pass of the base.
-  double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
-                            Vec& grad) const override;
+  double value_and_gradient(ConstVecRef theta, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const override;
   /// J^T Lambda J v with Lambda the loss's Hessian w.r.t. the outputs at f_lin(theta): f_lin is linear
   /// in theta, so this is its exact Hessian (the base model's generalized Gauss-Newton at theta*).
   Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,

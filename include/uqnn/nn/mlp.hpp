@@ -33,15 +33,14 @@ class Mlp : public ModelBase<Mlp> {
                                                            const Mat& X) const override;
 
   template <typename T>
-  MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
-                   VecT<T>* grad) const {
+  MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {
     DenseStackTape<T> tape;
-    dense_forward(stack_, theta.data(), X, tape);
+    dense_forward(stack_, theta, X, tape);
     MatT<T> Y = tape.output();
     if (loss) {
       MatT<T> dY(Y.rows(), Y.cols());
       *loss_value = (*loss)(Y, dY);
-      dense_backward(stack_, theta.data(), tape, dY, grad->data(), static_cast<MatT<T>*>(nullptr));
+      dense_backward(stack_, theta, tape, dY, grad, static_cast<MatT<T>*>(nullptr));
     }
     return Y;
   }

@@ -37,7 +37,7 @@ class SubspaceGradient {
   virtual ~SubspaceGradient() = default;
   /// loss(f(theta, X)); adds the gradient at the active coordinates to `grad` (num_params entries).
   /// Entries of inactive coordinates are unspecified (left alone or given partial sums).
-  virtual double value_and_gradient(const Vec& theta, const OutputLoss<double>& loss, Vec& grad) const = 0;
+  virtual double value_and_gradient(ConstVecRef theta, const OutputLoss<double>& loss, VecRef grad) const = 0;
 };
 
 class Model {
@@ -54,14 +54,14 @@ class Model {
   virtual Vec initial_params(Rng& rng) const = 0;
   /// Outputs f(theta, X), [output_dim, n].
   virtual Mat forward(const Vec& theta, const Mat& X) const = 0;
-  /// loss(f(theta, X)); adds its gradient w.r.t. theta to `grad` (which must have num_params()).
-  virtual double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
-                                    Vec& grad) const = 0;
+  /// loss(f(theta, X)); adds its gradient w.r.t. theta to `grad`, which must have num_params()
+  /// entries (std::invalid_argument otherwise). Both may be segments of longer vectors.
+  virtual double value_and_gradient(ConstVecRef theta, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const = 0;
   /// The same with X also given in float (`X_float` = X cast to float), so that a float32 network
   /// evaluated on the same data many times (a sampler's posterior) does not convert X on every
   /// call. Models without a float path ignore it.
-  virtual double value_and_gradient(const Vec& theta, const Mat& X, const MatT<float>& X_float,
-                                    const OutputLoss<double>& loss, Vec& grad) const {
+  virtual double value_and_gradient(ConstVecRef theta, const Mat& X, const MatT<float>& X_float,
+                                    const OutputLoss<double>& loss, VecRef grad) const {
     (void)X_float;
     return value_and_gradient(theta, X, loss, grad);
   }
@@ -100,9 +100,10 @@ class Model {
 std::unique_ptr<Model> make_model(const nlohmann::json& description);
 
 /// Implements Model's virtual interface from the derived class's single templated pass:
-///   template <class T> MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X,
-///                                       const OutputLoss<T>* loss, T* loss_value, VecT<T>* grad) const;
-/// which returns the outputs and, when `loss` is given, the loss value and its gradient (added).
+///   template <class T> MatT<T> evaluate(const T* theta, const MatT<T>& X,
+///                                       const OutputLoss<T>* loss, T* loss_value, T* grad) const;
+/// which returns the outputs and, when `loss` is given, the loss value and its gradient (added to
+/// grad's num_params() entries). theta has num_params() entries; ModelBase checks the shapes.
 template <typename Derived>
 class ModelBase : public Model {
  public:
@@ -111,27 +112,27 @@ class ModelBase : public Model {
   Mat forward(const Vec& theta, const Mat& X) const override {
     check_shapes(theta, X);
     if (precision_ == Precision::Float32) {
-      Mat outputs = self().template evaluate<float>(theta.cast<float>(), X.cast<float>(), nullptr, nullptr, nullptr)
+      const VecT<float> float_theta = theta.cast<float>();
+      Mat outputs = self().template evaluate<float>(float_theta.data(), X.cast<float>(), nullptr, nullptr, nullptr)
                         .template cast<double>();
       if (outputs.allFinite()) return outputs;  // else beyond float's range: see value_and_gradient
     }
-    return self().template evaluate<double>(theta, X, nullptr, nullptr, nullptr);
+    return self().template evaluate<double>(theta.data(), X, nullptr, nullptr, nullptr);
   }
 
-  double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss,
-                            Vec& grad) const override {
+  double value_and_gradient(ConstVecRef theta, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const override {
     return value_and_gradient_impl(theta, X, nullptr, loss, grad);
   }
-  double value_and_gradient(const Vec& theta, const Mat& X, const MatT<float>& X_float, const OutputLoss<double>& loss,
-                            Vec& grad) const override {
+  double value_and_gradient(ConstVecRef theta, const Mat& X, const MatT<float>& X_float, const OutputLoss<double>& loss,
+                            VecRef grad) const override {
     return value_and_gradient_impl(theta, X, &X_float, loss, grad);
   }
 
  private:
-  double value_and_gradient_impl(const Vec& theta, const Mat& X, const MatT<float>* X_float, const OutputLoss<double>& loss,
-                                 Vec& grad) const {
+  double value_and_gradient_impl(ConstVecRef theta, const Mat& X, const MatT<float>* X_float, const OutputLoss<double>& loss,
+                                 VecRef grad) const {
     check_shapes(theta, X);
-    if (grad.size() != num_params()) grad = Vec::Zero(num_params());
+    check_model_gradient_size(*this, grad);
     double value = 0.0;
     if (precision_ == Precision::Float32) {
       // The network in float; the loss sees double outputs and its value is kept in double (a
@@ -150,7 +151,8 @@ class ModelBase : public Model {
       if (!X_float) float_inputs = X.cast<float>();
       float_grad.setZero(num_params());
       float float_value = 0.0f;
-      self().template evaluate<float>(float_theta, X_float ? *X_float : float_inputs, &float_loss, &float_value, &float_grad);
+      self().template evaluate<float>(float_theta.data(), X_float ? *X_float : float_inputs, &float_loss, &float_value,
+                                      float_grad.data());
       if (std::isfinite(value) && float_grad.allFinite()) {
         grad += float_grad.cast<double>();
         return value;
@@ -160,7 +162,7 @@ class ModelBase : public Model {
       // so float32 never turns a finite log density or gradient into a non-finite one.
       value = 0.0;
     }
-    self().template evaluate<double>(theta, X, &loss, &value, &grad);
+    self().template evaluate<double>(theta.data(), X, &loss, &value, grad.data());
     return value;
   }
 
@@ -168,8 +170,8 @@ class ModelBase : public Model {
   Mat jacobian_vector_product(const Vec& theta, const Vec& v, const Mat& X) const override {
     check_shapes(theta, X);
     if (v.size() != theta.size()) throw std::invalid_argument("jacobian_vector_product: v and theta differ in size");
-    const MatT<Dual> outputs = self().template evaluate<Dual>(make_dual_vector(theta, v), X.cast<Dual>(), nullptr,
-                                                              nullptr, nullptr);
+    const VecT<Dual> theta_dual = make_dual_vector(theta, v);
+    const MatT<Dual> outputs = self().template evaluate<Dual>(theta_dual.data(), X.cast<Dual>(), nullptr, nullptr, nullptr);
     return outputs.unaryExpr([](const Dual& y) { return dual_tangent(y); });
   }
 
@@ -181,7 +183,7 @@ class ModelBase : public Model {
     for (Index i = 0; i < grad.size(); ++i) grad[i] = make_dual(0.0, 0.0);
     Dual value = make_dual(0.0, 0.0);
     const MatT<Dual> X_dual = X.cast<Dual>();
-    self().template evaluate<Dual>(theta_dual, X_dual, &loss, &value, &grad);
+    self().template evaluate<Dual>(theta_dual.data(), X_dual, &loss, &value, grad.data());
     Vec hv(theta.size());
     for (Index i = 0; i < hv.size(); ++i) hv[i] = dual_tangent(grad[i]);
     return hv;
@@ -189,13 +191,16 @@ class ModelBase : public Model {
 
  private:
   const Derived& self() const { return static_cast<const Derived&>(*this); }
-  void check_shapes(const Vec& theta, const Mat& X) const;
+  void check_shapes(ConstVecRef theta, const Mat& X) const;
 };
 
-void check_model_shapes(const Model& model, const Vec& theta, const Mat& X);
+/// std::invalid_argument unless theta has the model's num_params() entries and X its input_dim() rows.
+void check_model_shapes(const Model& model, ConstVecRef theta, const Mat& X);
+/// std::invalid_argument unless `grad` has the model's num_params() entries.
+void check_model_gradient_size(const Model& model, ConstVecRef grad);
 
 template <typename Derived>
-void ModelBase<Derived>::check_shapes(const Vec& theta, const Mat& X) const {
+void ModelBase<Derived>::check_shapes(ConstVecRef theta, const Mat& X) const {
   check_model_shapes(*this, theta, X);
 }
 

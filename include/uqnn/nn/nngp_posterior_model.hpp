@@ -34,7 +34,7 @@ class NngpPosteriorModel : public Model {
   Vec initial_params(Rng& /*rng*/) const override { return Vec::Zero(1); }
 
   Mat forward(const Vec& theta, const Mat& X) const override;
-  double value_and_gradient(const Vec& theta, const Mat& X, const OutputLoss<double>& loss, Vec& grad) const override;
+  double value_and_gradient(ConstVecRef theta, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const override;
   Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X, const OutputLoss<Dual>& loss) const override;
   Mat jacobian_vector_product(const Vec& theta, const Vec& v, const Mat& X) const override;
   Mat jacobian(const Vec& theta, const Mat& X) const override;

@@ -96,9 +96,9 @@ class NonCentredModel : public Model {
   Vec initial_params(Rng& rng) const override;
 
   Mat forward(const Vec& u, const Mat& X) const override;
-  double value_and_gradient(const Vec& u, const Mat& X, const OutputLoss<double>& loss, Vec& grad) const override;
-  double value_and_gradient(const Vec& u, const Mat& X, const MatT<float>& X_float, const OutputLoss<double>& loss,
-                            Vec& grad) const override;
+  double value_and_gradient(ConstVecRef u, const Mat& X, const OutputLoss<double>& loss, VecRef grad) const override;
+  double value_and_gradient(ConstVecRef u, const Mat& X, const MatT<float>& X_float, const OutputLoss<double>& loss,
+                            VecRef grad) const override;
   /// Exact: J_w(u)^T H_w J_w(u) v plus the curvature of w(u) weighted by dloss/dw, from one
   /// Hessian-vector product and one gradient of the network and a pass of the transform in duals.
   Vec hessian_vector_product(const Vec& u, const Vec& v, const Mat& X, const OutputLoss<Dual>& loss) const override;
@@ -115,8 +115,8 @@ class NonCentredModel : public Model {
 
  private:
   /// Both value_and_gradient overloads: the network's gradient at w(u) (with X in float when given), pulled back to u.
-  double value_and_gradient_at(const Vec& u, const Mat& X, const MatT<float>* X_float, const OutputLoss<double>& loss,
-                               Vec& grad) const;
+  double value_and_gradient_at(ConstVecRef u, const Mat& X, const MatT<float>* X_float, const OutputLoss<double>& loss,
+                               VecRef grad) const;
 
   std::shared_ptr<Model> network_;
   ScaleHierarchy hierarchy_;

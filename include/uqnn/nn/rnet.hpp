@@ -45,8 +45,7 @@ class RNet : public ModelBase<RNet> {
   double basis(Index update, Index k) const;
 
   template <typename T>
-  MatT<T> evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
-                   VecT<T>* grad) const;
+  MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const;
 
  private:
   RNetSpec spec_;
@@ -57,18 +56,17 @@ class RNet : public ModelBase<RNet> {
 };
 
 template <typename T>
-MatT<T> RNet::evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value,
-                       VecT<T>* grad) const {
+MatT<T> RNet::evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {
   const Index w = spec_.width, updates = spec_.num_layers + 1, K = num_coefficients();
   const T dt = T(1.0 / static_cast<double>(updates));
   const Index block = w * w + w;  // one coefficient: W_k (row-major) then b_k
-  const T* coef = theta.data() + residual_offset_;
+  const T* coef = theta + residual_offset_;
 
   DenseStackTape<T> pre_tape, post_tape;
   std::vector<MatT<T>> z(static_cast<std::size_t>(updates + 1)), u(static_cast<std::size_t>(updates)),
       a(static_cast<std::size_t>(updates));
   if (has_pre_) {
-    dense_forward(pre_, theta.data() + pre_offset_, X, pre_tape);
+    dense_forward(pre_, theta + pre_offset_, X, pre_tape);
     z[0] = pre_tape.output();
   } else {
     z[0] = X;
@@ -98,7 +96,7 @@ MatT<T> RNet::evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<
   }
   MatT<T> Y;
   if (has_post_) {
-    dense_forward(post_, theta.data() + post_offset_, z[static_cast<std::size_t>(updates)], post_tape);
+    dense_forward(post_, theta + post_offset_, z[static_cast<std::size_t>(updates)], post_tape);
     Y = post_tape.output();
   } else {
     Y = z[static_cast<std::size_t>(updates)];
@@ -108,9 +106,9 @@ MatT<T> RNet::evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<
   MatT<T> dY(Y.rows(), Y.cols());
   *loss_value = (*loss)(Y, dY);
   MatT<T> dz;
-  if (has_post_) dense_backward(post_, theta.data() + post_offset_, post_tape, dY, grad->data() + post_offset_, &dz);
+  if (has_post_) dense_backward(post_, theta + post_offset_, post_tape, dY, grad + post_offset_, &dz);
   else dz = dY;
-  T* gcoef = grad->data() + residual_offset_;
+  T* gcoef = grad + residual_offset_;
   for (Index i = updates - 1; i >= 0; --i) {
     const std::size_t s = static_cast<std::size_t>(i);
     MatT<T> du = spec_.residual ? MatT<T>(dt * dz) : dz;
@@ -127,7 +125,7 @@ MatT<T> RNet::evaluate(const VecT<T>& theta, const MatT<T>& X, const OutputLoss<
     if (spec_.residual) dz += back;
     else dz.swap(back);
   }
-  if (has_pre_) dense_backward(pre_, theta.data() + pre_offset_, pre_tape, dz, grad->data() + pre_offset_, static_cast<MatT<T>*>(nullptr));
+  if (has_pre_) dense_backward(pre_, theta + pre_offset_, pre_tape, dz, grad + pre_offset_, static_cast<MatT<T>*>(nullptr));
   return Y;
 }
 

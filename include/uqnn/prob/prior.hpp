@@ -14,12 +14,20 @@ class Prior {
  public:
   virtual ~Prior() = default;
   virtual Index dim() const = 0;
-  /// log p(theta); adds its gradient to `grad` when given.
-  virtual double log_density(const Vec& theta, Vec* grad) const = 0;
+  /// log p(theta); adds its gradient to *grad when given. theta and *grad have dim() entries
+  /// (std::invalid_argument otherwise).
+  double log_density(ConstVecRef theta, Vec* grad) const;
+  /// The same, adding the gradient to `grad`, which may be a segment of a longer vector (the
+  /// network's part of a posterior's theta): no copy.
+  double log_density(ConstVecRef theta, VecRef grad) const;
   /// Diagonal of the Hessian of log p at theta.
   virtual Vec hessian_diagonal(const Vec& theta) const = 0;
   virtual Vec sample(Rng& rng) const = 0;
   virtual nlohmann::json to_json() const = 0;
+
+ protected:
+  /// log p(theta); adds its gradient to **grad when grad is not null (log_density checked the sizes).
+  virtual double evaluate(ConstVecRef theta, VecRef* grad) const = 0;
 };
 
 /// theta_k ~ N(mean_k, sd_k^2): isotropic, per layer, or with an anchor (randomized MAP).
@@ -34,7 +42,7 @@ class GaussianPrior : public Prior {
   static std::shared_ptr<GaussianPrior> fan_in_scaled(const ParamLayout& layout, double scale);
 
   Index dim() const override { return mean_.size(); }
-  double log_density(const Vec& theta, Vec* grad) const override;
+  double evaluate(ConstVecRef theta, VecRef* grad) const override;
   Vec hessian_diagonal(const Vec& theta) const override;
   Vec sample(Rng& rng) const override;
   nlohmann::json to_json() const override;
@@ -51,7 +59,7 @@ class ScaleMixturePrior : public Prior {
  public:
   ScaleMixturePrior(Index dim, double pi, double sigma1, double sigma2);
   Index dim() const override { return dim_; }
-  double log_density(const Vec& theta, Vec* grad) const override;
+  double evaluate(ConstVecRef theta, VecRef* grad) const override;
   Vec hessian_diagonal(const Vec& theta) const override;
   Vec sample(Rng& rng) const override;
   nlohmann::json to_json() const override;
@@ -66,7 +74,7 @@ class LaplacePrior : public Prior {
  public:
   LaplacePrior(Index dim, double scale);
   Index dim() const override { return dim_; }
-  double log_density(const Vec& theta, Vec* grad) const override;
+  double evaluate(ConstVecRef theta, VecRef* grad) const override;
   Vec hessian_diagonal(const Vec& theta) const override;  // zero away from the kink at 0
   Vec sample(Rng& rng) const override;
   nlohmann::json to_json() const override;
@@ -83,7 +91,7 @@ class FlatPrior : public Prior {
  public:
   explicit FlatPrior(Index dim) : dim_(dim) {}
   Index dim() const override { return dim_; }
-  double log_density(const Vec& /*theta*/, Vec* /*grad*/) const override { return 0.0; }
+  double evaluate(ConstVecRef /*theta*/, VecRef* /*grad*/) const override { return 0.0; }
   Vec hessian_diagonal(const Vec& /*theta*/) const override { return Vec::Zero(dim_); }
   Vec sample(Rng& rng) const override;
   nlohmann::json to_json() const override { return {{"kind", "flat"}, {"dim", dim_}}; }

@@ -20,7 +20,7 @@ class ShrinkagePrior : public Prior {
   explicit ShrinkagePrior(ScaleHierarchy hierarchy);
 
   Index dim() const override { return hierarchy_.layout.size(); }
-  double log_density(const Vec& u, Vec* grad) const override;
+  double evaluate(ConstVecRef u, VecRef* grad) const override;
   Vec hessian_diagonal(const Vec& u) const override;
   /// Exact draws: z and biases from their normals, each scale from its distribution, then its log.
   Vec sample(Rng& rng) const override;

@@ -38,7 +38,7 @@ TEST_P(BenchGolden, LogPosteriorAndGradientMatchPyTorch) {
   const VecT<float> theta_f = p.theta_ref.cast<float>();
   const MatT<float> X_f = p.X.cast<float>();
   const Mat Y = model->forward(p.theta_ref, p.X);
-  const MatT<float> Y_f = model->evaluate<float>(theta_f, X_f, nullptr, nullptr, nullptr);
+  const MatT<float> Y_f = model->evaluate<float>(theta_f.data(), X_f, nullptr, nullptr, nullptr);
   EXPECT_LT((Y_f.cast<double>() - Y).norm() / Y.norm(), 1e-4) << p.spec.id;
 }
 

@@ -305,7 +305,7 @@ TEST(Mlp, FloatAndDoubleAgree) {
   Mat X(5, 50);
   for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.normal();
   const Mat yd = mlp.forward(theta, X);
-  const MatT<float> yf = mlp.evaluate<float>(theta.cast<float>(), X.cast<float>(), nullptr, nullptr, nullptr);
+  const MatT<float> yf = mlp.evaluate<float>(VecT<float>(theta.cast<float>()).data(), X.cast<float>(), nullptr, nullptr, nullptr);
   EXPECT_LT((yf.cast<double>() - yd).cwiseAbs().maxCoeff(), 1e-4);
 }
 

@@ -63,7 +63,7 @@ PsgldState psgld_step(Rng& rng, const PsgldState& state, const Vec& grad_log_den
                       Vec* preconditioner = nullptr);
 
 /// pSGLD for one chain. Draw statistics as SgldSampler (accept_prob = 1, n_leapfrog = 1, energy NaN;
-/// non-finite gradient: position unchanged, divergent = true, accept_prob = 0).
+/// non-finite gradient: position unchanged, is_divergent = true, accept_prob = 0).
 class PsgldSampler : public ChainSampler {
  public:
   PsgldSampler(std::shared_ptr<const LogDensity> density, PsgldParams params);

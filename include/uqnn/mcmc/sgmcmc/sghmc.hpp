@@ -65,7 +65,7 @@ Vec sghmc_sample_momentum(Rng& rng, Index dim, const SghmcParams& params);
 
 /// SGHMC for one chain. Draw statistics: lp as set by lp_every, accept_prob = 1, step_size = eps
 /// of the transition's first step, n_leapfrog = num_steps, tree_depth = 0, energy = NaN. A
-/// non-finite gradient stops the transition at the last finite state with divergent = true and
+/// non-finite gradient stops the transition at the last finite state with is_divergent = true and
 /// accept_prob = 0. No adaptation; the schedule's t counts gradient steps since init().
 class SghmcSampler : public ChainSampler {
  public:

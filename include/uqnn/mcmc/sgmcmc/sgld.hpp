@@ -41,7 +41,7 @@ Vec sgld_step(Rng& rng, const Vec& position, const Vec& grad_log_density, double
 
 /// SGLD for one chain. Draw statistics: lp as set by `lp_every`, accept_prob = 1, step_size =
 /// eps_t of the transition, n_leapfrog = 1 (one gradient evaluation), tree_depth = 0, energy =
-/// NaN. A non-finite gradient estimate leaves the position unchanged and reports divergent = true,
+/// NaN. A non-finite gradient estimate leaves the position unchanged and reports is_divergent = true,
 /// accept_prob = 0 (never an exception). There is no adaptation: warmup transitions are the same
 /// as sampling transitions, and t counts every transition since init().
 class SgldSampler : public ChainSampler {
