@@ -60,7 +60,8 @@ std::shared_ptr<GaussianPrior> GaussianPrior::fan_in_scaled(const ParamLayout& l
 }
 
 double GaussianPrior::evaluate(ConstVecRef theta, VecRef* grad) const {
-  const Vec z = (theta - mean_).cwiseQuotient(sd_);
+  // z = (theta - mean) / sd as an expression: no temporary vector on a sampler's every gradient.
+  const auto z = (theta - mean_).cwiseQuotient(sd_);
   if (grad) *grad -= z.cwiseQuotient(sd_);
   return -0.5 * z.squaredNorm() + log_normaliser_;
 }
