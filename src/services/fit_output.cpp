@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
+#include <numeric>
 #include <optional>
 #include <limits>
 #include <sstream>

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/energy.hpp"
