@@ -4,6 +4,7 @@
 // and every method's checkpoint settings (--checkpoint-every) for chains, epoch loops and members
 // (private to src/services).
 #include <functional>
+#include <numeric>
 #include <vector>
 
 #include "uqnn/approx/ensemble.hpp"
@@ -141,11 +142,13 @@ inline Draws kept_draws(const RunResult& run, const std::function<Vec(const Vec&
   for (int c = 0; c < run.num_chains(); ++c) {
     if (!run.in_part(c)) continue;
     const auto ci = static_cast<std::size_t>(c);
-    Mat values = run.draws[ci].topRows(kept);
+    const Mat& chain = run.draws[ci];
+    Mat values;
     if (to_theta) {
-      Mat mapped(kept, to_theta(values.row(0).transpose()).size());
-      for (Index d = 0; d < kept; ++d) mapped.row(d) = to_theta(values.row(d).transpose()).transpose();
-      values = std::move(mapped);
+      values.resize(kept, to_theta(chain.row(0).transpose()).size());
+      for (Index d = 0; d < kept; ++d) values.row(d) = to_theta(chain.row(d).transpose()).transpose();
+    } else {
+      values = chain.topRows(kept);
     }
     draws.add_chain(c, std::move(values), {run.stats[ci].begin(), run.stats[ci].begin() + kept});
   }
@@ -154,11 +157,8 @@ inline Draws kept_draws(const RunResult& run, const std::function<Vec(const Vec&
 
 /// Mean accept_prob over the draws (0 when there are none or no statistics).
 inline double mean_accept_prob(const Draws& draws) {
-  double sum = 0;
-  Index count = 0;
-  for (const DrawChain& chain : draws.chains())
-    for (const DrawStats& s : chain.stats) sum += s.accept_prob, ++count;
-  return count == 0 ? 0.0 : sum / static_cast<double>(count);
+  const std::vector<double> a = draws.stat_values([](const DrawStats& s) { return s.accept_prob; });
+  return a.empty() ? 0.0 : std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(a.size());
 }
 
 }  // namespace uqnn::detail

@@ -116,9 +116,7 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
   if (o.config.figure_format != "none") {
     // Traces: lp__, the function-space rows and the worst weights, one line per chain.
     std::vector<std::pair<std::string, Mat>> quantities;
-    std::vector<double> lp;
-    for (const DrawChain& chain : r.draws.chains())
-      for (const DrawStats& s : chain.stats) lp.push_back(s.lp);
+    const std::vector<double> lp = r.draws.stat_values([](const DrawStats& s) { return s.lp; });
     quantities.emplace_back("lp__", r.draws.by_chain(lp).transpose().eval());  // [chain, draw]
     // A trace with no finite value (lp__ of minibatch samplers between exact evaluations, or a
     // diverged chain) cannot be drawn; the summary table reports it instead.

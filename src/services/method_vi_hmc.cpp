@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "approx_common.hpp"
 #include "sampler_options.hpp"
@@ -128,9 +129,8 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
   const RunResult& rr = result.run;
   const Index kept = rr.min_draws();
   r.draws = detail::kept_draws(rr, [&result](const Vec& x) { return result.view->expand(x); });
-  long leapfrogs = 0;
-  for (const DrawChain& chain : r.draws.chains())
-    for (const DrawStats& s : chain.stats) leapfrogs += s.n_leapfrog;
+  const std::vector<double> n_leapfrog = r.draws.stat_values([](const DrawStats& s) { return s.n_leapfrog; });
+  const double leapfrogs = std::accumulate(n_leapfrog.begin(), n_leapfrog.end(), 0.0);
   const double iterations = static_cast<double>(rr.num_chains()) * static_cast<double>(m.warmup + m.draws);
   r.info.update({{"sampler", params.sampler},
                  {"subset", params.subset == SubsetRule::Sensitive ? "sensitive" : "random"},
@@ -144,7 +144,7 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
                  {"draws_per_chain", kept},
                  {"divergences", rr.num_divergent()},
                  {"mean_accept_stat", detail::mean_accept_prob(r.draws)},
-                 {"mean_leapfrog_per_draw", r.draws.empty() ? 0.0 : static_cast<double>(leapfrogs) / static_cast<double>(r.draws.size())},
+                 {"mean_leapfrog_per_draw", r.draws.empty() ? 0.0 : leapfrogs / static_cast<double>(r.draws.size())},
                  {"sampling_seconds", rr.seconds},
                  {"seconds_per_iteration", iterations > 0 ? rr.seconds / iterations : 0.0},
                  {"find_step_size_seconds", result.find_step_size_seconds},

@@ -21,10 +21,12 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
     summary.rows.push_back(diagnostics::summarize(name, m));
   };
   const auto S = static_cast<std::size_t>(draws.size());
-  std::vector<double> lp(S), log_lik(S);
+  std::vector<double> lp = draws.stat_values([](const DrawStats& s) { return s.lp; }), log_lik(S);
+  const bool evaluate_lp = lp.empty();  // no sampler statistics: lp__ from the posterior
+  if (evaluate_lp) lp.resize(S);
   draws.for_each([&](Index s, const Vec& theta) {
     const auto i = static_cast<std::size_t>(s);
-    lp[i] = draws.has_stats() ? draws.stats(s).lp : post.log_density(theta);
+    if (evaluate_lp) lp[i] = post.log_density(theta);
     log_lik[i] = post.log_likelihood(theta, post.inputs(), post.targets());
   });
   add("lp__", lp);

@@ -56,6 +56,15 @@ class Draws {
         f(s, static_cast<const Vec&>(theta));
       }
   }
+  /// f(statistics) of every draw, in draw order; empty when the draws have no statistics.
+  template <typename F>
+  std::vector<double> stat_values(F&& f) const {
+    std::vector<double> out;
+    out.reserve(has_stats() ? static_cast<std::size_t>(size_) : 0);
+    for (const DrawChain& chain : chains_)
+      for (const DrawStats& s : chain.stats) out.push_back(static_cast<double>(f(s)));
+    return out;
+  }
   /// The id of every draw's chain, in draw order (draws.csv's chain column).
   std::vector<Index> chain_ids() const;
 

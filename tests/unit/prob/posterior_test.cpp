@@ -151,6 +151,29 @@ TEST(Posterior, PriorsGradientsAndHessiansMatchFiniteDifferences) {
   }
 }
 
+// The gradient interfaces take segments in place (Eigen::Ref): a vector of the wrong size is an
+// error, never resized or written past.
+TEST(Posterior, GradientsOfTheWrongSizeAreAnError) {
+  const Mlp mlp(MlpSpec{2, {4}, 1, Activation::Tanh, InitScheme::Glorot});
+  const Index P = mlp.num_params();
+  const Mat X = Mat::Ones(2, 3);
+  const OutputLoss<double> loss = [](const Mat& Y, Mat& dY) {
+    dY = Y;
+    return 0.5 * Y.squaredNorm();
+  };
+  Vec longer = Vec::Zero(P + 1);
+  EXPECT_THROW(mlp.value_and_gradient(Vec::Zero(P), X, loss, longer), std::invalid_argument);
+  Vec fits = Vec::Zero(P + 1);
+  EXPECT_NO_THROW(mlp.value_and_gradient(Vec::Zero(P), X, loss, fits.head(P)));  // a segment, in place
+  const auto prior = GaussianPrior::isotropic(P, 1.0);
+  EXPECT_THROW(prior->log_density(Vec::Zero(P), &longer), std::invalid_argument);
+  EXPECT_THROW(prior->log_density(Vec::Zero(P + 1), nullptr), std::invalid_argument);
+  fits.setZero();
+  EXPECT_DOUBLE_EQ(prior->log_density(Vec::Ones(P), fits.head(P)), prior->log_density(Vec::Ones(P), nullptr));
+  EXPECT_EQ(fits.head(P), -Vec::Ones(P));
+  EXPECT_EQ(fits[P], 0.0) << "the entry past the segment is left alone";
+}
+
 TEST(Likelihood, GaussianValueIsTheClosedForm) {
   const auto lik = make_gaussian_likelihood(0.5);
   Mat Y(1, 3), T(1, 3);
