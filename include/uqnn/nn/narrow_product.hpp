@@ -210,9 +210,19 @@ void weight_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* 
   }
   if (!Kernel::applies(rows) || K > Kernel::kMaxDepth) {
     const Eigen::Map<const RowMajorMatT<T>> w(W, rows, K);
-    if constexpr (std::is_same_v<T, Dual>) C = dual_product(w, B);
-    else C.noalias() = w * B;
-    if (bias) C.colwise() += Eigen::Map<const VecT<T>>(bias, rows);
+    if constexpr (std::is_same_v<T, Dual>) {
+      C = dual_product(w, B);
+      if (bias) C.colwise() += Eigen::Map<const VecT<T>>(bias, rows);
+    } else if (bias) {
+      // Eigen's GEMM accumulates into C either way (C = W B zeroes it first): starting every column
+      // at the bias saves the zeroing pass and a second pass to add the bias (B3's 100 x 1000 layer:
+      // 237 -> 227 us). Column copies, not bias.replicate(), which divides per coefficient (385 us).
+      C.resize(rows, B.cols());
+      for (Index j = 0; j < C.cols(); ++j) std::copy_n(bias, rows, C.col(j).data());
+      C.noalias() += w * B;
+    } else {
+      C.noalias() = w * B;
+    }
     return;
   }
   thread_local MatT<T> column_major;  // the kernel reads weight columns: transpose once (rows*K values)
