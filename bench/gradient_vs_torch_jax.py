@@ -185,9 +185,8 @@ def run_jax(shared_bench, min_seconds):
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
-    out = {"version": jax.__version__, "problems": {}}
-    for pid, dtype in [(pid, dtype) for pid in PROBLEMS for dtype in ("float64", "float32")]:
-        p = load(shared_bench, pid)
+    def timed(pid, p, dtype):
+        """Median time of the jitted value and gradient in `dtype`, checked against the golden values."""
         widths, sigma = p["widths"], p["sigma"]
         X = jnp.asarray(p["X"], dtype=dtype)
         y = jnp.asarray(p["y"], dtype=dtype)
@@ -217,8 +216,13 @@ def run_jax(shared_bench, min_seconds):
         lp, g = fn()
         # float32: the log density sums N squared residuals in single precision (B2: 1200 of them).
         err = check(pid, p, float(lp), g, 1e-10 if dtype == "float64" else 1e-3)
-        variant = "jit value_and_grad" if dtype == "float64" else "jit value_and_grad float32"
-        out["problems"].setdefault(pid, {})[variant] = {"seconds": time_median(fn, min_seconds), "grad_rel_err": err}
+        return {"seconds": time_median(fn, min_seconds), "grad_rel_err": err}
+
+    out = {"version": jax.__version__, "problems": {}}
+    for pid in PROBLEMS:
+        p = load(shared_bench, pid)
+        out["problems"][pid] = {"jit value_and_grad": timed(pid, p, "float64"),
+                                "jit value_and_grad float32": timed(pid, p, "float32")}
     return out
 
 

@@ -108,9 +108,9 @@ void add_weight_gradient(WeightGradient&& dW, const MatT<T>& delta, const MatT<T
     for (Index k = 0; k < dW.cols(); ++k) dW.col(k).noalias() += delta * input.row(k).transpose();
   } else {
     // Over at most kExamplesPerProduct examples at a time: Eigen's GEMM on the whole depth (n up to
-    // 10^4) runs at either its full rate or half of it from one process to the next (100 x 100
-    // from 1000 examples: 244 or 488 us on a Zen 5 host, the slow rate in about half of B3's
-    // benchmark runs), while products of 256 examples hold the full rate in both.
+    // 10^4) runs at its full rate or at half of it depending on the process's state, not the
+    // operands (100 x 100 from 1000 examples: 244 or 488 us on a Zen 5 host; B3's gradient 1.04
+    // or 1.34 ms between runs of one binary), while products over 256 examples hold the full rate.
     constexpr Index kExamplesPerProduct = 256;
     const Index n = delta.cols();
     for (Index j = 0; j < n; j += kExamplesPerProduct) {
