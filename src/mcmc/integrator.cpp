@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <variant>
 
 namespace uqnn {
 
@@ -30,9 +31,24 @@ double hamiltonian(const PhasePoint& point, const Vec& velocity) {
 
 bool leapfrog(const LogDensity& density, const Metric& metric, double step_size, PhasePoint& point, Vec& scratch) {
   const double half = 0.5 * step_size;
-  point.momentum.noalias() += half * point.grad;
-  velocity(metric, point.momentum, scratch);
-  point.position.noalias() += step_size * scratch;
+  if (const auto* diagonal = std::get_if<DiagonalMetric>(&metric)) {
+    // The half step in p and the whole step in q in one pass, without the velocity vector: the
+    // same arithmetic as below, and on a small network (B1: K = 141, a 1.3 us gradient) each pass
+    // over the K-vectors is a visible share of a leapfrog step.
+    const Index n = point.position.size();
+    double* __restrict p = point.momentum.data();
+    double* __restrict q = point.position.data();
+    const double* __restrict g = point.grad.data();
+    const double* __restrict m = diagonal->inverse_metric.data();
+    for (Index i = 0; i < n; ++i) {
+      p[i] += half * g[i];
+      q[i] += step_size * (m[i] * p[i]);
+    }
+  } else {
+    point.momentum.noalias() += half * point.grad;
+    velocity(metric, point.momentum, scratch);
+    point.position.noalias() += step_size * scratch;
+  }
   const bool ok = evaluate(density, point);
   if (!ok) return false;
   point.momentum.noalias() += half * point.grad;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "uqnn/core/error.hpp"
@@ -67,17 +68,13 @@ class TreeBuilder {
     if (depth == 0) {
       const bool finite = leapfrog(density_, metric_, sign * eps_, z, scratch_);
       ++n_leapfrog_;
-      if (finite) velocity(metric_, z.momentum, scratch_);  // p sharp, and K(p) = p . p sharp / 2
-      const double h = finite ? hamiltonian(z, scratch_) : std::numeric_limits<double>::infinity();
+      if (finite) velocity(metric_, z.momentum, p_sharp_beg);  // p sharp, and K(p) = p . p sharp / 2
+      const double h = finite ? hamiltonian(z, p_sharp_beg) : std::numeric_limits<double>::infinity();
       if (!(h - h0 <= max_delta_h_)) divergent_ = true;  // also for h = inf / NaN
       if (divergent_) return false;
       log_sum_weight = log_sum_exp(log_sum_weight, h0 - h);
       sum_metro_prob_ += h0 - h > 0 ? 1.0 : std::exp(h0 - h);
-      z_propose.position = z.position;
-      z_propose.momentum = z.momentum;
-      z_propose.grad = z.grad;
-      z_propose.log_density = z.log_density;
-      p_sharp_beg = scratch_;
+      copy_point(z, z_propose);
       p_sharp_end = p_sharp_beg;
       rho += z.momentum;
       p_beg = z.momentum;
@@ -102,7 +99,8 @@ class TreeBuilder {
     log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
     bool take_final = log_sum_weight_final > log_sum_weight_subtree;
     if (!take_final) take_final = rng_.uniform() < std::exp(log_sum_weight_final - log_sum_weight_subtree);
-    if (take_final) copy_point(w.z_propose_final, z_propose);
+    // Swapped, not copied: z_propose_final is written whole at the next leaf before it is read.
+    if (take_final) swap_points(w.z_propose_final, z_propose);
     // rho_subtree = rho_init + rho_final (held in rho_extended for the first check).
     w.rho_extended = w.rho_init + w.rho_final;
     rho += w.rho_extended;
@@ -122,6 +120,14 @@ class TreeBuilder {
     to.momentum = from.momentum;
     to.grad = from.grad;
     to.log_density = from.log_density;
+  }
+  /// Exchanges the vectors' storage (no pass over them): a proposal that is taken over replaces
+  /// a point that the tree overwrites whole before it reads it again.
+  static void swap_points(PhasePoint& a, PhasePoint& b) {
+    a.position.swap(b.position);
+    a.momentum.swap(b.momentum);
+    a.grad.swap(b.grad);
+    std::swap(a.log_density, b.log_density);
   }
 
   int n_leapfrog_ = 0;
@@ -191,10 +197,11 @@ NutsStep Nuts::step(Rng& rng, const GradientState& state, const NutsParams& para
     if (!valid_subtree) break;
     ++depth;
     // Biased progressive sampling at the top level: prefer the new subtree (Betancourt 2017 A.3.2).
+    // z_propose is written whole at the next subtree's first leaf, so it can give its storage away.
     if (log_sum_weight_subtree > log_sum_weight) {
-      TreeBuilder::copy_point(z_propose, z_sample);
+      TreeBuilder::swap_points(z_propose, z_sample);
     } else if (rng.uniform() < std::exp(log_sum_weight_subtree - log_sum_weight)) {
-      TreeBuilder::copy_point(z_propose, z_sample);
+      TreeBuilder::swap_points(z_propose, z_sample);
     }
     log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
     rho = rho_bck + rho_fwd;

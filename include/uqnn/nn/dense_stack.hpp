@@ -90,8 +90,8 @@ Eigen::Map<const RowMajorMatT<T>> weight_map(const T* theta, Index rows, Index c
 
 /// dW += delta input^T ([out, n] [n, in]): a reduction over the n examples. Eigen's GEMM packs
 /// both operands on every call and wastes most of its micro-kernel when out or in is tiny (a
-/// network's 1-2 outputs, a data set's handful of features), so layers with whole SIMD packets of
-/// outputs or of inputs go through NarrowKernel (2-3x), others with a few outputs through one
+/// network's 1-2 outputs, a data set's handful of features), so layers with one to four SIMD
+/// packets of outputs or of inputs (the last may be partial) go through NarrowKernel (2-3x), others with a few outputs through one
 /// matrix-vector product per output row (2.5x) and those with a handful of inputs through one per
 /// input column (1.8x): the same sums in another order (2x16 networks of seed 003, n = 250-1200).
 template <typename T, typename WeightGradient>

@@ -36,13 +36,13 @@ class Mlp : public ModelBase<Mlp> {
   MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {
     DenseStackTape<T> tape;
     dense_forward(stack_, theta, X, tape);
-    MatT<T> Y = tape.output();
-    if (loss) {
-      MatT<T> dY(Y.rows(), Y.cols());
-      *loss_value = (*loss)(Y, dY);
-      dense_backward(stack_, theta, tape, dY, grad, static_cast<MatT<T>*>(nullptr));
-    }
-    return Y;
+    if (!loss) return tape.output();
+    // A sampler's gradient: no copy of the outputs and no allocation (B1's whole gradient is 1.5 us).
+    thread_local MatT<T> dY;
+    dY.resize(tape.output().rows(), tape.output().cols());
+    *loss_value = (*loss)(tape.output(), dY);
+    dense_backward(stack_, theta, tape, dY, grad, static_cast<MatT<T>*>(nullptr));
+    return MatT<T>();
   }
 
  private:

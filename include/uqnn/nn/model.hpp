@@ -103,7 +103,7 @@ std::unique_ptr<Model> make_model(const nlohmann::json& description);
 ///   template <class T> MatT<T> evaluate(const T* theta, const MatT<T>& X,
 ///                                       const OutputLoss<T>* loss, T* loss_value, T* grad) const;
 /// which returns the outputs and, when `loss` is given, the loss value and its gradient (added to
-/// grad's num_params() entries). theta has num_params() entries; ModelBase checks the shapes.
+/// grad's num_params() entries; the returned outputs may then be empty). theta has num_params() entries; ModelBase checks the shapes.
 template <typename Derived>
 class ModelBase : public Model {
  public:

@@ -7,7 +7,9 @@
 /// for large matrices. Here the whole column of outputs for one example fits in one to four
 /// registers, so the product runs without packing: each output column is a sum of weight columns
 /// scaled by broadcast inputs (fused multiply-adds on Eigen's packets), several examples at a time
-/// to reuse the loaded weight column. Measured on the shapes of seed 003's networks
+/// to reuse the loaded weight column. A row count that is not whole packets (the 10-wide layers of
+/// BENCHMARKS.md's B1) ends in a partial packet: its weights and bias are read from zero-padded
+/// copies and its stores follow `store_bounded`. Measured on the shapes of seed 003's networks
 /// (16 x 6 and 16 x 16 times 6 / 16 x 246..1202; a micro-benchmark of each product): 1.5-4x faster
 /// than Eigen's product in float and 2.3-4x in double; the whole gradient is timed by
 /// bench/dei_gradient_vs_jax.sh. Larger layers keep Eigen's GEMM, which blocks for the cache.
@@ -48,16 +50,44 @@ struct NarrowKernel {
   /// weight packets and a broadcast, at most 8.
   static constexpr Index columns_per_step(Index R) { return std::clamp<Index>((kRegisters - R - 2) / R, 1, 8); }
 
-  /// C[:R * kPacket, j] = bias + sum_k A[:, k] B(k, j): the first R * kPacket rows.
-  /// A is column-major with leading dimension lda, B column-major [K x n], C column-major with
-  /// leading dimension ldc; bias may be null.
+  /// Stores v at `to`, or only its lanes before `end` when a whole packet would pass it.
+  static void store_bounded(T* to, const Packet& v, const T* end) {
+    if (to + kPacket <= end) {
+      Eigen::internal::pstoreu(to, v);
+      return;
+    }
+    alignas(Packet) T lanes[kPacket];
+    Eigen::internal::pstore(lanes, v);
+    std::copy(lanes, lanes + (end - to), to);
+  }
+  /// Loads the packet at `from`, with zeros in the lanes at or past `end`.
+  static Packet load_bounded(const T* from, const T* end) {
+    if (from + kPacket <= end) return Eigen::internal::ploadu<Packet>(from);
+    alignas(Packet) T lanes[kPacket] = {};
+    std::copy(from, end, lanes);
+    return Eigen::internal::pload<Packet>(lanes);
+  }
+
+  /// C = bias + A B for C [rows x n] column-major (leading dimension rows), rows in
+  /// ((R - 1) kPacket, R kPacket]. A is column-major with leading dimension lda >= R kPacket (rows
+  /// past `rows` are read, zero padding, and never stored), B column-major [K x n]; bias has
+  /// R kPacket entries or is null.
+  ///
+  /// When rows is not whole packets, the last packet of a column also covers the next column's
+  /// first rows. Columns are stored in increasing order, so the next column's own stores overwrite
+  /// those lanes; only the last column's packet would pass the end of C, and store_bounded cuts it.
   template <int R>
-  static void product(const T* A, Index lda, Index K, const T* B, Index n, const T* bias, T* C, Index ldc) {
+  static void product(const T* A, Index lda, Index K, const T* B, Index n, const T* bias, T* C, Index rows) {
     namespace ei = Eigen::internal;
     constexpr Index NC = columns_per_step(R);
+    const Index ldc = rows;
+    const T* const end = C + n * ldc;
     auto start = [&](Index r) { return bias ? ei::ploadu<Packet>(bias + r * kPacket) : ei::pset1<Packet>(T(0)); };
+    // The steps store whole packets (a check per store costs B2's forward products 40%); the last
+    // column, whose packet could pass C's end, goes through the one-column loop's bounded stores.
+    const Index inner = n - 1;
     Index j = 0;
-    for (; j + NC <= n; j += NC) {
+    for (; j + NC <= inner; j += NC) {
       Packet acc[NC][R];
       for (Index c = 0; c < NC; ++c)
         for (Index r = 0; r < R; ++r) acc[c][r] = start(r);
@@ -72,43 +102,61 @@ struct NarrowKernel {
       for (Index c = 0; c < NC; ++c)
         for (Index r = 0; r < R; ++r) ei::pstoreu(C + (j + c) * ldc + r * kPacket, acc[c][r]);
     }
-    for (; j < n; ++j) {
+    auto one_column = [&](Index column, auto last_column) {
       Packet acc[R];
       for (Index r = 0; r < R; ++r) acc[r] = start(r);
       for (Index k = 0; k < K; ++k) {
-        const Packet b = ei::pset1<Packet>(B[k + j * K]);
+        const Packet b = ei::pset1<Packet>(B[k + column * K]);
         for (Index r = 0; r < R; ++r) acc[r] = ei::pmadd(ei::ploadu<Packet>(A + k * lda + r * kPacket), b, acc[r]);
       }
-      for (Index r = 0; r < R; ++r) ei::pstoreu(C + j * ldc + r * kPacket, acc[r]);
-    }
+      for (Index r = 0; r < R; ++r) {
+        T* to = C + column * ldc + r * kPacket;
+        if constexpr (last_column) store_bounded(to, acc[r], end);
+        else ei::pstoreu(to, acc[r]);
+      }
+    };
+    for (; j < inner; ++j) one_column(j, std::false_type{});
+    if (n > 0) one_column(n - 1, std::true_type{});
   }
 
-  /// G[:, k0 + k] += sum_j D[:rows, j] B(k0 + k, j), k < KC, for the first R * kPacket rows of D
-  /// (leading dimension ldd) and B column-major [K x n]; G column-major with leading dimension ldg.
+  /// G[:, k0 + k] += sum_j D[:, j] B(k0 + k, j), k < KC, for D [rows x n] column-major (leading
+  /// dimension rows, rows in ((R - 1) kPacket, R kPacket]) and B column-major [K x n]; G
+  /// column-major with leading dimension ldg >= R kPacket. When rows is not whole packets, the
+  /// last packet of D's column j also holds column j + 1's first rows: they add only to G's rows
+  /// past `rows`, which the caller drops (and the last column's load stops at D's end).
   /// The KC accumulators stay in registers only when KC is a compile-time constant. Narrow chunks
   /// take U examples per step into separate accumulators: at least 8 independent multiply-add
   /// chains, else each step waits for the previous one's latency (4 cycles).
   template <int R, int KC>
-  static void transposed_product_chunk(const T* D, Index ldd, const T* B, Index K, Index k0, Index n, T* G, Index ldg) {
+  static void transposed_product_chunk(const T* D, Index rows, const T* B, Index K, Index k0, Index n, T* G, Index ldg) {
     namespace ei = Eigen::internal;
+    const Index ldd = rows;
+    const T* const end = D + n * ldd;
     constexpr Index U = std::max<Index>(1, 8 / (KC * R));
     Packet acc[U][KC][R];
     for (Index u = 0; u < U; ++u)
       for (Index k = 0; k < KC; ++k)
         for (Index r = 0; r < R; ++r) acc[u][k][r] = ei::pset1<Packet>(T(0));
-    auto step = [&](Index j, Packet(&sums)[KC][R]) {
+    auto step = [&](Index j, Packet(&sums)[KC][R], auto last_column) {
       Packet d[R];
-      for (Index r = 0; r < R; ++r) d[r] = ei::ploadu<Packet>(D + j * ldd + r * kPacket);
+      for (Index r = 0; r < R; ++r) {
+        const T* column = D + j * ldd + r * kPacket;
+        if constexpr (last_column) d[r] = r == R - 1 ? load_bounded(column, end) : ei::ploadu<Packet>(column);
+        else d[r] = ei::ploadu<Packet>(column);
+      }
       const T* b = B + j * K + k0;
       for (Index k = 0; k < KC; ++k) {
         const Packet bk = ei::pset1<Packet>(b[k]);
         for (Index r = 0; r < R; ++r) sums[k][r] = ei::pmadd(d[r], bk, sums[k][r]);
       }
     };
+    // Only the last column's partial packet could read past D's end: it alone loads bounded.
+    const Index inner = n - 1;
     Index j = 0;
-    for (; j + U <= n; j += U)
-      for (Index u = 0; u < U; ++u) step(j + u, acc[u]);
-    for (; j < n; ++j) step(j, acc[0]);
+    for (; j + U <= inner; j += U)
+      for (Index u = 0; u < U; ++u) step(j + u, acc[u], std::false_type{});
+    for (; j < inner; ++j) step(j, acc[0], std::false_type{});
+    if (n > 0) step(n - 1, acc[0], std::true_type{});
     for (Index k = 0; k < KC; ++k)
       for (Index r = 0; r < R; ++r) {
         Packet sum = acc[0][k][r];
@@ -118,16 +166,17 @@ struct NarrowKernel {
       }
   }
 
-  /// G += D[:R * kPacket, :] B^T in chunks of 16, 8, 4, 2 and 1 columns of G (as many
-  /// accumulators as registers allow: R * 16 + R <= 32 for R = 1, fewer per chunk beyond).
+  /// G += D B^T (D [rows x n] as in transposed_product_chunk) in chunks of 16, 8, 4, 2 and 1
+  /// columns of G (as many accumulators as registers allow: R * 16 + R <= 32 for R = 1, fewer per
+  /// chunk beyond).
   template <int R>
-  static void transposed_product(const T* D, Index ldd, const T* B, Index K, Index n, T* G, Index ldg) {
+  static void transposed_product(const T* D, Index rows, const T* B, Index K, Index n, T* G, Index ldg) {
     constexpr Index kWidest = std::clamp<Index>((kRegisters - R - 2) / R, 1, 16);
     Index k0 = 0;
     auto chunks = [&](auto width) {
       constexpr int KC = decltype(width)::value;
       if constexpr (KC <= kWidest)
-        for (; k0 + KC <= K; k0 += KC) transposed_product_chunk<R, KC>(D, ldd, B, K, k0, n, G, ldg);
+        for (; k0 + KC <= K; k0 += KC) transposed_product_chunk<R, KC>(D, rows, B, K, k0, n, G, ldg);
     };
     chunks(std::integral_constant<int, 16>{});
     chunks(std::integral_constant<int, 8>{});
@@ -137,8 +186,9 @@ struct NarrowKernel {
   }
 
   /// Whether a product with `rows` outputs goes through the kernel: at least one packet of rows
-  /// and at most kMaxPackets.
+  /// and at most kMaxPackets (the last one possibly partial).
   static bool applies(Index rows) { return kVectorised && rows >= kPacket && rows <= kMaxPackets * kPacket; }
+  static Index packets(Index rows) { return (rows + kPacket - 1) / kPacket; }
   /// Sums over more inputs than this keep Eigen's GEMM, which blocks A for the cache.
   static constexpr Index kMaxDepth = 256;
 
@@ -155,25 +205,39 @@ struct NarrowKernel {
 
 /// C = A B (+ bias on every column); A is [rows x K] column-major with leading dimension lda (a
 /// PyTorch-layout weight's transpose is its storage as is), B and C column-major. Narrow A goes
-/// through NarrowKernel; the rows beyond its last whole packet and every other shape through Eigen.
+/// through NarrowKernel, every other shape through Eigen.
 template <typename T>
 void narrow_product(const T* A, Index rows, Index lda, Index K, const MatT<T>& B, const T* bias, MatT<T>& C) {
   using Kernel = NarrowKernel<T>;
   const Index n = B.cols();
   C.resize(rows, n);
   if (rows == 0 || n == 0) return;  // an empty C has no data pointer to offset (UBSan)
-  const Eigen::Map<const MatT<T>, 0, Eigen::OuterStride<>> a(A, rows, K, Eigen::OuterStride<>(lda));
-  Index done = 0;
   if (Kernel::applies(rows) && K <= Kernel::kMaxDepth) {
-    const Index packets = rows / Kernel::kPacket;
-    done = packets * Kernel::kPacket;
+    const Index packets = Kernel::packets(rows), padded = packets * Kernel::kPacket;
+    if (padded != rows) {
+      // The kernel loads whole packets: a partial last packet reads zero-padded copies (a narrow,
+      // shallow layer's weights: a few hundred values).
+      thread_local MatT<T> padded_a;
+      thread_local VecT<T> padded_bias;
+      if (lda < padded) {
+        padded_a.setZero(padded, K);
+        padded_a.topRows(rows) = Eigen::Map<const MatT<T>, 0, Eigen::OuterStride<>>(A, rows, K, Eigen::OuterStride<>(lda));
+        A = padded_a.data();
+        lda = padded;
+      }
+      if (bias) {
+        padded_bias.setZero(padded);
+        padded_bias.head(rows) = Eigen::Map<const VecT<T>>(bias, rows);
+        bias = padded_bias.data();
+      }
+    }
     Kernel::dispatch(packets, [&](auto R) { Kernel::template product<R>(A, lda, K, B.data(), n, bias, C.data(), rows); });
-    if (done == rows) return;
+    return;
   }
-  auto rest = C.bottomRows(rows - done);
-  if constexpr (std::is_same_v<T, Dual>) rest = dual_product(a.bottomRows(rows - done), B);
-  else rest.noalias() = a.bottomRows(rows - done) * B;
-  if (bias) rest.colwise() += Eigen::Map<const VecT<T>>(bias + done, rows - done);
+  const Eigen::Map<const MatT<T>, 0, Eigen::OuterStride<>> a(A, rows, K, Eigen::OuterStride<>(lda));
+  if constexpr (std::is_same_v<T, Dual>) C = dual_product(a, B);
+  else C.noalias() = a * B;
+  if (bias) C.colwise() += Eigen::Map<const VecT<T>>(bias, rows);
 }
 
 /// C = W B + bias for W [rows x K] row-major with fewer rows than a packet (a network's 1-4
@@ -225,33 +289,39 @@ void weight_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* 
     }
     return;
   }
-  thread_local MatT<T> column_major;  // the kernel reads weight columns: transpose once (rows*K values)
-  column_major = Eigen::Map<const RowMajorMatT<T>>(W, rows, K);
-  narrow_product(column_major.data(), rows, rows, K, B, bias, C);
+  // The kernel reads weight columns: transpose once (rows*K values), zero-padded to whole packets.
+  thread_local MatT<T> column_major;
+  const Index padded = Kernel::packets(rows) * Kernel::kPacket;
+  if (padded != rows) column_major.setZero(padded, K);
+  else column_major.resize(rows, K);
+  column_major.topRows(rows) = Eigen::Map<const RowMajorMatT<T>>(W, rows, K);
+  narrow_product(column_major.data(), rows, padded, K, B, bias, C);
 }
 
 /// G += D B^T with G row-major [rows x K] (a weight gradient: a sum over the n examples of D's
-/// and B's columns), D [rows x n], B [K x n], through NarrowKernel when either side is whole
-/// packets it takes: D's rows, or B's (then the kernel forms G^T = B D^T). Returns false, doing
+/// and B's columns), D [rows x n], B [K x n], through NarrowKernel when either side's rows fit it:
+/// D's, or B's (then the kernel forms G^T = B D^T); whole packets first. Returns false, doing
 /// nothing, for other shapes.
 template <typename T, typename RowMajorGradient>
 bool add_transposed_product(RowMajorGradient&& G, const MatT<T>& D, const MatT<T>& B) {
   using Kernel = NarrowKernel<T>;
   auto whole_packets = [](Index rows) { return Kernel::applies(rows) && rows % Kernel::kPacket == 0; };
-  const bool by_rows = whole_packets(D.rows());
-  if (!by_rows && !whole_packets(B.rows())) return false;
-  const MatT<T>& left = by_rows ? D : B;  // the operand whose columns are whole packets
+  const bool by_rows = whole_packets(D.rows()) || (!whole_packets(B.rows()) && Kernel::applies(D.rows()));
+  if (!by_rows && !Kernel::applies(B.rows())) return false;
+  const MatT<T>& left = by_rows ? D : B;  // the operand whose rows the kernel's packets take
   const MatT<T>& right = by_rows ? B : D;
-  thread_local MatT<T> column_major;
-  column_major.setZero(left.rows(), right.rows());
-  Kernel::dispatch(left.rows() / Kernel::kPacket, [&](auto R) {
+  if (right.rows() == 0) return true;
+  const Index packets = Kernel::packets(left.rows());
+  thread_local MatT<T> column_major;  // G or G^T, with rows padded to whole packets
+  column_major.setZero(packets * Kernel::kPacket, right.rows());
+  Kernel::dispatch(packets, [&](auto R) {
     Kernel::template transposed_product<R>(left.data(), left.rows(), right.data(), right.rows(), right.cols(),
-                                           column_major.data(), left.rows());
+                                           column_major.data(), column_major.rows());
   });
   if (by_rows) {
-    G += column_major;
+    G += column_major.topRows(left.rows());
   } else {
-    G += column_major.transpose();
+    G += column_major.topRows(left.rows()).transpose();
   }
   return true;
 }
