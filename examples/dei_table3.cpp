@@ -4,7 +4,7 @@
 // cR-hat, ESS) and Fig. 13 (chain-wise expanding-window LPPD).
 //
 //   ./build/examples/dei_table3 [--data-dir ../shared/data/uci] [--out dei-table3]
-//       [--datasets airfoil,concrete,energy,yacht] [--reps 3] [--members 12] [--warmup 100]
+//       [--datasets airfoil,concrete,energy,yacht] [--reps 3] [--first-rep 0] [--members 12] [--warmup 100]
 //       [--draws 1000] [--epochs 5000] [--dying airfoil,energy] [--dying-warmup 200]
 //       [--dying-draws 200] [--dying-activations relu,tanh] [--threads 2] [--precision float32]
 //
@@ -65,6 +65,7 @@ struct Options {
   std::vector<std::string> dying{"airfoil", "energy"};
   std::vector<std::string> dying_activations{"relu", "tanh"};
   int reps = 3;
+  int first_rep = 0;  ///< the splits run are first_rep, ..., first_rep + reps - 1
   Index members = 12;
   long warmup = 100, draws = 1000, epochs = 5000;
   long dying_warmup = 200, dying_draws = 200;
@@ -82,6 +83,11 @@ Options parse(int argc, char** argv) {
   std::string datasets = "airfoil,concrete,energy,yacht";
   app.add_option("--datasets", datasets, "Table 3 data sets, or none")->capture_default_str();
   app.add_option("--reps", o.reps, "replications (80/20 splits with seeds 0, 1, ...)")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--first-rep", o.first_rep,
+                 "seed of the first split: --first-rep 1 --reps 2 runs splits 1 and 2 only (a long data set's splits "
+                 "in separate runs)")
+      ->check(CLI::Range(0, 99))
+      ->capture_default_str();
   app.add_option("--members", o.members, "ensemble members = chains")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--warmup", o.warmup, "NUTS warmup iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--draws", o.draws, "draws per chain (Table 3 reports the first 10, 100, 1000)")->check(CLI::PositiveNumber)->capture_default_str();
@@ -272,9 +278,9 @@ int main(int argc, char** argv) try {
   const auto write_markdown = [&]() {
     const double wall = seconds_since(started), cpu = cpu_seconds() - cpu_started;
     std::ostringstream md;
-    md << fmt::format("Settings: {} split(s), M = {}, {} warmup, {} draws per chain, {} epochs; {} threads; "
+    md << fmt::format("Settings: {} split(s) from seed {}, M = {}, {} warmup, {} draws per chain, {} epochs; {} threads; "
                       "wall {:.0f} s, CPU {:.0f} s so far.\n\n",
-                      o.reps, o.members, o.warmup, o.draws, o.epochs, o.threads, wall, cpu);
+                      o.reps, o.first_rep, o.members, o.warmup, o.draws, o.epochs, o.threads, wall, cpu);
     md << table.str() << "\nPaper (seed 003 Table 3; columns LM, DNN, DE, OURS(10), OURS(100), OURS(1000)):\n\n"
        << "| data | LM | DNN | DE | (10) | (100) | (1000) | LM | DNN | DE | (10) | (100) | (1000) | | |\n"
        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -292,7 +298,7 @@ int main(int argc, char** argv) try {
     std::map<std::string, std::vector<double>> col;
     std::vector<double> walls;
     int dying = 0, chains_total = 0;
-    for (int rep = 0; rep < o.reps; ++rep) {
+    for (int rep = o.first_rep; rep < o.first_rep + o.reps; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
       const Problem p = make_problem(data, rep, "relu", parse_precision(o.precision));
       const LinearBaseline lm = LinearBaseline::fit(p.posterior->inputs(), p.posterior->targets());
@@ -382,14 +388,14 @@ int main(int argc, char** argv) try {
       col["ensemble_seconds"].push_back(r.ensemble_seconds);
       col["sampling_seconds"].push_back(r.sampling_seconds);
 
-      if (rep == 0) {
+      if (rep == o.first_rep) {
         // Fig. 13: chain-wise expanding-window LPPD; Figs. 8/9: per-layer R-hat, cR-hat, ESS.
         plot_lppd_traces(o.out / fmt::format("lppd_traces_{}.png", name), r.lppd_traces, r.converged_at, r.dying,
-                         fmt::format("{} (split 0): chain-wise expanding-window LPPD, DEI-MCMC", name));
+                         fmt::format("{} (split {}): chain-wise expanding-window LPPD, DEI-MCMC", name, rep));
         if (o.draws >= 16)
           plot_layer_diagnostics(o.out / fmt::format("layers_{}.png", name),
                                  diagnostics::layerwise_diagnostics(r.run.draws, p.posterior->layout(), 4),
-                                 fmt::format("{} (split 0): per-layer diagnostics of the DEI-MCMC chains", name));
+                                 fmt::format("{} (split {}): per-layer diagnostics of the DEI-MCMC chains", name, rep));
         // Fig. 10 / App. B.2: R-hat^(2) across chains per parameter (parameter space) and per test
         // point of the predictive mean (function space).
         if (o.draws >= 4) {
@@ -406,13 +412,13 @@ int main(int argc, char** argv) try {
           const Vec ps = diagnostics::columnwise_rhat(r.run.draws), fs = diagnostics::columnwise_rhat(predictions);
           plot_rhat_histograms(o.out / fmt::format("rhat_{}.png", name),
                                {{"parameter space (per parameter)", ps}, {"function space (per test point)", fs}},
-                               fmt::format("{} (split 0): R-hat^(2) across the {} DEI-MCMC chains", name, r.run.num_chains()));
+                               fmt::format("{} (split {}): R-hat^(2) across the {} DEI-MCMC chains", name, rep, r.run.num_chains()));
           results[name]["rhat_split0"] = {{"parameter_space", std::vector<double>(ps.data(), ps.data() + ps.size())},
                                           {"function_space", std::vector<double>(fs.data(), fs.data() + fs.size())}};
         }
         // Fig. 5: LPPD and RMSE against the number of chains, one line per number of draws.
         plot::Figure grid(1, 2);
-        grid.title(fmt::format("{} (split 0): DEI-MCMC vs chains and draws per chain", name));
+        grid.title(fmt::format("{} (split {}): DEI-MCMC vs chains and draws per chain", name, rep));
         grid.panel(0, 0).x_label("chains").y_label("test LPPD");
         grid.panel(0, 1).x_label("chains").y_label("test RMSE");
         nlohmann::json grid_json;
@@ -451,7 +457,7 @@ int main(int argc, char** argv) try {
           calibration.emplace_back("deep ensemble", regression_metrics(pd, sum, p.test_y, p.test_y, 0.0).coverage);
         }
         plot_calibration(o.out / fmt::format("calibration_{}.png", name), calibration,
-                         fmt::format("{} (split 0): coverage of central predictive intervals", name));
+                         fmt::format("{} (split {}): coverage of central predictive intervals", name, rep));
       }
     }
     nlohmann::json row;

@@ -106,12 +106,26 @@ TEST_F(ShrinkageCli, ArdRanksTheInputsAndEveryKindRunsUnderNutsAndVi) {
   CliRun r = run_cli("fit --quiet --method nuts --arch 8 --chains 2 --warmup 500 --draws 500 --prior ard --data " + data +
                      " --out " + ard.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Per chain: a chain can stick in the funnel of a small scale (about 1 chain in 24 over seeds
+  // 0-11, each with step size ~1e-3 and R-hat of lp__ ~1.9), which the fit must then report; the
+  // chains that mix rank the inputs. Pooled means would make the test depend on the seed and on the
+  // build's rounding (the sanitizer build's trajectories differ from Release's).
   const auto table = diagnostics::read_draws_csv((ard / "draws.csv").string());
-  std::vector<double> log_scale;
-  for (Index j = 0; j < 6; ++j) log_scale.push_back(table.at(fmt::format("layer1.weight.log_scale[{}]", j)).mean());
-  const double irrelevant = (log_scale[2] + log_scale[3] + log_scale[4] + log_scale[5]) / 4;
-  std::printf("  ARD posterior mean log scale: inputs 1, 2: %.3f %.3f; inputs 3-6: %.3f\n", log_scale[0], log_scale[1], irrelevant);
-  EXPECT_LT(irrelevant, std::min(log_scale[0], log_scale[1]) - 0.1) << "ARD scales the irrelevant inputs below both real ones";
+  const std::string warnings = json(ard / "metrics.json")["warnings"].dump();
+  const bool not_mixed_warning = warnings.find("\"rhat\"") != std::string::npos;
+  int ranking_chains = 0;
+  for (Index c = 0; c < 2; ++c) {
+    std::vector<double> log_scale;
+    for (Index j = 0; j < 6; ++j) log_scale.push_back(table.at(fmt::format("layer1.weight.log_scale[{}]", j)).col(c).mean());
+    const double irrelevant = (log_scale[2] + log_scale[3] + log_scale[4] + log_scale[5]) / 4;
+    std::printf("  chain %ld, ARD posterior mean log scale: inputs 1, 2: %.3f %.3f; inputs 3-6: %.3f\n",
+                static_cast<long>(c), log_scale[0], log_scale[1], irrelevant);
+    const bool ranks = irrelevant < std::min(log_scale[0], log_scale[1]) - 0.1;
+    ranking_chains += ranks;
+    EXPECT_TRUE(ranks || not_mixed_warning) << "chain " << c << " does not rank the inputs and the fit does not say "
+                                            << "its chains have not mixed: " << warnings;
+  }
+  EXPECT_GE(ranking_chains, 1) << "ARD scales the irrelevant inputs below both real ones";
 
   // The regularized horseshoe per unit on a network, with nuts and with vi (whose KL term is then
   // estimated by Monte Carlo: it has no closed form).
