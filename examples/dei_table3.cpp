@@ -413,7 +413,7 @@ int main(int argc, char** argv) try {
           plot_rhat_histograms(o.out / fmt::format("rhat_{}.png", name),
                                {{"parameter space (per parameter)", ps}, {"function space (per test point)", fs}},
                                fmt::format("{} (split {}): R-hat^(2) across the {} DEI-MCMC chains", name, rep, r.run.num_chains()));
-          results[name]["rhat_split0"] = {{"parameter_space", std::vector<double>(ps.data(), ps.data() + ps.size())},
+          results[name][fmt::format("rhat_split{}", rep)] = {{"parameter_space", std::vector<double>(ps.data(), ps.data() + ps.size())},
                                           {"function_space", std::vector<double>(fs.data(), fs.data() + fs.size())}};
         }
         // Fig. 5: LPPD and RMSE against the number of chains, one line per number of draws.
@@ -435,7 +435,7 @@ int main(int argc, char** argv) try {
           grid.panel(0, 1).line(k, rmse, fmt::format("{} draws", s));
         }
         grid.save(o.out / fmt::format("grid_{}.png", name));
-        results[name]["grid_split0"] = grid_json;
+        results[name][fmt::format("grid_split{}", rep)] = grid_json;
         // Fig. 6: calibration of central intervals, every 10th draw of all chains and of fewer chains.
         std::vector<std::pair<std::string, std::map<double, double>>> calibration;
         Rng rng(99, 0);
@@ -449,7 +449,7 @@ int main(int argc, char** argv) try {
           const PredictiveSummary sum = summarize_predictive(pd, levels, rng);
           const RegressionMetrics rm = regression_metrics(pd, sum, p.test_y, p.test_y, 0.0);
           calibration.emplace_back(fmt::format("DEI-MCMC, {} chain{}", chains, chains == 1 ? "" : "s"), rm.coverage);
-          for (const auto& [level, c] : rm.coverage) results[name]["coverage_split0"][std::to_string(chains)][fmt::format("{:.2f}", level)] = c;
+          for (const auto& [level, c] : rm.coverage) results[name][fmt::format("coverage_split{}", rep)][std::to_string(chains)][fmt::format("{:.2f}", level)] = c;
         }
         {
           const PredictiveDraws pd = predict_draws(p.posterior->model(), p.posterior->likelihood(), Draws::independent(members), p.test_x);
