@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <numeric>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/state_archive.hpp"
@@ -145,6 +147,31 @@ MemberFit member_fit_from_bytes(const std::string& bytes) {
   return fit;
 }
 
+double held_out_noise_variance(const Model& model, const std::vector<MemberFit>& twins, const Mat& inputs, const Mat& targets) {
+  const Index P = model.num_params(), n = inputs.cols(), outputs = targets.rows();
+  // squared(j, i): twin j's squared error summed over the outputs of held-out row i.
+  Mat squared(static_cast<Index>(twins.size()), n);
+  for (std::size_t j = 0; j < twins.size(); ++j)
+    squared.row(static_cast<Index>(j)) = (model.forward(twins[j].theta.head(P), inputs) - targets).colwise().squaredNorm();
+  // EM for the common variance of the mixture (1/J) sum_j N(y_i; f_j(x_i), sigma^2 I): the
+  // responsibilities r_ij ~ exp(-squared(j, i) / (2 sigma^2)), then sigma^2 = sum_ij r_ij squared(j, i) / (n O).
+  // Each step raises the likelihood (Dempster, Laird & Rubin 1977); it starts from the pooled mean.
+  double variance = squared.mean() / static_cast<double>(outputs);
+  for (int step = 0; step < 10000 && variance > 0; ++step) {
+    double weighted = 0.0;
+    for (Index i = 0; i < n; ++i) {
+      const Vec log_weight = -squared.col(i) / (2.0 * variance);
+      const Vec weight = (log_weight.array() - log_weight.maxCoeff()).exp();
+      weighted += weight.dot(squared.col(i)) / weight.sum();
+    }
+    const double next = weighted / static_cast<double>(n * outputs);
+    const bool settled = std::abs(next - variance) <= 1e-12 * variance;
+    variance = next;
+    if (settled) break;
+  }
+  return variance;
+}
+
 std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const EnsembleParams& params, std::uint64_t seed,
                                          const Mat& Xv, const Mat& Yv) {
   params.validate();
@@ -156,27 +183,16 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
                      "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
   const bool noise_from_held_out = params.noise_holdout > 0 && lik.kind() == "gaussian_learned_sigma";
-  const auto member_training = [&params](Index j) {
-    TrainParams training = params.training;
-    training.checkpoint = params.checkpoint.progress(j, "training");
-    return training;
-  };
-  std::function<MemberFit(Index)> member = [&](Index j) {
-    Rng rng(seed, static_cast<std::uint64_t>(j));
+  // One network trained on `rows` with `rng` (initialisation, then minibatches) and the member's
+  // epoch checkpoints of `phase`; theta carries the likelihood's extras (the NLL's own, or for the
+  // MSE the likelihood's initial ones).
+  const auto train_network = [&](const IndexVec& rows, Rng& rng, Index j, const std::string& phase) {
     MemberFit fit;
-    fit.rows = member_subset(posterior.num_data(), params.data_fraction, rng);
-    IndexVec held_out;
-    if (noise_from_held_out) held_out = split_off_held_out(fit.rows, params.noise_holdout, rng);
-    const Mat X = gather_columns(posterior.inputs(), fit.rows), Y = gather_columns(posterior.targets(), fit.rows);
-    // log sigma from the mean squared residual per target: on the training rows alone, or the average
-    // of that and the held-out rows' (EnsembleParams::noise_holdout says why).
-    const auto noise_log_sd = [&](const Vec& network) {
-      const auto mse = [&](const Mat& Xn, const Mat& Yn) { return (model.forward(network, Xn) - Yn).squaredNorm() / static_cast<double>(Yn.size()); };
-      double variance = mse(X, Y);
-      if (!held_out.empty())
-        variance = 0.5 * (variance + mse(gather_columns(posterior.inputs(), held_out), gather_columns(posterior.targets(), held_out)));
-      return 0.5 * std::log(std::max(variance, 1e-300));
-    };
+    fit.rows = rows;
+    const Mat X = gather_columns(posterior.inputs(), rows), Y = gather_columns(posterior.targets(), rows);
+    TrainParams training = params.training;
+    training.checkpoint = params.checkpoint.progress(j, phase);
+    TrainResult trained;
     if (nll) {
       // Seed 003 App. D: Gaussian NLL (here: the posterior's likelihood), weight decay from the optimiser.
       std::shared_ptr<const Posterior> posterior_view(&posterior, [](const Posterior*) {});
@@ -184,31 +200,79 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
       std::function<double(const Vec&)> validation;
       if (Xv.cols() > 0)
         validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
-      const TrainResult trained = train(objective, posterior.initial_point(rng), member_training(j), rng, validation);
+      trained = train(objective, posterior.initial_point(rng), training, rng, validation);
       fit.theta = trained.best_theta;
-      if (noise_from_held_out) fit.theta[P] = noise_log_sd(fit.theta.head(P));
-      fit.history = trained.history;
-      fit.convergence = trained.convergence;
-      return fit;
+    } else {
+      const Vec start = model.initial_params(rng);
+      // Shared ownership is not needed: the objective lives only in this call.
+      std::shared_ptr<const Model> model_view(&model, [](const Model*) {});
+      MeanSquaredErrorObjective objective(model_view, X, Y);
+      std::function<double(const Vec&)> validation;
+      if (Xv.cols() > 0)
+        validation = [&](const Vec& w) { return (model.forward(w, Xv) - Yv).squaredNorm() / static_cast<double>(Xv.cols()); };
+      trained = train(objective, start, training, rng, validation);
+      fit.theta.resize(posterior.dim());
+      fit.theta.head(P) = trained.best_theta;
+      fit.theta.tail(lik.num_extra()) = lik.initial_extra();
     }
-    const Vec start = model.initial_params(rng);
-    // Shared ownership is not needed: the objective lives only in this call.
-    std::shared_ptr<const Model> model_view(&model, [](const Model*) {});
-    MeanSquaredErrorObjective objective(model_view, X, Y);
-    std::function<double(const Vec&)> validation;
-    if (Xv.cols() > 0)
-      validation = [&](const Vec& w) { return (model.forward(w, Xv) - Yv).squaredNorm() / static_cast<double>(Xv.cols()); };
-    const TrainResult trained = train(objective, start, member_training(j), rng, validation);
-    fit.theta.resize(posterior.dim());
-    fit.theta.head(P) = trained.best_theta;
-    Vec extra = lik.initial_extra();
-    if (lik.kind() == "gaussian_learned_sigma") extra[0] = noise_log_sd(trained.best_theta);
-    fit.theta.tail(extra.size()) = extra;
     fit.history = trained.history;
     fit.convergence = trained.convergence;
     return fit;
   };
-  return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint);
+  // The mean squared residual per target of a member's network on `rows`.
+  const auto mean_squared_residual = [&](const MemberFit& fit, const IndexVec& rows) {
+    const Mat Y = gather_columns(posterior.targets(), rows);
+    return (model.forward(fit.theta.head(P), gather_columns(posterior.inputs(), rows)) - Y).squaredNorm() / static_cast<double>(Y.size());
+  };
+  const auto log_sd = [](double variance) { return 0.5 * std::log(std::max(variance, 1e-300)); };
+  std::function<MemberFit(Index)> member = [&](Index j) {
+    Rng rng(seed, static_cast<std::uint64_t>(j));
+    IndexVec rows = member_subset(posterior.num_data(), params.data_fraction, rng);
+    if (!noise_from_held_out || params.noise_refit) {
+      MemberFit fit = train_network(rows, rng, j, "training");
+      // The MSE's member: log sigma of its training residuals (the NLL's member learned its own;
+      // with noise_refit, fit_deep_ensemble replaces it by the held-out estimate).
+      if (!nll && lik.kind() == "gaussian_learned_sigma") fit.theta[P] = log_sd(mean_squared_residual(fit, fit.rows));
+      return fit;
+    }
+    // The average of the training and held-out rows' mean squared residuals (EnsembleParams::noise_holdout).
+    const IndexVec held_out = split_off_held_out(rows, params.noise_holdout, rng);
+    MemberFit fit = train_network(rows, rng, j, "training");
+    fit.theta[P] = log_sd(0.5 * (mean_squared_residual(fit, fit.rows) + mean_squared_residual(fit, held_out)));
+    return fit;
+  };
+  if (!noise_from_held_out || !params.noise_refit)
+    return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint);
+
+  // EnsembleParams::noise_refit. The held-out rows are common to all twins (stream 2^63 of the seed),
+  // so that each is predicted by the twins' whole mixture, spread included.
+  const Index N = posterior.num_data();
+  IndexVec kept(static_cast<std::size_t>(N));
+  std::iota(kept.begin(), kept.end(), Index{0});
+  Rng held_out_rng(seed, std::uint64_t{1} << 63);
+  const IndexVec held_out = split_off_held_out(kept, params.noise_holdout, held_out_rng);
+  // Twin j: member j's rows and initialisation (its stream Rng(seed, j)) without the held-out rows.
+  const std::function<MemberFit(Index)> twin = [&](Index j) {
+    Rng rng(seed, static_cast<std::uint64_t>(j));
+    const IndexVec rows = member_subset(N, params.data_fraction, rng);
+    IndexVec twin_rows;
+    std::set_difference(rows.begin(), rows.end(), held_out.begin(), held_out.end(), std::back_inserter(twin_rows));
+    if (twin_rows.empty())
+      throw InputError(fmt::format("member {}'s rows are all among the {} held out for the noise estimate: raise --ens-data-fraction or "
+                                   "lower --ens-noise-holdout", j, held_out.size()));
+    return train_network(twin_rows, rng, j, "noise-twin");
+  };
+  // Every process trains every twin (no encode / decode: not spread over MPI ranks or --part k/n),
+  // because the noise estimate needs all of them; only the members are spread.
+  const std::vector<MemberFit> twins = run_members<MemberFit>(params.members, params.threads, twin);
+  if (stop_requested()) return std::vector<MemberFit>(static_cast<std::size_t>(params.members));
+  const double variance = held_out_noise_variance(model, twins, gather_columns(posterior.inputs(), held_out),
+                                                  gather_columns(posterior.targets(), held_out));
+  std::vector<MemberFit> fits =
+      run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint);
+  for (MemberFit& fit : fits)  // floored at the member's own estimate (EnsembleParams::noise_refit says why)
+    if (fit.theta.size() > 0) fit.theta[P] = std::max(fit.theta[P], log_sd(variance));
+  return fits;
 }
 
 std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const RandomizedMapParams& params,

@@ -20,11 +20,17 @@ const OptionSchema<EnsembleParams>& ensemble_options() {
                             .above(0)
                             .at_most(1)
                             .add("ens_noise_holdout", &EnsembleParams::noise_holdout,
-                                 "with a learned noise (no --noise), ens: fraction of each member's rows held out to "
-                                 "estimate its noise sd from their residuals (0 = its training residuals)")
+                                 "with a learned noise (no --noise), ens: fraction of the rows held out to estimate the "
+                                 "noise sd (0 = each member's training residuals)")
                             .at_least(0)
                             .below(1)
-                            .cite("Lakshminarayanan et al. 2017");
+                            .cite("Lakshminarayanan et al. 2017")
+                            .add("ens_noise_refit", &EnsembleParams::noise_refit,
+                                 "with --ens-noise-holdout F > 0: twins of the members train without F of the rows, the noise "
+                                 "sd is the one that maximises their mixture's likelihood there (floored at each member's "
+                                 "training residuals), and the members train on all rows (twice the training) | "
+                                 "--no-ens-noise-refit: each member holds out F of its rows and averages its training and "
+                                 "held-out residuals");
   return s;
 }
 

@@ -3,9 +3,11 @@
 //
 // Predictive sd: the members' spread is seed 001's Var[y] (1/(J-1) sum (M_j - ybar)^2), reported as
 // the epistemic sd. An MSE ensemble has no noise model, so the total sd adds the likelihood's noise:
-// the fixed --noise sigma^2, or with a learned sigma each member's estimate from its residuals on the
-// rows it trained on and on the fraction --ens-noise-holdout of its rows that it did not train on
-// (EnsembleParams::noise_holdout), averaged over members. Intervals and NLL use that total.
+// the fixed --noise sigma^2, or with a learned sigma (the default) the one that maximises the
+// likelihood of twins of the members on the fraction --ens-noise-holdout of the rows that they did not
+// train on, floored at each member's training residuals (EnsembleParams::noise_refit); with
+// --no-ens-noise-refit each member's average of its training and held-out residuals; with
+// --ens-noise-holdout 0 its training residuals. Intervals and NLL use that total.
 #include "approx_common.hpp"
 
 namespace uqnn {
@@ -24,8 +26,10 @@ MethodResult run_deep_ensemble(const FitContext& c) {
   r.info["loss"] = p.loss;
   r.info["data_fraction"] = p.data_fraction;
   if (kind == "gaussian_learned_sigma")
-    r.info["noise_sd_from"] = p.noise_holdout > 0 ? fmt::format("average of the mean squared residuals on each member's training rows and on the {:g} of its rows held out", p.noise_holdout)
-                                                  : std::string("residuals on each member's training rows");
+    r.info["noise_sd_from"] =
+        p.noise_holdout <= 0 ? std::string("residuals on each member's training rows")
+        : p.noise_refit      ? fmt::format("maximum likelihood of the members' twins' mixture on the {:g} of the rows they did not train on, floored at each member's training residuals", p.noise_holdout)
+                             : fmt::format("average of the mean squared residuals on each member's training rows and on the {:g} of its rows held out", p.noise_holdout);
   r.info["predictive_sd"] = "sqrt(variance across members + likelihood noise variance)";
   return r;
 }
