@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "uqnn/data/dataset.hpp"
+#include "uqnn/data/split.hpp"
+#include "uqnn/data/standardizer.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/prob/posterior.hpp"
 
@@ -164,6 +167,27 @@ inline double tanh_count(const ProblemSpec& spec, Index N) {
   double h = 0;
   for (std::size_t l = 1; l + 1 < spec.widths.size(); ++l) h += static_cast<double>(spec.widths[l]);
   return static_cast<double>(N) * h;
+}
+
+/// Seed 003's Table 3 training set: the standardised 80% of split 0 (examples/dei_table3.cpp's).
+inline Dataset dei_training_set(const Dataset& data) {
+  SplitParams sp;
+  sp.train_fraction = 0.8;
+  sp.validation_fraction = 0.0;
+  sp.test_fraction = 0.2;
+  sp.seed = 0;
+  const Dataset train = data.subset(random_split(data.size(), sp).train);
+  return Standardizer::fit(train).transform(train);
+}
+
+/// Seed 003's Table 3 posterior on `train`: a 2x16 ReLU network whose outputs are mean and log
+/// sigma (heteroscedastic Gaussian), N(0, 1) prior, in `precision`.
+inline std::shared_ptr<Posterior> dei_posterior(const Dataset& train, Precision precision) {
+  const auto likelihood = make_heteroscedastic_likelihood();
+  auto model = std::make_shared<Mlp>(MlpSpec{train.input_dim(), {16, 16}, likelihood->model_outputs(1), Activation::Relu, InitScheme::He});
+  model->set_precision(precision);
+  return std::make_shared<Posterior>(model, likelihood, GaussianPrior::isotropic(model->num_params(), 1.0), train.inputs,
+                                     train.targets);
 }
 
 }  // namespace uqnn::bench

@@ -17,14 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_problems.hpp"
 #include "uqnn/core/rng.hpp"
-#include "uqnn/data/dataset.hpp"
-#include "uqnn/data/split.hpp"
-#include "uqnn/data/standardizer.hpp"
-#include "uqnn/nn/mlp.hpp"
-#include "uqnn/prob/likelihood.hpp"
-#include "uqnn/prob/posterior.hpp"
-#include "uqnn/prob/prior.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -42,25 +36,14 @@ std::map<std::string, DeiProblem>& problems() {
   return loaded;
 }
 
-/// The same model and data as examples/dei_table3.cpp's make_problem (split seed 0).
+/// The same model and data as examples/dei_table3.cpp's (split seed 0).
 DeiProblem make_problem(const Dataset& data) {
-  SplitParams sp;
-  sp.train_fraction = 0.8;
-  sp.validation_fraction = 0.0;
-  sp.test_fraction = 0.2;
-  sp.seed = 0;
-  const Split split = random_split(data.size(), sp);
-  const Dataset train = data.subset(split.train);
-  DeiProblem p{Standardizer::fit(train).transform(train), Vec(), {}};
-  const auto likelihood = make_heteroscedastic_likelihood();
-  const MlpSpec spec{data.input_dim(), {16, 16}, likelihood->model_outputs(1), Activation::Relu, InitScheme::He};
+  DeiProblem p{dei_training_set(data), Vec(), {}};
   Rng rng(7);
   for (Precision precision : {Precision::Float64, Precision::Float32}) {
-    auto model = std::make_shared<Mlp>(spec);
-    model->set_precision(precision);
-    if (p.theta.size() == 0) p.theta = model->initial_params(rng) + 0.1 * rng.normal_vector(model->num_params());
-    p.posteriors[precision] = std::make_shared<Posterior>(model, likelihood, GaussianPrior::isotropic(model->num_params(), 1.0),
-                                                          p.train.inputs, p.train.targets);
+    p.posteriors[precision] = dei_posterior(p.train, precision);
+    const Model& model = p.posteriors[precision]->model();
+    if (p.theta.size() == 0) p.theta = model.initial_params(rng) + 0.1 * rng.normal_vector(model.num_params());
   }
   return p;
 }

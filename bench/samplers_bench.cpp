@@ -26,6 +26,7 @@
 
 #include "bench_problems.hpp"
 #include "uqnn/run/chain_samplers.hpp"
+#include "uqnn/run/lockstep.hpp"
 #include "uqnn/run/run_chains.hpp"
 
 namespace uqnn::bench {
@@ -37,6 +38,8 @@ struct Options {
   long warmup = 0, draws = 100;
   double step_size = 0.0;
   std::uint64_t seed = 1;
+  bool lockstep = false;
+  std::string precision = "float64";
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -51,6 +54,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--draws", o.draws)->capture_default_str();
   app.add_option("--step-size", o.step_size, "0 = found in warmup")->capture_default_str();
   app.add_option("--seed", o.seed)->capture_default_str();
+  app.add_flag("--lockstep", o.lockstep, "each thread's chains batch their gradients, one chain per SIMD lane (run/lockstep.hpp)");
+  app.add_option("--precision", o.precision, "the network's arithmetic")->check(CLI::IsMember({"float64", "float32"}))->capture_default_str();
   app.add_option("--metric", o.metric, "nuts: the metric warmup adapts")
       ->check(CLI::IsMember({"diag", "dense", "fisher-diag", "low-rank"}))
       ->capture_default_str();
@@ -88,7 +93,12 @@ int run(const Options& o) {
     return 2;
   }
   const Problem problem = load_problem(*dir, find_problem_spec(o.problem));
-  const auto posterior = make_posterior(problem);
+  auto posterior = make_posterior(problem);
+  if (o.precision == "float32") {
+    auto model = std::make_shared<Mlp>(static_cast<const Mlp&>(posterior->model()));
+    model->set_precision(Precision::Float32);
+    posterior = std::make_shared<Posterior>(model, posterior->likelihood_ptr(), posterior->prior_ptr(), problem.X, problem.y);
+  }
 
   SamplerConfig config;
   RunConfig run;
@@ -96,6 +106,7 @@ int run(const Options& o) {
   run.num_threads = o.threads;
   run.num_draws = o.draws;
   run.seed = o.seed;
+  run.lockstep = o.lockstep;
   if (o.method == "hmc") {
     HmcConfig hmc;  // fixed eps and L, unit metric, no warmup: hamiltorch's HMC
     hmc.kernel.step_size = o.step_size;
@@ -115,7 +126,8 @@ int run(const Options& o) {
     config = nuts;
     run.num_warmup = o.warmup;
   }
-  const auto factory = make_sampler_factory(posterior, config);
+  const auto factory = make_sampler_factory(
+      o.lockstep ? std::shared_ptr<const LogDensity>(std::make_shared<LockstepLogDensity>(posterior)) : posterior, config);
   const double wall0 = clock_seconds(CLOCK_MONOTONIC), cpu0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
   const RunResult result = run_chains(run, factory, problem.theta0);
   const double wall = clock_seconds(CLOCK_MONOTONIC) - wall0, cpu = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
@@ -141,6 +153,8 @@ int run(const Options& o) {
                            {"cpu_seconds", cpu},
                            {"gradients", gradients},
                            {"metric", o.metric},
+                           {"lockstep", o.lockstep},
+                           {"precision", o.precision},
                            {"lp_at_theta_ref", posterior->log_density(problem.theta_ref) - log_normalising_constants(problem)},
                            {"mean_accept_stat", draws > 0 ? accept / static_cast<double>(draws) : 0.0},
                            {"samplers", result.sampler_descriptions}};

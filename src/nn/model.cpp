@@ -46,6 +46,24 @@ void check_model_shapes(const Model& model, ConstVecRef theta, const Mat& X) {
                                             model.kind(), X.rows(), model.input_dim()));
 }
 
+void check_lane_batch(std::size_t thetas, std::size_t losses, std::size_t values, std::size_t grads) {
+  if (losses != thetas || values != thetas || grads != thetas)
+    throw std::invalid_argument(fmt::format("value_and_gradient_lanes: {} parameter vectors but {} losses, {} values and {} "
+                                            "gradients", thetas, losses, values, grads));
+}
+
+void Model::value_and_gradient_lanes(std::span<const double* const> thetas, const Mat& X, const MatT<float>* X_float,
+                                     std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                     std::span<double* const> grads) const {
+  check_lane_batch(thetas.size(), losses.size(), values.size(), grads.size());
+  const Index P = num_params();
+  for (std::size_t c = 0; c < thetas.size(); ++c) {
+    const Eigen::Map<const Vec> theta(thetas[c], P);
+    Eigen::Map<Vec> grad(grads[c], P);
+    values[c] = X_float ? value_and_gradient(theta, X, *X_float, *losses[c], grad) : value_and_gradient(theta, X, *losses[c], grad);
+  }
+}
+
 Mat Model::jacobian(const Vec& theta, const Mat& X) const {
   // One reverse pass per example and output with a unit cotangent: exact, and generic over models.
   const Index n = X.cols(), out = output_dim();

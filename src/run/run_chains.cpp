@@ -13,6 +13,7 @@
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/optim/epoch_checkpoint.hpp"
+#include "uqnn/run/lockstep.hpp"
 
 namespace uqnn {
 
@@ -386,15 +387,25 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   int num_threads = config.num_threads;
   if (num_threads == 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads = std::min(num_threads, static_cast<int>(here.size()));
-  auto worker = [&] {
+  auto worker = [&](int thread) {
+    if (config.lockstep) {
+      // Thread t runs the t-th of num_threads contiguous groups of chains, as fibers in lockstep.
+      const std::size_t count = here.size(), threads = static_cast<std::size_t>(num_threads);
+      const std::size_t t = static_cast<std::size_t>(thread);
+      if (count == 0) return;
+      std::vector<std::function<void()>> group;
+      for (std::size_t i = t * count / threads; i < (t + 1) * count / threads; ++i) group.push_back([&run_one, c = here[i]] { run_one(c); });
+      run_in_lockstep(group);  // run_one keeps its errors in `errors`
+      return;
+    }
     for (std::size_t i = next_chain++; i < here.size(); i = next_chain++) run_one(here[i]);
   };
   if (num_threads <= 1) {
-    worker();
+    worker(0);
   } else {
     std::vector<std::thread> pool;
     pool.reserve(static_cast<std::size_t>(num_threads));
-    for (int t = 0; t < num_threads; ++t) pool.emplace_back(worker);
+    for (int t = 0; t < num_threads; ++t) pool.emplace_back(worker, t);
     for (auto& t : pool) t.join();
   }
   std::exception_ptr first_error;

@@ -22,7 +22,7 @@ SamplerFactory make_hmc(std::shared_ptr<const LogDensity> density, const nlohman
 
 const bool registered_hmc = register_method(
     {"hmc", "Hamiltonian Monte Carlo, L leapfrog steps, Stan's warmup", "Neal 2011; QUiNN's manual",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(), &detail::lockstep_options().group(),
       &hmc_options().group()},
      {},
      nullptr,

@@ -48,7 +48,7 @@ SamplerFactory make_mala(std::shared_ptr<const LogDensity> density, const nlohma
 
 const bool registered_mala = register_method(
     {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574 and the metric in Stan's warmup", "Roberts & Tweedie 1996; QUiNN's manual",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(), &detail::lockstep_options().group(),
       &mala_options().group()},
      {},
      nullptr,

@@ -62,7 +62,7 @@ SamplerFactory make_mclmc(std::shared_ptr<const LogDensity> density, const nlohm
 const bool registered_mclmc = register_method(
     {"mclmc", "microcanonical Langevin Monte Carlo: step size, L and a diagonal preconditioner tuned in warmup (unadjusted)",
      "Robnik et al. 2023; Robnik & Seljak 2024; BlackJAX",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(), &detail::lockstep_options().group(),
       &mclmc_options().group()},
      {{"warmup", MclmcRunDefaults::warmup}, {"draws", MclmcRunDefaults::draws}, {"thin", MclmcRunDefaults::thin}},
      nullptr,

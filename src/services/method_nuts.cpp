@@ -30,7 +30,7 @@ std::vector<MemoryItem> nuts_memory(const FitConfig& config, Index num_params) {
 
 const bool registered_nuts = register_method(
     {"nuts", "No-U-Turn sampler with Stan's warmup (dual averaging, windowed metric)", "Hoffman & Gelman 2014; Betancourt 2017",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(), &detail::lockstep_options().group(),
       &nuts_options().group()},
      {},
      nullptr,

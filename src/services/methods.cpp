@@ -59,7 +59,9 @@ std::vector<std::string> method_names() {
 MethodResult run_method(const FitContext& context) {
   const MethodSpec& spec = find_method(context.config.method);
   if (spec.run) return spec.run(context);
-  return detail::run_sampling_method(context, spec.sampler(context.posterior, context.config.method_settings), {});
+  return detail::run_sampling_method(context, spec.sampler(detail::lockstep_density(context.posterior, context.config.method_settings),
+                                                          context.config.method_settings),
+                                     {});
 }
 
 std::vector<std::string> methods_with_parts() {

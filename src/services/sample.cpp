@@ -78,9 +78,10 @@ SampleResult sample(std::shared_ptr<const LogDensity> density, const InitialPoin
   }
   const SampleRunOptions run_settings = run_options().read(result.settings);
   const detail::ChainOptions chains = detail::chain_options().read(result.settings);
-  const RunConfig run = detail::chain_run_config(chains, run_settings.threads, run_settings.seed);
+  RunConfig run = detail::chain_run_config(chains, run_settings.threads, run_settings.seed);
+  run.lockstep = detail::lockstep_options().read(result.settings).lockstep;
   run.validate();
-  result.run = run_chains(run, spec.sampler(density, result.settings), initial, observers);
+  result.run = run_chains(run, spec.sampler(detail::lockstep_density(density, result.settings), result.settings), initial, observers);
   result.settings["method"] = method;
   return result;
 }

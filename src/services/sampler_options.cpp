@@ -47,6 +47,14 @@ const OptionSchema<StepOptions>& step_options() {
   return s;
 }
 
+const OptionSchema<LockstepOptions>& lockstep_options() {
+  static const auto s = OptionSchema<LockstepOptions>("lockstep", "Lockstep")
+                            .add("lockstep", &LockstepOptions::lockstep,
+                                 "the chains of each thread evaluate their gradients together, one chain per SIMD lane "
+                                 "(mlp networks; draws do not depend on --threads, and differ to rounding from a run without)");
+  return s;
+}
+
 const OptionSchema<ChainStartOptions>& chain_start_options() {
   static const auto s = OptionSchema<ChainStartOptions>("chain_start", "Chain starts")
                             .add("chain_init", &ChainStartOptions::chain_init,
@@ -62,6 +70,7 @@ MethodResult run_sampling_method(const FitContext& context, const SamplerFactory
   const std::string init = chain_start_options().read(cfg.method_settings).chain_init;
   const auto& post = context.posterior;
   RunConfig run = chain_run_config(cfg, chains);
+  run.lockstep = lockstep_options().read(cfg.method_settings).lockstep;
   run.validate();
   InitialPoints initial;
   if (init == "map") {

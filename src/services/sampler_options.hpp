@@ -13,6 +13,7 @@
 #include "uqnn/adaptation/stan_warmup.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/run/chain_samplers.hpp"
+#include "uqnn/run/lockstep.hpp"
 #include "uqnn/run/mclmc_sampler.hpp"
 #include "uqnn/services/memory.hpp"
 #include "uqnn/services/options.hpp"
@@ -26,6 +27,18 @@ struct StepOptions {
   bool adapt = true;
 };
 const OptionSchema<StepOptions>& step_options();
+
+/// Chains in lockstep (run/lockstep.hpp): each thread's chains batch their gradients, one chain per
+/// SIMD lane. Read by run_method and sample(), which wrap the density in a LockstepLogDensity.
+struct LockstepOptions {
+  bool lockstep = false;
+};
+const OptionSchema<LockstepOptions>& lockstep_options();
+/// `density` wrapped in a LockstepLogDensity when the settings ask for --lockstep, else itself.
+inline std::shared_ptr<const LogDensity> lockstep_density(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
+  if (!lockstep_options().read(settings).lockstep) return density;
+  return std::make_shared<LockstepLogDensity>(std::move(density));
+}
 
 /// Where chains start: their own MAP fit (QUiNN's zflag), the network initialisation, or a prior draw.
 struct ChainStartOptions {

@@ -1,5 +1,6 @@
 #pragma once
 /// @file LogDensity: what every sampler and optimiser consumes.
+#include <span>
 #include <stdexcept>
 
 #include "uqnn/core/types.hpp"
@@ -17,6 +18,15 @@ class LogDensity {
   }
   /// Returns log p(theta) and overwrites `grad` with its gradient (resized to dim()).
   virtual double log_density_and_grad(const Vec& theta, Vec& grad) const = 0;
+  /// log p and its gradient at several points at once (chains in lockstep, run/lockstep.hpp):
+  /// values[c], and grads[c] overwritten (resized to dim()), for thetas[c]. A point's result
+  /// depends only on that point, never on the others or their number. This default evaluates them
+  /// one by one; a density with a batched kernel overrides it (a Posterior on an Mlp: one chain per
+  /// SIMD lane), and its results may then differ to rounding from log_density_and_grad's.
+  virtual void log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
+                                          std::span<double> values) const {
+    for (std::size_t c = 0; c < thetas.size(); ++c) values[c] = log_density_and_grad(*thetas[c], *grads[c]);
+  }
   /// Exact Hessian-vector product of log p at theta (not every density provides one).
   virtual Vec hessian_vector_product(const Vec& /*theta*/, const Vec& /*v*/) const {
     throw std::logic_error("this log-density provides no Hessian-vector product");

@@ -31,6 +31,12 @@ class Mlp : public ModelBase<Mlp> {
   /// Skips fixed weights' gradient work and caches the leading fully fixed layers' output on X.
   std::unique_ptr<SubspaceGradient> make_subspace_gradient(const Vec& base_theta, const IndexVec& active,
                                                            const Mat& X) const override;
+  /// One chain per SIMD lane (nn/chain_lanes.hpp), in the model's precision; as value_and_gradient,
+  /// a float32 chain whose value or gradient leaves float's range is evaluated again in double.
+  bool has_chain_lanes() const override { return true; }
+  void value_and_gradient_lanes(std::span<const double* const> thetas, const Mat& X, const MatT<float>* X_float,
+                                std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                std::span<double* const> grads) const override;
 
   template <typename T>
   MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 #include "uqnn/core/param_layout.hpp"
@@ -65,6 +66,17 @@ class Model {
     (void)X_float;
     return value_and_gradient(theta, X, loss, grad);
   }
+  /// Chains as a batch dimension (nn/chain_lanes.hpp, issue 19 item 3): value_and_gradient for C
+  /// parameter vectors thetas[c] (num_params() entries each) on the same X, each with its own loss;
+  /// values[c] is chain c's loss, and its gradient is added to grads[c] (num_params() entries).
+  /// With a lane kernel (has_chain_lanes()) the chains share passes, one per SIMD lane; a chain's
+  /// result depends only on its own theta and loss, never on the other chains or their number,
+  /// and differs to rounding from value_and_gradient's. Without one, the chains go one by one
+  /// through value_and_gradient. X_float is X in float for float32 models, or null.
+  virtual bool has_chain_lanes() const { return false; }
+  virtual void value_and_gradient_lanes(std::span<const double* const> thetas, const Mat& X, const MatT<float>* X_float,
+                                        std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                        std::span<double* const> grads) const;
   /// Exact H v where H is the Hessian of theta -> loss(f(theta, X)).
   virtual Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,
                                      const OutputLoss<Dual>& loss) const = 0;
@@ -196,6 +208,8 @@ class ModelBase : public Model {
 
 /// std::invalid_argument unless theta has the model's num_params() entries and X its input_dim() rows.
 void check_model_shapes(const Model& model, ConstVecRef theta, const Mat& X);
+/// std::invalid_argument unless a lane batch has as many losses, values and gradients as parameter vectors.
+void check_lane_batch(std::size_t thetas, std::size_t losses, std::size_t values, std::size_t grads);
 /// std::invalid_argument unless `grad` has the model's num_params() entries.
 void check_model_gradient_size(const Model& model, ConstVecRef grad);
 

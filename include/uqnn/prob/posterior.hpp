@@ -32,6 +32,10 @@ class Posterior : public StochasticLogDensity {
   const Mat& targets() const { return targets_; }
 
   double log_density_and_grad(const Vec& theta, Vec& grad) const override;
+  /// Through the model's lane kernel when it has one (Model::has_chain_lanes; not with
+  /// distribute_rows), else one by one.
+  void log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
+                                  std::span<double> values) const override;
   double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override;
 
@@ -69,6 +73,11 @@ class Posterior : public StochasticLogDensity {
   /// (N / n) sum over the batch of log lik + log prior; grad overwritten.
   double evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double likelihood_scale, Vec& grad,
                   bool include_prior, const SubspaceGradient* model_gradient = nullptr) const;
+  /// inputs_float_ when `inputs` is the whole data set of a float32 network (or this rank's rows), else null.
+  const MatT<float>* float_copy_of(const Mat& inputs) const;
+  /// Adds the prior (with include_prior) and the extras' part to value and grad, once the network's
+  /// part is in: grad's extras become scale * d_extra (plus the extras' prior gradient).
+  void finish(const Vec& theta, const Vec& d_extra, double scale, bool include_prior, double& value, Vec& grad) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Likelihood> likelihood_;

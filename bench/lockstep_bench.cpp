@@ -1,0 +1,130 @@
+// Chains in lockstep (issue 19 item 3): CPU time per chain-gradient when a thread's chains evaluate
+// one by one (Posterior::log_density_and_grad, the single-chain kernel) against one batched pass
+// (Posterior::log_density_and_grad_batch, one chain per SIMD lane), on B1 and B2 of
+// ../shared/BENCHMARKS.md and seed 003's Table 3 network on airfoil, in double and float.
+//
+// A thread's group is what run_chains gives one thread with --lockstep: 4 chains on 2 threads are
+// groups of 2, 12 chains groups of 6; on one thread the whole run is one group. One thread, CPU
+// time, the best of 15 repeats. Prints the CPU model, a Markdown table and (--json FILE) the rows.
+// Run: build/bench/lockstep_bench [--json FILE]; problems whose data are absent are skipped.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_problems.hpp"
+
+namespace uqnn::bench {
+namespace {
+
+/// /proc/cpuinfo's model name and CPU family (26 = AMD Zen 5, 25 = Zen 4), and whether AVX-512 is there.
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string model = "unknown", family = "?", avx512 = "no AVX-512";
+  for (std::string line; std::getline(in, line);) {
+    const std::string value = line.find(':') == std::string::npos ? "" : line.substr(line.find(':') + 2);
+    if (line.rfind("model name", 0) == 0) model = value;
+    if (line.rfind("cpu family", 0) == 0) family = value;
+    if (line.rfind("flags", 0) == 0) {
+      if (value.find("avx512f") != std::string::npos) avx512 = "AVX-512";
+      break;
+    }
+  }
+  return model + ", CPU family " + family + ", " + avx512;
+}
+
+/// CPU seconds per call of f: the best of 15 timings of `inner` calls (at least ~20 ms each).
+template <typename F>
+double seconds_per_call(F&& f) {
+  int inner = 0;  // calls in ~20 ms
+  for (const double t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID); clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0 < 0.02; ++inner) f();
+  double best = 1e300;
+  for (int r = 0; r < 15; ++r) {
+    const double t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < inner; ++i) f();
+    best = std::min(best, (clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0) / inner);
+  }
+  return best;
+}
+
+struct Row {
+  std::string problem, precision;
+  int group;
+  double one_by_one_us, batched_us;  ///< per chain-gradient
+};
+
+Row measure(const std::string& name, const Posterior& posterior, const std::string& precision, int group, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Vec> thetas, grads(static_cast<std::size_t>(group));
+  for (int c = 0; c < group; ++c) thetas.push_back(posterior.initial_point(rng) + 0.1 * rng.normal_vector(posterior.dim()));
+  std::vector<const Vec*> theta_ptrs;
+  std::vector<Vec*> grad_ptrs;
+  for (int c = 0; c < group; ++c) theta_ptrs.push_back(&thetas[static_cast<std::size_t>(c)]), grad_ptrs.push_back(&grads[static_cast<std::size_t>(c)]);
+  std::vector<double> values(static_cast<std::size_t>(group));
+  double sink = 0;
+  const double one = seconds_per_call([&] {
+    for (int c = 0; c < group; ++c) sink += posterior.log_density_and_grad(thetas[static_cast<std::size_t>(c)], grads[static_cast<std::size_t>(c)]);
+  });
+  const double batched = seconds_per_call([&] {
+    posterior.log_density_and_grad_batch(theta_ptrs, grad_ptrs, values);
+    sink += values[0];
+  });
+  if (!std::isfinite(sink)) std::cerr << "non-finite log density\n";
+  return {name, precision, group, 1e6 * one / group, 1e6 * batched / group};
+}
+
+}  // namespace
+}  // namespace uqnn::bench
+
+int main(int argc, char** argv) {
+  using namespace uqnn;
+  using namespace uqnn::bench;
+  Eigen::setNbThreads(1);
+  std::string json_path;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--json" && i + 1 < argc) json_path = argv[++i];
+  std::vector<std::pair<std::string, std::shared_ptr<Posterior>>> posteriors[2];  // [double, float]
+  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
+  if (!dir) std::cerr << "lockstep_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench; skipping B1 and B2\n";
+  for (const char* id : {"B1", "B2"}) {
+    if (!dir) break;
+    const Problem problem = load_problem(*dir, find_problem_spec(id));
+    for (int p = 0; p < 2; ++p) {
+      auto post = make_posterior(problem);
+      if (p == 1) {
+        auto model = std::make_shared<Mlp>(static_cast<const Mlp&>(post->model()));
+        model->set_precision(Precision::Float32);
+        post = std::make_shared<Posterior>(model, post->likelihood_ptr(), post->prior_ptr(), problem.X, problem.y);
+      }
+      posteriors[p].emplace_back(id, post);
+    }
+  }
+  const auto airfoil = std::filesystem::path(UQNN_SHARED_DIR) / "data" / "uci" / "airfoil.csv";
+  if (std::filesystem::exists(airfoil)) {
+    const Dataset train = dei_training_set(load_dataset(airfoil));
+    posteriors[0].emplace_back("airfoil (Table 3 net)", dei_posterior(train, Precision::Float64));
+    posteriors[1].emplace_back("airfoil (Table 3 net)", dei_posterior(train, Precision::Float32));
+  } else {
+    std::cerr << "lockstep_bench: " << airfoil << " is absent; skipping airfoil\n";
+  }
+  std::vector<Row> rows;
+  for (int p = 0; p < 2; ++p)
+    for (const auto& [name, post] : posteriors[p])
+      for (const int group : {1, 2, 4, 6, 12}) rows.push_back(measure(name, *post, p == 0 ? "double" : "float", group, 17));
+  std::printf("CPU: %s\n\n", cpu_model().c_str());
+  std::printf("| problem | precision | chains per thread | one by one (us per chain-gradient) | batched | speed-up |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& r : rows) {
+    std::printf("| %s | %s | %d | %.3g | %.3g | %.2fx |\n", r.problem.c_str(), r.precision.c_str(), r.group, r.one_by_one_us,
+                r.batched_us, r.one_by_one_us / r.batched_us);
+    out.push_back({{"problem", r.problem}, {"precision", r.precision}, {"group", r.group}, {"one_by_one_us", r.one_by_one_us},
+                   {"batched_us", r.batched_us}});
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"cpu", cpu_model()}, {"rows", out}}.dump(1) << '\n';
+  return 0;
+}
