@@ -72,6 +72,18 @@ def test_same_seed_same_draws_whatever_the_threads(sine):
     np.testing.assert_array_equal(a, b)
 
 
+def test_lockstep_chains_same_draws_whatever_the_threads(sine):
+    # Batched gradients (one chain per SIMD lane): a chain's draws do not depend on which chains
+    # share its thread; they differ to rounding from the unbatched run.
+    X, y = sine
+    kw = dict(hidden=(4,), method="nuts", lockstep=True, progress=False, **SHORT)
+    a = uqnn.BNN(threads=1, **kw).fit(X, y).draws
+    b = uqnn.BNN(threads=2, **kw).fit(X, y).draws
+    np.testing.assert_array_equal(a, b)
+    plain = uqnn.BNN(hidden=(4,), method="nuts", threads=1, progress=False, **SHORT).fit(X, y).draws
+    assert a.shape == plain.shape and not np.array_equal(a, plain)
+
+
 def test_inputs_numpy_pandas_float32_fortran_agree(sine):
     pd = pytest.importorskip("pandas")
     X, y = sine

@@ -319,5 +319,28 @@ TEST(Posterior, RejectsMismatchedShapes) {
   EXPECT_THROW(Posterior(model, make_heteroscedastic_likelihood(), prior, Mat::Zero(2, 4), Mat::Zero(1, 4)), std::invalid_argument);
 }
 
+TEST(Posterior, AFloat32PassRedoneInDoubleCountsTheNoiseGradientOnce) {
+  // Outputs beyond float's range send a float32 network's evaluation back to double; the learned
+  // noise's gradient must then be the double evaluation's, not the float pass's added to it.
+  const MlpSpec spec{2, {4}, 1, Activation::Tanh, InitScheme::Glorot};
+  auto in_double = std::make_shared<Mlp>(spec), in_float = std::make_shared<Mlp>(spec);
+  in_float->set_precision(Precision::Float32);
+  Rng rng(4);
+  Mat X(2, 6), Y(1, 6);
+  for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.uniform(-1, 1);
+  for (Index i = 0; i < Y.size(); ++i) Y.data()[i] = rng.normal();
+  const auto likelihood = make_learned_sigma_likelihood(0.5);
+  const Posterior reference(in_double, likelihood, GaussianPrior::isotropic(in_double->num_params(), 1e40), X, Y);
+  const Posterior tested(in_float, likelihood, GaussianPrior::isotropic(in_float->num_params(), 1e40), X, Y);
+  Vec theta = reference.initial_point(rng);
+  theta[in_double->num_params() - 1] = 1e39;  // the output bias: finite in double, infinite in float
+  theta[in_double->num_params()] = 90.0;      // log sigma: the log likelihood stays finite
+  Vec expected, grad;
+  const double value = reference.log_density_and_grad(theta, expected);
+  ASSERT_TRUE(std::isfinite(value) && expected.allFinite());
+  EXPECT_EQ(tested.log_density_and_grad(theta, grad), value);
+  EXPECT_TRUE(grad == expected) << "noise gradient " << grad.tail(1) << " against " << expected.tail(1);
+}
+
 }  // namespace
 }  // namespace uqnn
