@@ -140,9 +140,11 @@ inline std::shared_ptr<Mlp> make_model(const ProblemSpec& spec) {
   return std::make_shared<Mlp>(MlpSpec{spec.widths.front(), hidden, spec.widths.back(), Activation::Tanh, InitScheme::Glorot});
 }
 
-/// The posterior of BENCHMARKS.md: Gaussian likelihood with fixed sigma, N(0, 1) prior on every parameter.
-inline std::shared_ptr<Posterior> make_posterior(const Problem& p) {
+/// The posterior of BENCHMARKS.md: Gaussian likelihood with fixed sigma, N(0, 1) prior on every
+/// parameter; the network's passes in `precision`.
+inline std::shared_ptr<Posterior> make_posterior(const Problem& p, Precision precision = Precision::Float64) {
   auto model = make_model(p.spec);
+  model->set_precision(precision);
   return std::make_shared<Posterior>(model, make_gaussian_likelihood(p.spec.sigma),
                                      GaussianPrior::isotropic(model->num_params(), 1.0), p.X, p.y);
 }

@@ -93,15 +93,8 @@ int main(int argc, char** argv) {
   for (const char* id : {"B1", "B2"}) {
     if (!dir) break;
     const Problem problem = load_problem(*dir, find_problem_spec(id));
-    for (int p = 0; p < 2; ++p) {
-      auto post = make_posterior(problem);
-      if (p == 1) {
-        auto model = std::make_shared<Mlp>(static_cast<const Mlp&>(post->model()));
-        model->set_precision(Precision::Float32);
-        post = std::make_shared<Posterior>(model, post->likelihood_ptr(), post->prior_ptr(), problem.X, problem.y);
-      }
-      posteriors[p].emplace_back(id, post);
-    }
+    posteriors[0].emplace_back(id, make_posterior(problem, Precision::Float64));
+    posteriors[1].emplace_back(id, make_posterior(problem, Precision::Float32));
   }
   const auto airfoil = std::filesystem::path(UQNN_SHARED_DIR) / "data" / "uci" / "airfoil.csv";
   if (std::filesystem::exists(airfoil)) {

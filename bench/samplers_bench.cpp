@@ -93,12 +93,7 @@ int run(const Options& o) {
     return 2;
   }
   const Problem problem = load_problem(*dir, find_problem_spec(o.problem));
-  auto posterior = make_posterior(problem);
-  if (o.precision == "float32") {
-    auto model = std::make_shared<Mlp>(static_cast<const Mlp&>(posterior->model()));
-    model->set_precision(Precision::Float32);
-    posterior = std::make_shared<Posterior>(model, posterior->likelihood_ptr(), posterior->prior_ptr(), problem.X, problem.y);
-  }
+  const auto posterior = make_posterior(problem, parse_precision(o.precision));
 
   SamplerConfig config;
   RunConfig run;

@@ -1,7 +1,5 @@
 #include "uqnn/nn/mlp.hpp"
 
-#include <fmt/format.h>
-
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/chain_lanes.hpp"
 
@@ -100,9 +98,8 @@ void Mlp::value_and_gradient_lanes(std::span<const double* const> thetas, const 
                                    std::span<const OutputLoss<double>* const> losses, std::span<double> values,
                                    std::span<double* const> grads) const {
   check_lane_batch(thetas.size(), losses.size(), values.size(), grads.size());
-  if (X.rows() != input_dim())
-    throw std::invalid_argument(fmt::format("mlp model: inputs have {} rows, the model takes {} inputs", X.rows(), input_dim()));
   const Index P = num_params();
+  for (const double* theta : thetas) check_model_shapes(*this, Eigen::Map<const Vec>(theta, P), X);
   const std::size_t C = thetas.size();
   thread_local Mat G;
   const auto pass = [&]<typename T>(const MatT<T>& inputs, std::size_t first, std::size_t count) {
