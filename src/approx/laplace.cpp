@@ -256,7 +256,7 @@ std::vector<KroneckerFactors> kronecker_factors(const Posterior& post, const Vec
         f.index.push_back(bias + o);
       }
       Mat inputs(in + 1, N);  // the layer's inputs with a 1 for the bias
-      inputs.topRows(in) = tape.post[static_cast<std::size_t>(l - 1)];
+      inputs.topRows(in) = tape.layer_input(l);
       inputs.row(in).setOnes();
       f.input_factor = inputs * inputs.transpose();
       f.output_factor = Mat::Zero(rows, rows);

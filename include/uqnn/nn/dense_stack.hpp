@@ -48,9 +48,14 @@ struct DenseStackSpec {
 template <typename T>
 struct DenseStackTape {
   std::vector<MatT<T>> pre;   ///< z_l (kept only when the activation's derivative needs it)
-  std::vector<MatT<T>> post;  ///< a_l, post[0] = input
+  std::vector<MatT<T>> post;  ///< a_l; the input of the first layer that ran is `input`, not post
+  const MatT<T>* input = nullptr;  ///< that input: the caller's X (not copied), or post's slot when moved in
+  Index first_layer = 1;           ///< the first layer that ran
   mutable MatT<T> scratch[2];  ///< the reverse pass's cotangents, alternating between layers
-  const MatT<T>& output() const { return post.back(); }
+  /// The stack's output: a_L, or the input itself when no layer ran (first_layer = L + 1).
+  const MatT<T>& output() const { return first_layer == static_cast<Index>(post.size()) ? *input : post.back(); }
+  /// a_{l-1}, the input of layer l (1-based; l >= first_layer).
+  const MatT<T>& layer_input(Index l) const { return l == first_layer ? *input : post[static_cast<std::size_t>(l - 1)]; }
 
   DenseStackTape() {
     auto& free = pool();
@@ -121,17 +126,22 @@ void add_weight_gradient(WeightGradient&& dW, const MatT<T>& delta, const MatT<T
 }
 }  // namespace detail
 
-/// Forward pass of the stack whose parameters start at `theta`; fills `tape` (post[0] = X).
+/// Forward pass of the stack whose parameters start at `theta`; fills `tape`, which refers to X
+/// (tape.input: X must outlive the reverse pass; a temporary X is moved into the tape instead).
 /// With `first_layer` = k > 1, X is the (cached) output a_{k-1} of layer k - 1 and only layers
-/// k..L run (post[k-1] = X; earlier tape entries are stale): the subspace gradient's cache of
-/// leading layers whose parameters are all fixed (seed 000 section 3.3).
+/// k..L run (earlier tape entries are stale): the subspace gradient's cache of leading layers whose
+/// parameters are all fixed (seed 000 section 3.3).
+///
+/// A layer whose product goes through NarrowKernel applies relu, tanh or sigmoid as it stores its
+/// outputs (detail::PacketActivation); other layers and activations take a separate pass.
 template <typename T>
 void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X, DenseStackTape<T>& tape,
                    Index first_layer = 1) {
   const Index L = spec.num_layers();
   tape.post.resize(static_cast<std::size_t>(L + 1));
   tape.pre.resize(static_cast<std::size_t>(L + 1));
-  tape.post[static_cast<std::size_t>(first_layer - 1)] = X;
+  tape.input = &X;  // not copied: B1's X is tiny, bike sharing's 13,903 x 12 was copied per gradient
+  tape.first_layer = first_layer;
   const bool keep_pre = activation_needs_preactivation(spec.activation);
   const T* p = theta;
   for (Index l = 1; l < first_layer; ++l) p += spec.widths[static_cast<std::size_t>(l)] * spec.widths[static_cast<std::size_t>(l - 1)] + spec.widths[static_cast<std::size_t>(l)];
@@ -140,10 +150,15 @@ void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X,
     const Index out = spec.widths[ls], in = spec.widths[ls - 1];
     // a_l = act(W a_{l-1} + b): the product goes straight into a_l, the activation in place.
     MatT<T>& a = tape.post[ls];
-    detail::weight_product(p, out, in, tape.post[ls - 1], p + out * in, a);
-    p += out * in + out;
+    const MatT<T>& input = tape.layer_input(l);
     const bool activated = l < L || spec.activate_last;
-    if (!activated) continue;
+    bool fused = false;
+    const bool has_packet_form = activated && !keep_pre && detail::with_packet_activation<T>(spec.activation, [&](auto activation) {
+      fused = detail::weight_product<T, decltype(activation)>(p, out, in, input, p + out * in, a);
+    });
+    if (!has_packet_form) detail::weight_product(p, out, in, input, p + out * in, a);
+    p += out * in + out;
+    if (!activated || fused) continue;
     if (keep_pre) {
       tape.pre[ls] = a;
       activate(spec.activation, tape.pre[ls], a);
@@ -151,6 +166,15 @@ void dense_forward(const DenseStackSpec& spec, const T* theta, const MatT<T>& X,
       activate(spec.activation, a, a);
     }
   }
+}
+
+/// As above for a temporary X, which the tape keeps.
+template <typename T>
+void dense_forward(const DenseStackSpec& spec, const T* theta, MatT<T>&& X, DenseStackTape<T>& tape, Index first_layer = 1) {
+  tape.post.resize(static_cast<std::size_t>(spec.num_layers() + 1));
+  MatT<T>& kept = tape.post[static_cast<std::size_t>(first_layer - 1)];
+  kept = std::move(X);
+  dense_forward(spec, theta, static_cast<const MatT<T>&>(kept), tape, first_layer);
 }
 
 /// Which parameters of a dense stack need their gradient: the subspace gradient of VI-HMC skips
@@ -187,22 +211,31 @@ void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStack
     const Index out = spec.widths[ls], in = spec.widths[ls - 1];
     offset -= out * in + out;
     const bool activated = l < L || spec.activate_last;
-    if (activated) activation_backward(spec.activation, tape.pre[ls], tape.post[ls], *delta);
     T* g = grad + offset;
     Eigen::Map<RowMajorMatT<T>> dW(g, out, in);
     Eigen::Map<VecT<T>> db(g + out * in, out);
     const IndexVec* active = mask ? &mask->active[ls - 1] : nullptr;
-    if (!active || mask->full_weight_gradient[ls - 1]) {
-      detail::add_weight_gradient(dW, *delta, tape.post[ls - 1]);
-    } else if (!active->empty() && active->front() < out * in) {
-      // A few active weights: one dot product each, on transposed copies so rows are contiguous.
-      const MatT<T> delta_t = delta->transpose(), input_t = tape.post[ls - 1].transpose();
-      for (Index k : *active) {
-        if (k >= out * in) break;
-        g[k] += delta_t.col(k / in).dot(input_t.col(k % in));
+    const MatT<T>& input = tape.layer_input(l);
+    // The activation's derivative, dW and db in one pass over delta where the kernel takes it.
+    bool fused = false;
+    if (activated && !active && !activation_needs_preactivation(spec.activation))
+      detail::with_packet_activation<T>(spec.activation, [&](auto activation) {
+        fused = detail::add_activated_weight_gradient<T, decltype(activation)>(dW, db, *delta, tape.post[ls], input);
+      });
+    if (!fused) {
+      if (activated) activation_backward(spec.activation, tape.pre[ls], tape.post[ls], *delta);
+      if (!active || mask->full_weight_gradient[ls - 1]) {
+        detail::add_weight_gradient(dW, *delta, input);
+      } else if (!active->empty() && active->front() < out * in) {
+        // A few active weights: one dot product each, on transposed copies so rows are contiguous.
+        const MatT<T> delta_t = delta->transpose(), input_t = input.transpose();
+        for (Index k : *active) {
+          if (k >= out * in) break;
+          g[k] += delta_t.col(k / in).dot(input_t.col(k % in));
+        }
       }
+      if (!active || !active->empty()) db.noalias() += delta->rowwise().sum();
     }
-    if (!active || !active->empty()) db.noalias() += delta->rowwise().sum();
     if (l > lowest || d_input) {
       // W^T delta: W^T is [in, out] column-major, which is W's row-major storage as it stands.
       MatT<T>& previous = tape.scratch[next];

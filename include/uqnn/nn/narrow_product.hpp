@@ -39,6 +39,12 @@ MatT<Dual> dual_product(const Eigen::MatrixBase<DerivedA>& a, const Eigen::Matri
   return c;
 }
 
+/// A linear layer's epilogue: the product's outputs as they are.
+struct LinearEpilogue {
+  template <typename Packet>
+  static Packet value(const Packet& z) { return z; }
+};
+
 template <typename T>
 struct NarrowKernel {
   using Packet = typename Eigen::internal::packet_traits<T>::type;
@@ -76,7 +82,9 @@ struct NarrowKernel {
   /// When rows is not whole packets, the last packet of a column also covers the next column's
   /// first rows. Columns are stored in increasing order, so the next column's own stores overwrite
   /// those lanes; only the last column's packet would pass the end of C, and store_bounded cuts it.
-  template <int R>
+  ///
+  /// Epilogue::value maps each packet of outputs before it is stored (a layer's activation, fused).
+  template <int R, typename Epilogue>
   static void product(const T* A, Index lda, Index K, const T* B, Index n, const T* bias, T* C, Index rows) {
     namespace ei = Eigen::internal;
     constexpr Index NC = columns_per_step(R);
@@ -100,7 +108,7 @@ struct NarrowKernel {
         }
       }
       for (Index c = 0; c < NC; ++c)
-        for (Index r = 0; r < R; ++r) ei::pstoreu(C + (j + c) * ldc + r * kPacket, acc[c][r]);
+        for (Index r = 0; r < R; ++r) ei::pstoreu(C + (j + c) * ldc + r * kPacket, Epilogue::value(acc[c][r]));
     }
     auto one_column = [&](Index column, auto last_column) {
       Packet acc[R];
@@ -111,8 +119,8 @@ struct NarrowKernel {
       }
       for (Index r = 0; r < R; ++r) {
         T* to = C + column * ldc + r * kPacket;
-        if constexpr (last_column) store_bounded(to, acc[r], end);
-        else ei::pstoreu(to, acc[r]);
+        if constexpr (last_column) store_bounded(to, Epilogue::value(acc[r]), end);
+        else ei::pstoreu(to, Epilogue::value(acc[r]));
       }
     };
     for (; j < inner; ++j) one_column(j, std::false_type{});
@@ -127,13 +135,22 @@ struct NarrowKernel {
   /// The KC accumulators stay in registers only when KC is a compile-time constant. Narrow chunks
   /// take U examples per step into separate accumulators: at least 8 independent multiply-add
   /// chains, else each step waits for the previous one's latency (4 cycles).
-  template <int R, int KC>
-  static void transposed_product_chunk(const T* D, Index rows, const T* B, Index K, Index k0, Index n, T* G, Index ldg) {
+  ///
+  /// With a Derivative (not void) the pass first turns each column of D, the cotangent of a layer's
+  /// outputs, into that of its pre-activations: D <- Derivative::derivative(D, A) in place, summed
+  /// into db (R packets) as well. Only for whole packets of rows (no column's packet overlaps the
+  /// next column, which a second application would change).
+  template <int R, int KC, typename Derivative = void>
+  static void transposed_product_chunk(const T* D, Index rows, const T* B, Index K, Index k0, Index n, T* G, Index ldg,
+                                       T* D_out = nullptr, const T* A = nullptr, T* db = nullptr) {
     namespace ei = Eigen::internal;
+    constexpr bool kThroughActivation = !std::is_void_v<Derivative>;
     const Index ldd = rows;
     const T* const end = D + n * ldd;
     constexpr Index U = std::max<Index>(1, 8 / (KC * R));
     Packet acc[U][KC][R];
+    Packet bias_sums[R];
+    for (Index r = 0; r < R; ++r) bias_sums[r] = ei::pset1<Packet>(T(0));
     for (Index u = 0; u < U; ++u)
       for (Index k = 0; k < KC; ++k)
         for (Index r = 0; r < R; ++r) acc[u][k][r] = ei::pset1<Packet>(T(0));
@@ -143,6 +160,11 @@ struct NarrowKernel {
         const T* column = D + j * ldd + r * kPacket;
         if constexpr (last_column) d[r] = r == R - 1 ? load_bounded(column, end) : ei::ploadu<Packet>(column);
         else d[r] = ei::ploadu<Packet>(column);
+        if constexpr (kThroughActivation) {
+          d[r] = Derivative::derivative(d[r], ei::ploadu<Packet>(A + j * ldd + r * kPacket));
+          ei::pstoreu(D_out + j * ldd + r * kPacket, d[r]);
+          bias_sums[r] = ei::padd(bias_sums[r], d[r]);
+        }
       }
       const T* b = B + j * K + k0;
       for (Index k = 0; k < KC; ++k) {
@@ -164,19 +186,26 @@ struct NarrowKernel {
         T* g = G + (k0 + k) * ldg + r * kPacket;
         ei::pstoreu(g, ei::padd(ei::ploadu<Packet>(g), sum));
       }
+    if constexpr (kThroughActivation)
+      for (Index r = 0; r < R; ++r) ei::pstoreu(db + r * kPacket, ei::padd(ei::ploadu<Packet>(db + r * kPacket), bias_sums[r]));
   }
 
   /// G += D B^T (D [rows x n] as in transposed_product_chunk) in chunks of 16, 8, 4, 2 and 1
   /// columns of G (as many accumulators as registers allow: R * 16 + R <= 32 for R = 1, fewer per
   /// chunk beyond).
-  template <int R>
-  static void transposed_product(const T* D, Index rows, const T* B, Index K, Index n, T* G, Index ldg) {
+  /// With a Derivative, the first chunk's pass also applies it to D (transposed_product_chunk).
+  template <int R, typename Derivative = void>
+  static void transposed_product(const T* D, Index rows, const T* B, Index K, Index n, T* G, Index ldg,
+                                 T* D_out = nullptr, const T* A = nullptr, T* db = nullptr) {
     constexpr Index kWidest = std::clamp<Index>((kRegisters - R - 2) / R, 1, 16);
     Index k0 = 0;
     auto chunks = [&](auto width) {
       constexpr int KC = decltype(width)::value;
       if constexpr (KC <= kWidest)
-        for (; k0 + KC <= K; k0 += KC) transposed_product_chunk<R, KC>(D, rows, B, K, k0, n, G, ldg);
+        for (; k0 + KC <= K; k0 += KC) {
+          if (k0 == 0) transposed_product_chunk<R, KC, Derivative>(D, rows, B, K, k0, n, G, ldg, D_out, A, db);
+          else transposed_product_chunk<R, KC>(D, rows, B, K, k0, n, G, ldg);
+        }
     };
     chunks(std::integral_constant<int, 16>{});
     chunks(std::integral_constant<int, 8>{});
@@ -206,12 +235,16 @@ struct NarrowKernel {
 /// C = A B (+ bias on every column); A is [rows x K] column-major with leading dimension lda (a
 /// PyTorch-layout weight's transpose is its storage as is), B and C column-major. Narrow A goes
 /// through NarrowKernel, every other shape through Eigen.
-template <typename T>
-void narrow_product(const T* A, Index rows, Index lda, Index K, const MatT<T>& B, const T* bias, MatT<T>& C) {
+///
+/// With an Epilogue other than Linear, returns whether it was applied (NarrowKernel's shapes, where
+/// the outputs' packets pass through Epilogue::value before they are stored); otherwise C = A B +
+/// bias and the caller applies it.
+template <typename T, typename Epilogue = LinearEpilogue>
+bool narrow_product(const T* A, Index rows, Index lda, Index K, const MatT<T>& B, const T* bias, MatT<T>& C) {
   using Kernel = NarrowKernel<T>;
   const Index n = B.cols();
   C.resize(rows, n);
-  if (rows == 0 || n == 0) return;  // an empty C has no data pointer to offset (UBSan)
+  if (rows == 0 || n == 0) return true;  // an empty C has no data pointer to offset (UBSan)
   if (Kernel::applies(rows) && K <= Kernel::kMaxDepth) {
     const Index packets = Kernel::packets(rows), padded = packets * Kernel::kPacket;
     if (padded != rows) {
@@ -231,13 +264,14 @@ void narrow_product(const T* A, Index rows, Index lda, Index K, const MatT<T>& B
         bias = padded_bias.data();
       }
     }
-    Kernel::dispatch(packets, [&](auto R) { Kernel::template product<R>(A, lda, K, B.data(), n, bias, C.data(), rows); });
-    return;
+    Kernel::dispatch(packets, [&](auto R) { Kernel::template product<R, Epilogue>(A, lda, K, B.data(), n, bias, C.data(), rows); });
+    return true;
   }
   const Eigen::Map<const MatT<T>, 0, Eigen::OuterStride<>> a(A, rows, K, Eigen::OuterStride<>(lda));
   if constexpr (std::is_same_v<T, Dual>) C = dual_product(a, B);
   else C.noalias() = a * B;
   if (bias) C.colwise() += Eigen::Map<const VecT<T>>(bias, rows);
+  return false;
 }
 
 /// C = W B + bias for W [rows x K] row-major with fewer rows than a packet (a network's 1-4
@@ -264,13 +298,14 @@ void few_rows_product(const T* W, Index rows, Index K, const MatT<T>& B, const T
   }
 }
 
-/// C = W B + bias for a weight W stored row-major [rows x K] (PyTorch's nn.Linear layout).
-template <typename T>
-void weight_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* bias, MatT<T>& C) {
+/// C = W B + bias for a weight W stored row-major [rows x K] (PyTorch's nn.Linear layout). Returns
+/// whether the Epilogue (an activation, as in narrow_product) was applied to C.
+template <typename T, typename Epilogue = LinearEpilogue>
+bool weight_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* bias, MatT<T>& C) {
   using Kernel = NarrowKernel<T>;
   if (Kernel::kVectorised && rows < Kernel::kPacket && rows <= 4 && K >= Kernel::kPacket) {
     few_rows_product(W, rows, K, B, bias, C);
-    return;
+    return false;
   }
   if (!Kernel::applies(rows) || K > Kernel::kMaxDepth) {
     const Eigen::Map<const RowMajorMatT<T>> w(W, rows, K);
@@ -287,7 +322,7 @@ void weight_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* 
     } else {
       C.noalias() = w * B;
     }
-    return;
+    return false;
   }
   // The kernel reads weight columns: transpose once (rows*K values), zero-padded to whole packets.
   thread_local MatT<T> column_major;
@@ -295,7 +330,7 @@ void weight_product(const T* W, Index rows, Index K, const MatT<T>& B, const T* 
   if (padded != rows) column_major.setZero(padded, K);
   else column_major.resize(rows, K);
   column_major.topRows(rows) = Eigen::Map<const RowMajorMatT<T>>(W, rows, K);
-  narrow_product(column_major.data(), rows, padded, K, B, bias, C);
+  return narrow_product<T, Epilogue>(column_major.data(), rows, padded, K, B, bias, C);
 }
 
 /// G += D B^T with G row-major [rows x K] (a weight gradient: a sum over the n examples of D's
@@ -323,6 +358,28 @@ bool add_transposed_product(RowMajorGradient&& G, const MatT<T>& D, const MatT<T
   } else {
     G += column_major.topRows(left.rows()).transpose();
   }
+  return true;
+}
+
+/// An activated layer's weight and bias gradients in one pass over its cotangent D [rows x n]:
+/// on entry D is the cotangent of the layer's outputs A = act(Z), on return that of Z (D .* act'(Z),
+/// through Activation::derivative(D, A)); db += D 1 and G += D B^T (G row-major [rows x K], B
+/// [K x n]), as activation_backward, a row sum and add_transposed_product do in three passes.
+/// Returns false, doing nothing, unless rows are whole packets of NarrowKernel and K >= 1.
+template <typename T, typename Activation, typename RowMajorGradient, typename BiasGradient>
+bool add_activated_weight_gradient(RowMajorGradient&& G, BiasGradient&& db, MatT<T>& D, const MatT<T>& A, const MatT<T>& B) {
+  using Kernel = NarrowKernel<T>;
+  if (!Kernel::applies(D.rows()) || D.rows() % Kernel::kPacket != 0 || B.rows() == 0 || D.cols() == 0) return false;
+  thread_local MatT<T> column_major;  // G as the kernel accumulates it: column-major
+  thread_local VecT<T> bias_sums;
+  column_major.setZero(D.rows(), B.rows());
+  bias_sums.setZero(D.rows());
+  Kernel::dispatch(Kernel::packets(D.rows()), [&](auto R) {
+    Kernel::template transposed_product<R, Activation>(D.data(), D.rows(), B.data(), B.rows(), B.cols(), column_major.data(),
+                                                       column_major.rows(), D.data(), A.data(), bias_sums.data());
+  });
+  G += column_major;
+  db += bias_sums;
   return true;
 }
 

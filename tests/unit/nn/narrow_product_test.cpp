@@ -5,7 +5,11 @@
 // build runs this too: a partial packet must neither read nor write past its matrix.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <type_traits>
+
 #include "uqnn/core/rng.hpp"
+#include "uqnn/nn/activation.hpp"
 #include "uqnn/nn/narrow_product.hpp"
 
 namespace uqnn {
@@ -65,6 +69,82 @@ void check_products(double tolerance) {
 
 TEST(NarrowProduct, DoubleAgreesWithEigen) { check_products<double>(1e-15); }
 TEST(NarrowProduct, FloatAgreesWithEigen) { check_products<float>(1e-6); }
+
+// A layer's activation fused into the kernel's passes (dense_forward, dense_backward) against the
+// separate passes it replaces: the forward product stores act(W B + b), bitwise what activate()
+// makes of the plain product; the weight gradient's pass turns the cotangent of the outputs into
+// that of the pre-activations in place (bitwise activation_backward's) and adds dW and db.
+template <typename T, Activation Kind>
+void check_activated(double tolerance) {
+  using Kernel = detail::NarrowKernel<T>;
+  using Fused = detail::PacketActivation<T, Kind>;
+  const Index P = Kernel::kPacket;
+  Rng rng(11);
+  int fused_forward = 0, fused_backward = 0;
+  for (Index rows : {Index(2), P - 1, P, P + 3, 2 * P, 4 * P, 6 * P})
+    for (Index K : {Index(1), Index(7), Index(16), Index(19)})
+      for (Index n : {Index(0), Index(1), Index(5), Index(17), Index(130)}) {
+        if (rows < 1) continue;
+        SCOPED_TRACE(::testing::Message() << to_string(Kind) << " rows " << rows << " K " << K << " n " << n);
+        const RowMajorMatT<T> W = random_matrix<T>(rng, rows, K);
+        const MatT<T> B = random_matrix<T>(rng, K, n);
+        const VecT<T> bias = random_matrix<T>(rng, rows, 1);
+        MatT<T> fused, plain;
+        const bool applied = detail::weight_product<T, Fused>(W.data(), rows, K, B, bias.data(), fused);
+        detail::weight_product(W.data(), rows, K, B, bias.data(), plain);
+        EXPECT_EQ(applied, Kernel::applies(rows) && K <= Kernel::kMaxDepth);
+        fused_forward += applied && n > 0;
+        MatT<T> expected = plain;
+        if (applied) activate(Kind, plain, expected);
+        ASSERT_EQ(fused.rows(), rows);
+        ASSERT_EQ(fused.cols(), n);
+        if (Kind == Activation::Sigmoid && std::is_same_v<T, float>) {
+          // Eigen's float sigmoid takes std::exp for the elements past the array's last whole
+          // packet, the fused packet its pexp: the two differ by an ulp there.
+          EXPECT_LE(max_abs_difference(fused, expected), 2 * std::numeric_limits<T>::epsilon()) << "forward";
+        } else {
+          EXPECT_TRUE(fused == expected) << "forward, largest difference " << max_abs_difference(fused, expected);
+        }
+
+        // Backward: the layer's outputs A = act(Z) and the cotangent D of A.
+        const MatT<T> Z = 3 * random_matrix<T>(rng, rows, n);
+        MatT<T> A;
+        activate(Kind, Z, A);
+        const MatT<T> D0 = random_matrix<T>(rng, rows, n);
+        const RowMajorMatT<T> G0 = random_matrix<T>(rng, rows, K);
+        const VecT<T> db0 = random_matrix<T>(rng, rows, 1);
+        MatT<T> D = D0;
+        RowMajorMatT<T> G = G0;
+        VecT<T> db = db0;
+        const bool one_pass = detail::add_activated_weight_gradient<T, Fused>(G, db, D, A, B);
+        EXPECT_EQ(one_pass, Kernel::applies(rows) && rows % P == 0 && n > 0);
+        fused_backward += one_pass;
+        if (!one_pass) {
+          EXPECT_TRUE(D == D0 && G == G0 && db == db0) << "a refused shape changed its operands";
+          continue;
+        }
+        MatT<T> expected_d = D0;
+        activation_backward(Kind, Z, A, expected_d);
+        EXPECT_TRUE(D == expected_d) << "cotangent, largest difference " << max_abs_difference(D, expected_d);
+        const RowMajorMatT<T> expected_g = G0 + expected_d * B.transpose();
+        const VecT<T> expected_db = db0 + expected_d.rowwise().sum();
+        EXPECT_LE(max_abs_difference(G, expected_g), tolerance * (n + 1)) << "weight gradient";
+        EXPECT_LE(max_abs_difference(db, expected_db), tolerance * (n + 1)) << "bias gradient";
+      }
+  if (Kernel::kVectorised) {
+    EXPECT_GT(fused_forward, 0) << "no forward product applied the activation";
+    EXPECT_GT(fused_backward, 0) << "no weight gradient went through one pass";
+  }
+}
+
+TEST(NarrowProduct, FusedActivationsAgreeWithTheirSeparatePasses) {
+  check_activated<double, Activation::Relu>(1e-15);
+  check_activated<double, Activation::Tanh>(1e-15);
+  check_activated<double, Activation::Sigmoid>(1e-15);
+  check_activated<float, Activation::Relu>(1e-6);
+  check_activated<float, Activation::Tanh>(1e-6);
+  check_activated<float, Activation::Sigmoid>(1e-6);
+}
 
 }  // namespace
 }  // namespace uqnn
