@@ -26,15 +26,21 @@ void ProgressObserver::on_end(const RunResult& result) {
 }
 
 // ---------------------------------------------------------------- interrupt
-void InterruptObserver::on_begin(const RunConfig&) { scope_ = std::make_unique<StopSignalScope>(); }
+void InterruptObserver::on_begin(const RunConfig&) {
+  scope_ = std::make_unique<StopSignalScope>();
+  interrupted_ = false;
+}
 
 ObserverAction InterruptObserver::on_iteration(const IterationEvent&) {
   return stop_requested() ? ObserverAction::Stop : ObserverAction::Continue;
 }
 
-void InterruptObserver::on_end(const RunResult&) { scope_.reset(); }
+void InterruptObserver::on_end(const RunResult&) {
+  interrupted_ = stop_requested();  // read inside the scope: outside it the flag reads false
+  scope_.reset();
+}
 
-bool InterruptObserver::interrupted() const { return stop_requested(); }
+bool InterruptObserver::interrupted() const { return scope_ ? stop_requested() : interrupted_; }
 
 int InterruptObserver::stop_signal() { return uqnn::stop_signal(); }
 

@@ -11,7 +11,7 @@ namespace uqnn {
 
 /// Installs the handlers for its lifetime; scopes nest (a fit holds one, and its chains' driver
 /// another). The outermost scope clears the flag when it begins and restores the previous handlers
-/// when it ends; the flag and the signal stay readable afterwards.
+/// when it ends; the signal stays readable afterwards (stop_signal), the flag only inside a scope.
 class StopSignalScope {
  public:
   StopSignalScope();
@@ -20,7 +20,8 @@ class StopSignalScope {
   StopSignalScope& operator=(const StopSignalScope&) = delete;
 };
 
-/// Whether a stop signal arrived (or request_stop was called) since the outermost scope began.
+/// Whether a stop signal arrived (or request_stop was called) since the outermost scope began;
+/// always false outside every scope, so a stopped run's flag does not stop the runs after it.
 bool stop_requested();
 /// The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), 0 when none did.
 int stop_signal();

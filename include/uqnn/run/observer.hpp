@@ -74,7 +74,8 @@ class InterruptObserver : public Observer {
   void on_begin(const RunConfig& config) override;
   ObserverAction on_iteration(const IterationEvent& event) override;
   void on_end(const RunResult& result) override;
-  /// Whether SIGINT, SIGTERM or SIGHUP arrived during the run (or request_interrupt was called).
+  /// Whether SIGINT, SIGTERM or SIGHUP arrived during the run (or request_interrupt was called);
+  /// after the run, whether they did during the last one.
   bool interrupted() const;
   /// The signal that stopped the last run (SIGINT, SIGTERM, SIGHUP), 0 when none did: the CLI
   /// exits with 128 + it after writing what was drawn, as a process killed by it would.
@@ -84,6 +85,7 @@ class InterruptObserver : public Observer {
 
  private:
   std::unique_ptr<StopSignalScope> scope_;
+  bool interrupted_ = false;
 };
 
 /// Calls `write(chain, draw_index, position, stats)` for every kept draw, from the worker threads

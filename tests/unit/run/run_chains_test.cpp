@@ -8,6 +8,7 @@
 #include "../core/recording_reporter.hpp"
 #include "../mcmc/test_models.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/run_chains.hpp"
 
@@ -159,6 +160,23 @@ TEST(McmcRunChains, InterruptKeepsTheDrawsMadeSoFar) {
   EXPECT_TRUE(r2.interrupted);
   EXPECT_EQ(r2.draws[0].rows(), 51);
   for (const auto& d : r2.draws) EXPECT_TRUE(d.allFinite());  // (how far chains 1, 2 got depends on timing)
+}
+
+TEST(McmcRunChains, AStoppedRunDoesNotStopTheRunsAfterIt) {
+  // A stop requested in an earlier run's scope (Ctrl-C, SIGTERM) is that run's: a later run without
+  // an InterruptObserver, as a library caller may start one, runs all its chains. (Before, the
+  // flag outlived its scope and the later run began no chain: 0 draws.)
+  const auto target = testing::correlated_gaussian();
+  const auto factory = make_sampler_factory(target, MalaConfig{});
+  {
+    const StopSignalScope scope;
+    request_stop();
+    EXPECT_TRUE(stop_requested());
+  }
+  EXPECT_FALSE(stop_requested());
+  const RunResult r = run_chains(small_config(2), factory, target->mean(), {});
+  EXPECT_FALSE(r.interrupted);
+  for (const auto& d : r.draws) EXPECT_EQ(d.rows(), 300);
 }
 
 TEST(McmcRunChains, StopWriterAndProgressObservers) {
