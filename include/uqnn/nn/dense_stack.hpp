@@ -218,7 +218,7 @@ void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStack
     const MatT<T>& input = tape.layer_input(l);
     // The activation's derivative, dW and db in one pass over delta where the kernel takes it.
     bool fused = false;
-    if (activated && !active && !activation_needs_preactivation(spec.activation))
+    if (activated && !active)
       detail::with_packet_activation<T>(spec.activation, [&](auto activation) {
         fused = detail::add_activated_weight_gradient<T, decltype(activation)>(dW, db, *delta, tape.post[ls], input);
       });

@@ -390,7 +390,6 @@ TEST(Swag, AStopSignalEndsTheSgdStepsAndKeepsTheSnapshotsTaken) {
     request_stop();  // as the handler of SIGINT / SIGTERM / SIGHUP does
     r = fit_swag(objective, blr.mean, p, rng);
   }
-  { StopSignalScope clear; }  // an outermost scope clears the flag for the tests that follow
   EXPECT_TRUE(r.interrupted);
   EXPECT_EQ(r.loss.size(), 1u);         // the step in progress is finished, no further one begins
   EXPECT_EQ(r.num_snapshots, 2);        // w_0 and the first step's iterate
