@@ -6,7 +6,11 @@
 // A thread's group is what run_chains gives one thread with --lockstep: 4 chains on 2 threads are
 // groups of 2, 12 chains groups of 6; on one thread the whole run is one group. One thread, CPU
 // time, the best of 15 repeats. Prints the CPU model, a Markdown table and (--json FILE) the rows.
-// Run: build/bench/lockstep_bench [--json FILE]; problems whose data are absent are skipped.
+//
+// --minibatch N times SG-MCMC's minibatch gradients instead (Posterior::minibatch_log_density_and_grad
+// against minibatch_log_density_and_grad_batch, each chain on its own random N rows, as SGLD's chains
+// in lockstep); problems with at most N rows are skipped.
+// Run: build/bench/lockstep_bench [--minibatch N] [--json FILE]; problems whose data are absent are skipped.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -57,7 +61,8 @@ struct Row {
   double one_by_one_us, batched_us;  ///< per chain-gradient
 };
 
-Row measure(const std::string& name, const Posterior& posterior, const std::string& precision, int group, std::uint64_t seed) {
+Row measure(const std::string& name, const Posterior& posterior, const std::string& precision, int group, Index minibatch,
+            std::uint64_t seed) {
   Rng rng(seed);
   std::vector<Vec> thetas, grads(static_cast<std::size_t>(group));
   for (int c = 0; c < group; ++c) thetas.push_back(posterior.initial_point(rng) + 0.1 * rng.normal_vector(posterior.dim()));
@@ -66,6 +71,27 @@ Row measure(const std::string& name, const Posterior& posterior, const std::stri
   for (int c = 0; c < group; ++c) theta_ptrs.push_back(&thetas[static_cast<std::size_t>(c)]), grad_ptrs.push_back(&grads[static_cast<std::size_t>(c)]);
   std::vector<double> values(static_cast<std::size_t>(group));
   double sink = 0;
+  if (minibatch > 0) {
+    std::vector<IndexVec> batches;
+    std::vector<const IndexVec*> batch_ptrs;
+    for (int c = 0; c < group; ++c) {
+      const IndexVec order = rng.permutation(posterior.num_data());
+      batches.emplace_back(order.begin(), order.begin() + minibatch);
+    }
+    for (const IndexVec& b : batches) batch_ptrs.push_back(&b);
+    const double one = seconds_per_call([&] {
+      for (int c = 0; c < group; ++c) {
+        const auto k = static_cast<std::size_t>(c);
+        sink += posterior.minibatch_log_density_and_grad(thetas[k], batches[k], grads[k]);
+      }
+    });
+    const double batched = seconds_per_call([&] {
+      posterior.minibatch_log_density_and_grad_batch(theta_ptrs, batch_ptrs, grad_ptrs, values);
+      sink += values[0];
+    });
+    if (!std::isfinite(sink)) std::cerr << "non-finite log density\n";
+    return {name, precision, group, 1e6 * one / group, 1e6 * batched / group};
+  }
   const double one = seconds_per_call([&] {
     for (int c = 0; c < group; ++c) sink += posterior.log_density_and_grad(thetas[static_cast<std::size_t>(c)], grads[static_cast<std::size_t>(c)]);
   });
@@ -85,8 +111,20 @@ int main(int argc, char** argv) {
   using namespace uqnn::bench;
   Eigen::setNbThreads(1);
   std::string json_path;
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--json" && i + 1 < argc) json_path = argv[++i];
+  Index minibatch = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (arg == "--minibatch" && i + 1 < argc) minibatch = std::stol(argv[++i]);
+    else {
+      std::cerr << "usage: lockstep_bench [--minibatch N] [--json FILE]; unknown argument '" << arg << "'\n";
+      return 2;
+    }
+  }
+  if (minibatch < 0) {
+    std::cerr << "--minibatch must be >= 0 (0: the whole data)\n";
+    return 2;
+  }
   std::vector<std::pair<std::string, std::shared_ptr<Posterior>>> posteriors[2];  // [double, float]
   const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
   if (!dir) std::cerr << "lockstep_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench; skipping B1 and B2\n";
@@ -106,10 +144,13 @@ int main(int argc, char** argv) {
   }
   std::vector<Row> rows;
   for (int p = 0; p < 2; ++p)
-    for (const auto& [name, post] : posteriors[p])
-      for (const int group : {1, 2, 4, 6, 12}) rows.push_back(measure(name, *post, p == 0 ? "double" : "float", group, 17));
-  std::printf("CPU: %s\n\n", cpu_model().c_str());
-  std::printf("| problem | precision | chains per thread | one by one (us per chain-gradient) | batched | speed-up |\n");
+    for (const auto& [name, post] : posteriors[p]) {
+      if (minibatch >= post->num_data()) continue;
+      for (const int group : {1, 2, 4, 6, 12}) rows.push_back(measure(name, *post, p == 0 ? "double" : "float", group, minibatch, 17));
+    }
+  std::printf("CPU: %s\n", cpu_model().c_str());
+  if (minibatch > 0) std::printf("Minibatch gradients of %ld rows, each chain its own\n", static_cast<long>(minibatch));
+  std::printf("\n| problem | precision | chains per thread | one by one (us per chain-gradient) | batched | speed-up |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   nlohmann::json out = nlohmann::json::array();
   for (const Row& r : rows) {
@@ -118,6 +159,7 @@ int main(int argc, char** argv) {
     out.push_back({{"problem", r.problem}, {"precision", r.precision}, {"group", r.group}, {"one_by_one_us", r.one_by_one_us},
                    {"batched_us", r.batched_us}});
   }
-  if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"cpu", cpu_model()}, {"rows", out}}.dump(1) << '\n';
+  if (!json_path.empty())
+    std::ofstream(json_path) << nlohmann::json{{"cpu", cpu_model()}, {"minibatch", minibatch}, {"rows", out}}.dump(1) << '\n';
   return 0;
 }

@@ -84,6 +84,22 @@ def test_lockstep_chains_same_draws_whatever_the_threads(sine):
     assert a.shape == plain.shape and not np.array_equal(a, plain)
 
 
+def test_lockstep_sgld_batches_minibatches_and_keeps_the_draws(sine):
+    # SGLD's minibatch gradients in lockstep: the same draws whatever the threads, and those of the
+    # unbatched run to rounding (the same minibatches, scale and noise).
+    X, y = sine
+    kw = dict(hidden=(4,), method="sgld", step_size=1e-4, sg_batch_size=8, chain_init="random", chains=4,
+              warmup=50, draws=100, progress=False)
+    a = uqnn.BNN(threads=1, lockstep=True, **kw).fit(X, y).draws
+    b = uqnn.BNN(threads=2, lockstep=True, **kw).fit(X, y).draws
+    np.testing.assert_array_equal(a, b)
+    plain = uqnn.BNN(threads=1, **kw).fit(X, y).draws
+    assert a.shape == plain.shape
+    np.testing.assert_allclose(a, plain, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="lockstep"):
+        uqnn.BNN(lockstep=True, **dict(kw, method="fsgld")).fit(X, y)
+
+
 def test_inputs_numpy_pandas_float32_fortran_agree(sine):
     pd = pytest.importorskip("pandas")
     X, y = sine

@@ -169,8 +169,32 @@ void lane_input_cotangent(const T* W, const T* delta, Index out, Index in, Index
 
 template <typename T>
 void DenseStackLanes<T>::forward(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X) {
+  forward_from(spec, theta_lanes, X.cols(), LaneBroadcastInput<T>{X});
+}
+
+template <typename T>
+void DenseStackLanes<T>::forward_on_own_inputs(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X_lanes) {
+  forward_from(spec, theta_lanes, X_lanes.rows() / kLanes, LaneActivations<T>{X_lanes.data(), X_lanes.rows() / kLanes});
+}
+
+template <typename T>
+void DenseStackLanes<T>::backward(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X, MatT<T>& d_output,
+                                  T* grad_lanes) {
+  backward_from(spec, theta_lanes, X.cols(), LaneBroadcastInput<T>{X}, d_output, grad_lanes);
+}
+
+template <typename T>
+void DenseStackLanes<T>::backward_on_own_inputs(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X_lanes,
+                                                MatT<T>& d_output, T* grad_lanes) {
+  const Index n = X_lanes.rows() / kLanes;
+  backward_from(spec, theta_lanes, n, LaneActivations<T>{X_lanes.data(), n}, d_output, grad_lanes);
+}
+
+template <typename T>
+template <typename Input>
+void DenseStackLanes<T>::forward_from(const DenseStackSpec& spec, const T* theta_lanes, Index n, const Input& input) {
   constexpr Index V = kLanes;
-  const Index L = spec.num_layers(), n = X.cols();
+  const Index L = spec.num_layers();
   pre_.resize(static_cast<std::size_t>(L));
   post_.resize(static_cast<std::size_t>(L));
   const bool keep_pre = activation_needs_preactivation(spec.activation);
@@ -183,7 +207,7 @@ void DenseStackLanes<T>::forward(const DenseStackSpec& spec, const T* theta_lane
     const T* W = theta_lanes + offset * V;
     const T* b = W + out * in * V;
     if (l == 1)
-      lane_layer_forward(W, b, out, in, n, LaneBroadcastInput<T>{X}, a.data());
+      lane_layer_forward(W, b, out, in, n, input, a.data());
     else
       lane_layer_forward(W, b, out, in, n, LaneActivations<T>{post_[ls - 2].data(), n}, a.data());
     offset += out * in + out;
@@ -198,10 +222,11 @@ void DenseStackLanes<T>::forward(const DenseStackSpec& spec, const T* theta_lane
 }
 
 template <typename T>
-void DenseStackLanes<T>::backward(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X, MatT<T>& d_output,
-                                  T* grad_lanes) {
+template <typename Input>
+void DenseStackLanes<T>::backward_from(const DenseStackSpec& spec, const T* theta_lanes, Index n, const Input& input,
+                                       MatT<T>& d_output, T* grad_lanes) {
   constexpr Index V = kLanes;
-  const Index L = spec.num_layers(), n = X.cols();
+  const Index L = spec.num_layers();
   const bool keep_pre = activation_needs_preactivation(spec.activation);
   Index offset = spec.num_params();
   MatT<T>* delta = &d_output;
@@ -215,7 +240,7 @@ void DenseStackLanes<T>::backward(const DenseStackSpec& spec, const T* theta_lan
     const T* W = theta_lanes + offset * V;
     T* gW = grad_lanes + offset * V;
     if (l == 1)
-      lane_weight_gradient(delta->data(), out, in, n, LaneBroadcastInput<T>{X}, gW);
+      lane_weight_gradient(delta->data(), out, in, n, input, gW);
     else
       lane_weight_gradient(delta->data(), out, in, n, LaneActivations<T>{post_[ls - 2].data(), n}, gW);
     lane_weight_gradient(delta->data(), out, Index{1}, n, LaneOnesInput<T>{}, gW + out * in * V);

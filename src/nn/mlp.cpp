@@ -1,5 +1,7 @@
 #include "uqnn/nn/mlp.hpp"
 
+#include <type_traits>
+
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/chain_lanes.hpp"
 
@@ -54,14 +56,49 @@ std::unique_ptr<SubspaceGradient> Mlp::make_subspace_gradient(const Vec& base_th
 
 namespace {
 
-/// One lane pass over the chains of `thetas` (at most kLanes of them) in arithmetic T: their losses
-/// into `values` and their gradients into the columns of `grads` [num_params, chains]. Unused
-/// lanes repeat the first chain (finite values) and get a zero cotangent.
+/// Layer 1's input of a lane pass: X [in, n], the same for every chain.
 template <typename T>
-void lane_pass(const DenseStackSpec& stack, const MatT<T>& X, std::span<const double* const> thetas,
+struct SharedLaneInput {
+  const MatT<T>& X;
+  Index rows() const { return X.cols(); }
+  void forward(DenseStackLanes<T>& lanes, const DenseStackSpec& stack, const T* theta) const { lanes.forward(stack, theta, X); }
+  void backward(DenseStackLanes<T>& lanes, const DenseStackSpec& stack, const T* theta, MatT<T>& d_output, T* grad) const {
+    lanes.backward(stack, theta, X, d_output, grad);
+  }
+};
+
+/// Layer 1's input of a lane pass when each chain has its own: inputs[c] [in, n] interleaved into
+/// lanes (chain_lanes.hpp's X_lanes); unused lanes repeat the first chain's.
+template <typename T>
+struct OwnLaneInputs {
+  MatT<T>& X_lanes;
+  OwnLaneInputs(MatT<T>& buffer, std::span<const Mat* const> inputs) : X_lanes(buffer) {
+    constexpr Index V = DenseStackLanes<T>::kLanes;
+    const Index n = inputs[0]->cols(), d = inputs[0]->rows(), chains = static_cast<Index>(inputs.size());
+    X_lanes.resize(V * n, d);
+    for (Index c = 0; c < V; ++c) {
+      const Mat& X = *inputs[static_cast<std::size_t>(c < chains ? c : 0)];
+      for (Index i = 0; i < d; ++i)
+        for (Index j = 0; j < n; ++j) X_lanes(j * V + c, i) = static_cast<T>(X(i, j));
+    }
+  }
+  Index rows() const { return X_lanes.rows() / DenseStackLanes<T>::kLanes; }
+  void forward(DenseStackLanes<T>& lanes, const DenseStackSpec& stack, const T* theta) const {
+    lanes.forward_on_own_inputs(stack, theta, X_lanes);
+  }
+  void backward(DenseStackLanes<T>& lanes, const DenseStackSpec& stack, const T* theta, MatT<T>& d_output, T* grad) const {
+    lanes.backward_on_own_inputs(stack, theta, X_lanes, d_output, grad);
+  }
+};
+
+/// One lane pass over the chains of `thetas` (at most kLanes of them) in arithmetic T, layer 1
+/// reading `input`: their losses into `values` and their gradients into the columns of `grads`
+/// [num_params, chains]. Unused lanes repeat the first chain (finite values) and get a zero cotangent.
+template <typename T, typename Input>
+void lane_pass(const DenseStackSpec& stack, const Input& input, std::span<const double* const> thetas,
                std::span<const OutputLoss<double>* const> losses, double* values, Mat& grads) {
   constexpr Index V = DenseStackLanes<T>::kLanes;
-  const Index P = stack.num_params(), n = X.cols(), chains = static_cast<Index>(thetas.size());
+  const Index P = stack.num_params(), n = input.rows(), chains = static_cast<Index>(thetas.size());
   // Per-thread buffers: a sampler's gradients come again and again with the same shapes.
   thread_local DenseStackLanes<T> lanes;
   thread_local VecT<T> theta_lanes, grad_lanes;
@@ -72,7 +109,7 @@ void lane_pass(const DenseStackSpec& stack, const MatT<T>& X, std::span<const do
     const double* theta = thetas[static_cast<std::size_t>(c < chains ? c : 0)];
     for (Index p = 0; p < P; ++p) theta_lanes[p * V + c] = static_cast<T>(theta[p]);
   }
-  lanes.forward(stack, theta_lanes.data(), X);
+  input.forward(lanes, stack, theta_lanes.data());
   const MatT<T>& outputs = lanes.output();
   const Index O = outputs.cols();
   d_output.setZero(V * n, O);
@@ -86,10 +123,41 @@ void lane_pass(const DenseStackSpec& stack, const MatT<T>& X, std::span<const do
       for (Index j = 0; j < n; ++j) d_output(j * V + c, o) = static_cast<T>(dY(o, j));
   }
   grad_lanes.setZero(P * V);
-  lanes.backward(stack, theta_lanes.data(), X, d_output, grad_lanes.data());
+  input.backward(lanes, stack, theta_lanes.data(), d_output, grad_lanes.data());
   grads.resize(P, chains);
   for (Index p = 0; p < P; ++p)
     for (Index c = 0; c < chains; ++c) grads(p, c) = static_cast<double>(grad_lanes[p * V + c]);
+}
+
+/// The chains in groups of kLanes through lane_pass in the network's precision; pass(tag, first,
+/// count) runs one group (tag: a T value for the arithmetic) and leaves its gradients in G. A
+/// float32 chain whose value or gradient leaves float's range is evaluated again alone, in double.
+template <typename Pass>
+void lane_groups(Precision precision, std::size_t C, std::size_t P, std::span<double> values, std::span<double* const> grads,
+                 const Mat& G, const Pass& pass) {
+  const auto add = [&](std::size_t c, Index column) { Eigen::Map<Vec>(grads[c], static_cast<Index>(P)) += G.col(column); };
+  if (precision != Precision::Float32) {
+    for (std::size_t first = 0; first < C; first += DenseStackLanes<double>::kLanes) {
+      const std::size_t count = std::min<std::size_t>(DenseStackLanes<double>::kLanes, C - first);
+      pass(double{}, first, count);
+      for (std::size_t c = 0; c < count; ++c) add(first + c, static_cast<Index>(c));
+    }
+    return;
+  }
+  std::vector<std::size_t> in_double;
+  for (std::size_t first = 0; first < C; first += DenseStackLanes<float>::kLanes) {
+    const std::size_t count = std::min<std::size_t>(DenseStackLanes<float>::kLanes, C - first);
+    pass(float{}, first, count);
+    for (std::size_t c = 0; c < count; ++c) {
+      if (std::isfinite(values[first + c]) && G.col(static_cast<Index>(c)).allFinite()) add(first + c, static_cast<Index>(c));
+      else in_double.push_back(first + c);
+    }
+  }
+  // Beyond float's range (see ModelBase::value_and_gradient): that chain alone, in double.
+  for (const std::size_t c : in_double) {
+    pass(double{}, c, 1);
+    add(c, 0);
+  }
 }
 
 }  // namespace
@@ -100,37 +168,45 @@ void Mlp::value_and_gradient_lanes(std::span<const double* const> thetas, const 
   check_lane_batch(thetas.size(), losses.size(), values.size(), grads.size());
   const Index P = num_params();
   for (const double* theta : thetas) check_model_shapes(*this, Eigen::Map<const Vec>(theta, P), X);
-  const std::size_t C = thetas.size();
   thread_local Mat G;
-  const auto pass = [&]<typename T>(const MatT<T>& inputs, std::size_t first, std::size_t count) {
-    lane_pass<T>(stack_, inputs, thetas.subspan(first, count), losses.subspan(first, count), values.data() + first, G);
-  };
-  const auto add = [&](std::size_t c, Index column) { Eigen::Map<Vec>(grads[c], P) += G.col(column); };
-  if (precision_ != Precision::Float32) {
-    for (std::size_t first = 0; first < C; first += DenseStackLanes<double>::kLanes) {
-      const std::size_t count = std::min<std::size_t>(DenseStackLanes<double>::kLanes, C - first);
-      pass(X, first, count);
-      for (std::size_t c = 0; c < count; ++c) add(first + c, static_cast<Index>(c));
-    }
-    return;
-  }
   thread_local MatT<float> X_cast;
-  if (!X_float) X_cast = X.cast<float>();
-  const MatT<float>& inputs = X_float ? *X_float : X_cast;
-  std::vector<std::size_t> in_double;
-  for (std::size_t first = 0; first < C; first += DenseStackLanes<float>::kLanes) {
-    const std::size_t count = std::min<std::size_t>(DenseStackLanes<float>::kLanes, C - first);
-    pass(inputs, first, count);
-    for (std::size_t c = 0; c < count; ++c) {
-      if (std::isfinite(values[first + c]) && G.col(static_cast<Index>(c)).allFinite()) add(first + c, static_cast<Index>(c));
-      else in_double.push_back(first + c);
-    }
+  const MatT<float>* inputs_float = X_float;
+  if (precision_ == Precision::Float32 && !inputs_float) {
+    X_cast = X.cast<float>();
+    inputs_float = &X_cast;
   }
-  // Beyond float's range (see ModelBase::value_and_gradient): that chain alone, in double.
-  for (const std::size_t c : in_double) {
-    pass(X, c, 1);
-    add(c, 0);
+  lane_groups(precision_, thetas.size(), static_cast<std::size_t>(P), values, grads, G, [&]<typename T>(T, std::size_t first, std::size_t count) {
+    const MatT<T>& data = [&]() -> const MatT<T>& {
+      if constexpr (std::is_same_v<T, float>) return *inputs_float;
+      else return X;
+    }();
+    lane_pass<T>(stack_, SharedLaneInput<T>{data}, thetas.subspan(first, count), losses.subspan(first, count), values.data() + first, G);
+  });
+}
+
+void Mlp::value_and_gradient_lanes_on_own_inputs(std::span<const double* const> thetas, std::span<const Mat* const> inputs,
+                                                 std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                                 std::span<double* const> grads) const {
+  check_lane_batch(thetas.size(), losses.size(), values.size(), grads.size());
+  const Index P = num_params();
+  bool same_rows = inputs.size() == thetas.size();
+  for (std::size_t c = 0; same_rows && c < thetas.size(); ++c) {
+    check_model_shapes(*this, Eigen::Map<const Vec>(thetas[c], P), *inputs[c]);
+    same_rows = inputs[c]->cols() == inputs[0]->cols() && inputs[c]->cols() > 0;
   }
+  // The chains of a pass share their examples' count; batches of different sizes go one by one.
+  if (!same_rows) return Model::value_and_gradient_lanes_on_own_inputs(thetas, inputs, losses, values, grads);
+  thread_local Mat G;
+  thread_local MatT<double> X_lanes;
+  thread_local MatT<float> X_lanes_float;
+  lane_groups(precision_, thetas.size(), static_cast<std::size_t>(P), values, grads, G, [&]<typename T>(T, std::size_t first, std::size_t count) {
+    MatT<T>& buffer = [&]() -> MatT<T>& {
+      if constexpr (std::is_same_v<T, float>) return X_lanes_float;
+      else return X_lanes;
+    }();
+    const OwnLaneInputs<T> input(buffer, inputs.subspan(first, count));
+    lane_pass<T>(stack_, input, thetas.subspan(first, count), losses.subspan(first, count), values.data() + first, G);
+  });
 }
 
 nlohmann::json Mlp::to_json() const {

@@ -64,6 +64,19 @@ void Model::value_and_gradient_lanes(std::span<const double* const> thetas, cons
   }
 }
 
+void Model::value_and_gradient_lanes_on_own_inputs(std::span<const double* const> thetas, std::span<const Mat* const> inputs,
+                                                   std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                                   std::span<double* const> grads) const {
+  check_lane_batch(thetas.size(), losses.size(), values.size(), grads.size());
+  if (inputs.size() != thetas.size())
+    throw std::invalid_argument(fmt::format("value_and_gradient_lanes: {} parameter vectors but {} inputs", thetas.size(), inputs.size()));
+  const Index P = num_params();
+  for (std::size_t c = 0; c < thetas.size(); ++c) {
+    Eigen::Map<Vec> grad(grads[c], P);
+    values[c] = value_and_gradient(Eigen::Map<const Vec>(thetas[c], P), *inputs[c], *losses[c], grad);
+  }
+}
+
 Mat Model::jacobian(const Vec& theta, const Mat& X) const {
   // One reverse pass per example and output with a unit cotangent: exact, and generic over models.
   const Index n = X.cols(), out = output_dim();

@@ -94,12 +94,10 @@ double Posterior::evaluate(const Vec& theta, const Mat& inputs, const Mat& targe
   return value;
 }
 
-void Posterior::log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
-                                           std::span<double> values) const {
-  if (!model_->has_chain_lanes() || shards_) {
-    LogDensity::log_density_and_grad_batch(thetas, grads, values);
-    return;
-  }
+void Posterior::evaluate_lanes(std::span<const Vec* const> thetas, std::span<Vec* const> grads, std::span<double> values,
+                               const std::function<const Mat&(std::size_t)>& targets, const std::function<double(std::size_t)>& scale,
+                               const std::function<void(std::span<const double* const>, std::span<const OutputLoss<double>* const>,
+                                                        std::span<double* const>)>& network) const {
   check_lane_batch(thetas.size(), thetas.size(), values.size(), grads.size());
   const Index E = likelihood_->num_extra();
   const std::size_t C = thetas.size();
@@ -116,7 +114,7 @@ void Posterior::log_density_and_grad_batch(std::span<const Vec* const> thetas, s
     if (theta.size() != dim())
       throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
     grads[c]->setZero(dim());
-    contexts.push_back(LikelihoodLoss{likelihood_.get(), &targets_, theta.tail(E), Vec::Zero(E), 1.0});
+    contexts.push_back(LikelihoodLoss{likelihood_.get(), &targets(c), theta.tail(E), Vec::Zero(E), scale(c)});
   }
   for (std::size_t c = 0; c < C; ++c) {
     losses.push_back(contexts[c].loss());
@@ -124,8 +122,49 @@ void Posterior::log_density_and_grad_batch(std::span<const Vec* const> thetas, s
     grad_ptrs.push_back(grads[c]->data());
   }
   for (const auto& loss : losses) loss_ptrs.push_back(&loss);
-  model_->value_and_gradient_lanes(theta_ptrs, inputs_, float_copy_of(inputs_), loss_ptrs, values, grad_ptrs);
-  for (std::size_t c = 0; c < C; ++c) finish(*thetas[c], contexts[c].d_extra, 1.0, true, values[c], *grads[c]);
+  network(theta_ptrs, loss_ptrs, grad_ptrs);
+  for (std::size_t c = 0; c < C; ++c) {
+    values[c] *= contexts[c].scale;  // the likelihood's dY carries the scale already (LikelihoodLoss)
+    finish(*thetas[c], contexts[c].d_extra, contexts[c].scale, true, values[c], *grads[c]);
+  }
+}
+
+void Posterior::log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
+                                           std::span<double> values) const {
+  if (!model_->has_chain_lanes() || shards_) {
+    LogDensity::log_density_and_grad_batch(thetas, grads, values);
+    return;
+  }
+  evaluate_lanes(
+      thetas, grads, values, [&](std::size_t) -> const Mat& { return targets_; }, [](std::size_t) { return 1.0; },
+      [&](std::span<const double* const> theta_ptrs, std::span<const OutputLoss<double>* const> losses, std::span<double* const> grad_ptrs) {
+        model_->value_and_gradient_lanes(theta_ptrs, inputs_, float_copy_of(inputs_), losses, values, grad_ptrs);
+      });
+}
+
+void Posterior::minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
+                                                     std::span<Vec* const> grads, std::span<double> values) const {
+  if (!model_->has_chain_lanes() || batches.size() != thetas.size()) {
+    StochasticLogDensity::minibatch_log_density_and_grad_batch(thetas, batches, grads, values);
+    return;
+  }
+  // Each chain's rows, gathered as minibatch_log_density_and_grad gathers them.
+  thread_local std::vector<Mat> inputs, targets;
+  thread_local std::vector<const Mat*> input_ptrs;
+  const std::size_t C = thetas.size();
+  inputs.resize(C), targets.resize(C), input_ptrs.clear();
+  for (std::size_t c = 0; c < C; ++c) {
+    if (batches[c]->empty()) throw std::invalid_argument("posterior: empty minibatch");
+    inputs[c] = gather_columns(inputs_, *batches[c]);
+    targets[c] = gather_columns(targets_, *batches[c]);
+    input_ptrs.push_back(&inputs[c]);
+  }
+  evaluate_lanes(
+      thetas, grads, values, [&](std::size_t c) -> const Mat& { return targets[c]; },
+      [&](std::size_t c) { return static_cast<double>(num_data()) / static_cast<double>(batches[c]->size()); },
+      [&](std::span<const double* const> theta_ptrs, std::span<const OutputLoss<double>* const> losses, std::span<double* const> grad_ptrs) {
+        model_->value_and_gradient_lanes_on_own_inputs(theta_ptrs, input_ptrs, losses, values, grad_ptrs);
+      });
 }
 
 double Posterior::log_density_and_grad(const Vec& theta, Vec& grad) const {

@@ -2,6 +2,8 @@
 // 2011; SGHMC, Chen et al. 2014; pSGLD, Li et al. 2016) and its functional versions of seed 002
 // (a GP prior over the network's outputs at measurement points, Algorithms 1-2). Warmup is burn-in
 // (no adaptation); with minibatches lp__ is the exact full-data log density every 10th transition.
+// --lockstep (sgld, sghmc, psgld) batches the chains' minibatch gradients, one chain per SIMD lane
+// (run/lockstep.hpp); the functional versions draw measurement points at every gradient and do not take it.
 #include <fmt/format.h>
 
 #include "sampler_options.hpp"
@@ -89,6 +91,7 @@ sgmcmc::StepSizeSchedule schedule(const SgOptions& o) {
 /// The SG-MCMC kernel on `target` (the posterior, or the functional posterior of seed 002).
 template <typename Params, typename Sampler>
 SamplerFactory sg_factory(const FitContext& context, std::shared_ptr<const LogDensity> target, Params p) {
+  target = detail::lockstep_density(std::move(target), context.config.method_settings);
   const SgOptions o = sg_options().read(context.config.method_settings);
   p.schedule = schedule(o);
   p.batch_size = o.sg_batch_size;
@@ -130,13 +133,14 @@ MethodResult run_fsghmc(const FitContext& c) {
 
 const OptionGroup& chains() { return detail::chain_options().group(); }
 const OptionGroup& starts() { return detail::chain_start_options().group(); }
+const OptionGroup& lockstep() { return detail::lockstep_options().group(); }
 
 const bool registered_sgmcmc =
-    register_method({"sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011", {&chains(), &starts(), &sg_options().group()}, {}, &run_sgld, true}) &&
+    register_method({"sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011", {&chains(), &starts(), &sg_options().group(), &lockstep()}, {}, &run_sgld, true}) &&
     register_method({"sghmc", "stochastic-gradient HMC with friction", "Chen et al. 2014",
-                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group()}, {}, &run_sghmc, true}) &&
+                     {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &lockstep()}, {}, &run_sghmc, true}) &&
     register_method({"psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
-                     {&chains(), &starts(), &sg_options().group(), &psgld_options().group()}, {}, &run_psgld, true}) &&
+                     {&chains(), &starts(), &sg_options().group(), &psgld_options().group(), &lockstep()}, {}, &run_psgld, true}) &&
     register_method({"fsgld", "functional SGLD: GP prior over the network's outputs", "Wu et al., Algorithm 1",
                      {&chains(), &starts(), &sg_options().group(), &functional_options().group(), &nngp_options().group()}, {}, &run_fsgld, true}) &&
     register_method({"fsghmc", "functional SGHMC: GP prior over the network's outputs", "Wu et al., Algorithm 2",

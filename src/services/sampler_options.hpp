@@ -29,15 +29,15 @@ struct StepOptions {
 const OptionSchema<StepOptions>& step_options();
 
 /// Chains in lockstep (run/lockstep.hpp): each thread's chains batch their gradients, one chain per
-/// SIMD lane. Read by run_method and sample(), which wrap the density in a LockstepLogDensity.
+/// SIMD lane. Read by run_method and sample(), which wrap the density in its lockstep form.
 struct LockstepOptions {
   bool lockstep = false;
 };
 const OptionSchema<LockstepOptions>& lockstep_options();
-/// `density` wrapped in a LockstepLogDensity when the settings ask for --lockstep, else itself.
+/// `density` in its lockstep form (make_lockstep_density) when the settings ask for --lockstep, else itself.
 inline std::shared_ptr<const LogDensity> lockstep_density(std::shared_ptr<const LogDensity> density, const nlohmann::json& settings) {
   if (!lockstep_options().read(settings).lockstep) return density;
-  return std::make_shared<LockstepLogDensity>(std::move(density));
+  return make_lockstep_density(std::move(density));
 }
 
 /// Where chains start: their own MAP fit (QUiNN's zflag), the network initialisation, or a prior draw.

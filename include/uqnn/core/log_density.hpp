@@ -40,6 +40,14 @@ class StochasticLogDensity : public LogDensity {
   virtual Index num_data() const = 0;
   /// Unbiased minibatch estimate of log p and its gradient (overwrites `grad`).
   virtual double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const = 0;
+  /// The same at several points, each with its own minibatch (SG-MCMC chains in lockstep,
+  /// run/lockstep.hpp): values[c] and grads[c] for thetas[c] on batches[c]. As for
+  /// log_density_and_grad_batch, a point's result depends only on its own point and batch. This
+  /// default evaluates them one by one; a Posterior on an Mlp batches minibatches of one size.
+  virtual void minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
+                                                    std::span<Vec* const> grads, std::span<double> values) const {
+    for (std::size_t c = 0; c < thetas.size(); ++c) values[c] = minibatch_log_density_and_grad(*thetas[c], *batches[c], *grads[c]);
+  }
 };
 
 }  // namespace uqnn

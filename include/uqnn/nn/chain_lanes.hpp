@@ -16,7 +16,9 @@
 ///  - parameters: theta_lanes[p * V + c] = theta of chain c at p (p in the stack's layout);
 ///  - activations of layer l: a matrix [V n, width_l], entry (j V + c, i) = a_l[i] of example j in
 ///    chain c; each column is n packets;
-///  - the inputs X [input, n] are the same for every chain (a posterior's data) and are broadcast.
+///  - the inputs X [input, n] are the same for every chain (a posterior's data) and are broadcast;
+///    or each chain has its own (SG-MCMC minibatches), in lanes as the activations: X_lanes
+///    [V n, input], entry (j V + c, i) = x_i of example j of chain c.
 #include <vector>
 
 #include "uqnn/nn/dense_stack.hpp"
@@ -36,8 +38,18 @@ class DenseStackLanes {
   /// Adds J^T d_output to grad_lanes ([num_params * kLanes]); `d_output` ([kLanes n, output width],
   /// zero in unused lanes) is consumed. X must be the last forward()'s.
   void backward(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X, MatT<T>& d_output, T* grad_lanes);
+  /// forward() and backward() with each chain's own inputs X_lanes [kLanes n, input width] (above).
+  void forward_on_own_inputs(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X_lanes);
+  void backward_on_own_inputs(const DenseStackSpec& spec, const T* theta_lanes, const MatT<T>& X_lanes, MatT<T>& d_output,
+                              T* grad_lanes);
 
  private:
+  /// The passes, layer 1 reading `input` (.load(i, j): input i of example j in lanes), n examples.
+  template <typename Input>
+  void forward_from(const DenseStackSpec& spec, const T* theta_lanes, Index n, const Input& input);
+  template <typename Input>
+  void backward_from(const DenseStackSpec& spec, const T* theta_lanes, Index n, const Input& input, MatT<T>& d_output, T* grad_lanes);
+
   std::vector<MatT<T>> pre_, post_;  ///< per layer 1..L (index l - 1); pre_ only where the derivative needs z
   MatT<T> cotangent_[2];             ///< the layers' input cotangents during backward(), alternating
 };

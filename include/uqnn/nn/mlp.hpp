@@ -37,6 +37,9 @@ class Mlp : public ModelBase<Mlp> {
   void value_and_gradient_lanes(std::span<const double* const> thetas, const Mat& X, const MatT<float>* X_float,
                                 std::span<const OutputLoss<double>* const> losses, std::span<double> values,
                                 std::span<double* const> grads) const override;
+  void value_and_gradient_lanes_on_own_inputs(std::span<const double* const> thetas, std::span<const Mat* const> inputs,
+                                              std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                              std::span<double* const> grads) const override;
 
   template <typename T>
   MatT<T> evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* loss, T* loss_value, T* grad) const {

@@ -77,6 +77,12 @@ class Model {
   virtual void value_and_gradient_lanes(std::span<const double* const> thetas, const Mat& X, const MatT<float>* X_float,
                                         std::span<const OutputLoss<double>* const> losses, std::span<double> values,
                                         std::span<double* const> grads) const;
+  /// The same with each chain on its own inputs: chain c on inputs[c] (SG-MCMC chains in lockstep,
+  /// each on its own minibatch). With a lane kernel the chains share passes when their inputs have
+  /// the same number of examples; the results depend on the same things only.
+  virtual void value_and_gradient_lanes_on_own_inputs(std::span<const double* const> thetas, std::span<const Mat* const> inputs,
+                                                      std::span<const OutputLoss<double>* const> losses, std::span<double> values,
+                                                      std::span<double* const> grads) const;
   /// Exact H v where H is the Hessian of theta -> loss(f(theta, X)).
   virtual Vec hessian_vector_product(const Vec& theta, const Vec& v, const Mat& X,
                                      const OutputLoss<Dual>& loss) const = 0;

@@ -3,6 +3,7 @@
 /// gradient (backprop), exact Hessian-vector products and unbiased minibatch estimates.
 ///
 /// theta = [network parameters; likelihood extras (e.g. log sigma)]; `layout()` names all of it.
+#include <functional>
 #include <memory>
 
 #include "uqnn/core/communicator.hpp"
@@ -37,6 +38,10 @@ class Posterior : public StochasticLogDensity {
   void log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
                                   std::span<double> values) const override;
   double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+  /// Through the model's lane kernel, each chain on its own minibatch (Model::
+  /// value_and_gradient_lanes_on_own_inputs), when it has one; else one by one.
+  void minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
+                                            std::span<Vec* const> grads, std::span<double> values) const override;
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override;
 
   /// sum_i log p(y_i | f(x_i)) on other data (no prior, no extras' prior); gradient added when given.
@@ -78,6 +83,12 @@ class Posterior : public StochasticLogDensity {
   /// Adds the prior (with include_prior) and the extras' part to value and grad, once the network's
   /// part is in: grad's extras become scale * d_extra (plus the extras' prior gradient).
   void finish(const Vec& theta, const Vec& d_extra, double scale, bool include_prior, double& value, Vec& grad) const;
+  /// The lane path of both batch evaluations: chain c's likelihood on targets(c), times scale(c);
+  /// `network` runs the model's lane pass on the chains' parameters, losses, values and gradients.
+  void evaluate_lanes(std::span<const Vec* const> thetas, std::span<Vec* const> grads, std::span<double> values,
+                      const std::function<const Mat&(std::size_t)>& targets, const std::function<double(std::size_t)>& scale,
+                      const std::function<void(std::span<const double* const>, std::span<const OutputLoss<double>* const>,
+                                               std::span<double* const>)>& network) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Likelihood> likelihood_;

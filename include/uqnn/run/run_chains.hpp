@@ -47,7 +47,7 @@ struct RunConfig {
   long thin = 1;              ///< >= 1
   std::uint64_t seed = 0;     ///< chain c uses Rng(seed, c)
   /// The chains of each thread advance in lockstep (run/lockstep.hpp): they are split into one
-  /// contiguous group per thread and their gradient requests to a LockstepLogDensity are batched.
+  /// contiguous group per thread and their gradient requests to a make_lockstep_density are batched.
   /// The draws do not depend on the grouping; they differ to rounding from a run without it.
   bool lockstep = false;
   CheckpointConfig checkpoint;

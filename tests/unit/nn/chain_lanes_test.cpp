@@ -66,6 +66,30 @@ Batch evaluate_lanes(const Model& model, const std::vector<Vec>& thetas, const M
   return b;
 }
 
+/// The same with chain k on its own inputs inputs[which[k]].
+Batch evaluate_lanes_on_own_inputs(const Model& model, const std::vector<Vec>& thetas, const std::vector<Mat>& inputs,
+                                   const std::vector<int>& which) {
+  Batch b;
+  std::vector<const double*> theta_ptrs;
+  std::vector<double*> grad_ptrs;
+  std::vector<const OutputLoss<double>*> loss_ptrs;
+  std::vector<const Mat*> input_ptrs;
+  for (int c : which) {
+    b.thetas.push_back(thetas[static_cast<std::size_t>(c)]);
+    b.grads.push_back(Vec::Zero(model.num_params()));
+    b.losses.push_back(chain_loss(c / 3.0));
+    input_ptrs.push_back(&inputs[static_cast<std::size_t>(c)]);
+  }
+  for (std::size_t k = 0; k < which.size(); ++k) {
+    theta_ptrs.push_back(b.thetas[k].data());
+    grad_ptrs.push_back(b.grads[k].data());
+    loss_ptrs.push_back(&b.losses[k]);
+  }
+  b.values.assign(which.size(), 0.0);
+  model.value_and_gradient_lanes_on_own_inputs(theta_ptrs, input_ptrs, loss_ptrs, b.values, grad_ptrs);
+  return b;
+}
+
 std::vector<Vec> random_thetas(const Model& model, int chains, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<Vec> thetas;
@@ -130,6 +154,31 @@ TEST_P(ChainLanes, AChainsResultDoesNotDependOnItsBatch) {
   }
 }
 
+// SG-MCMC in lockstep: each chain on its own minibatch, interleaved into the lanes.
+TEST_P(ChainLanes, EveryChainOnItsOwnInputsMatchesTheSingleChainKernelAndNotItsBatch) {
+  const LaneCase& lc = GetParam();
+  Mlp model(lc.spec);
+  model.set_precision(lc.precision);
+  const double tolerance = lc.precision == Precision::Float32 ? 2e-5 : 1e-12;
+  const int chains = 35;
+  std::vector<Mat> inputs;
+  for (int c = 0; c < chains; ++c) inputs.push_back(random_inputs(lc.spec.input_dim, lc.rows, 100 + static_cast<std::uint64_t>(c)));
+  const auto thetas = random_thetas(model, chains, 14);
+  const Batch all = evaluate_lanes_on_own_inputs(model, thetas, inputs, range(chains));
+  for (int c = 0; c < chains; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    Vec grad = Vec::Zero(model.num_params());
+    const double value = model.value_and_gradient(thetas[k], inputs[k], chain_loss(c / 3.0), grad);
+    EXPECT_NEAR(all.values[k], value, tolerance * (1 + std::abs(value))) << "chain " << c;
+    EXPECT_LT((all.grads[k] - grad).cwiseAbs().maxCoeff(), tolerance * (1 + grad.cwiseAbs().maxCoeff())) << "chain " << c;
+    const Batch alone = evaluate_lanes_on_own_inputs(model, thetas, inputs, {c});
+    const Batch pair = evaluate_lanes_on_own_inputs(model, thetas, inputs, {(c + 7) % chains, c});
+    EXPECT_EQ(all.values[k], alone.values[0]) << "chain " << c;
+    EXPECT_TRUE(all.grads[k] == alone.grads[0]) << "chain " << c;  // bitwise
+    EXPECT_TRUE(pair.grads[1] == alone.grads[0]) << "chain " << c;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Networks, ChainLanes, ::testing::ValuesIn(lane_cases()),
                          [](const auto& info) { return info.param.name; });
 
@@ -149,6 +198,58 @@ TEST(ChainLanesFloat, AChainBeyondFloatsRangeIsEvaluatedInDoubleAlone) {
     const Batch alone = evaluate_lanes(in_float, thetas, X, {c});
     EXPECT_EQ(mixed.values[static_cast<std::size_t>(c)], alone.values[0]);
     EXPECT_TRUE(mixed.grads[static_cast<std::size_t>(c)] == alone.grads[0]);
+  }
+}
+
+TEST(ChainLanesOwnInputs, InputsOfDifferentSizesGoOneByOneThroughTheSingleChainKernel) {
+  Mlp model(MlpSpec{2, {6}, 1, Activation::Tanh, InitScheme::Glorot});
+  const std::vector<Mat> inputs = {random_inputs(2, 10, 1), random_inputs(2, 11, 2), random_inputs(2, 10, 3)};
+  const auto thetas = random_thetas(model, 3, 15);
+  const Batch b = evaluate_lanes_on_own_inputs(model, thetas, inputs, range(3));
+  for (int c = 0; c < 3; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    Vec grad = Vec::Zero(model.num_params());
+    EXPECT_EQ(b.values[k], model.value_and_gradient(thetas[k], inputs[k], chain_loss(c / 3.0), grad)) << "chain " << c;
+    EXPECT_TRUE(b.grads[k] == grad) << "chain " << c;
+  }
+}
+
+TEST(ChainLanesPosterior, BatchedMinibatchesMatchOneByOneInEitherPrecision) {
+  for (const Precision precision : {Precision::Float64, Precision::Float32}) {
+    const auto likelihood = make_heteroscedastic_likelihood();
+    auto model = std::make_shared<Mlp>(MlpSpec{3, {8, 5}, likelihood->model_outputs(1), Activation::Relu, InitScheme::He});
+    model->set_precision(precision);
+    const Mat X = random_inputs(3, 41, 8);
+    Mat Y(1, 41);
+    for (Index j = 0; j < 41; ++j) Y(0, j) = std::sin(X(0, j)) + 0.1 * X(1, j);
+    Posterior post(model, likelihood, GaussianPrior::isotropic(model->num_params(), 0.7), X, Y);
+    Rng rng(10);
+    const int chains = 11;
+    std::vector<Vec> thetas, grads(chains);
+    std::vector<IndexVec> batches;
+    for (int c = 0; c < chains; ++c) {
+      thetas.push_back(post.initial_point(rng) + 0.2 * rng.normal_vector(post.dim()));
+      const IndexVec order = rng.permutation(41);
+      batches.emplace_back(order.begin(), order.begin() + 9);
+    }
+    std::vector<const Vec*> theta_ptrs;
+    std::vector<const IndexVec*> batch_ptrs;
+    std::vector<Vec*> grad_ptrs;
+    for (int c = 0; c < chains; ++c) {
+      const auto k = static_cast<std::size_t>(c);
+      theta_ptrs.push_back(&thetas[k]), batch_ptrs.push_back(&batches[k]), grad_ptrs.push_back(&grads[k]);
+    }
+    std::vector<double> values(chains);
+    post.minibatch_log_density_and_grad_batch(theta_ptrs, batch_ptrs, grad_ptrs, values);
+    const double tolerance = precision == Precision::Float32 ? 2e-5 : 1e-12;
+    for (int c = 0; c < chains; ++c) {
+      const auto k = static_cast<std::size_t>(c);
+      Vec grad;
+      const double value = post.minibatch_log_density_and_grad(thetas[k], batches[k], grad);
+      EXPECT_NEAR(values[k], value, tolerance * (1 + std::abs(value))) << "chain " << c;
+      ASSERT_EQ(grads[k].size(), post.dim());
+      EXPECT_LT((grads[k] - grad).cwiseAbs().maxCoeff(), tolerance * (1 + grad.cwiseAbs().maxCoeff())) << "chain " << c;
+    }
   }
 }
 

@@ -1,11 +1,16 @@
 // Chains in lockstep (run/lockstep.hpp): requests batched across fibers, errors delivered, and
 // NUTS through the lane kernel at its defaults on the ill-conditioned regression's exact posterior,
-// with draws that do not depend on the thread count or the grouping.
+// with draws that do not depend on the thread count or the grouping; SGLD's minibatch gradients
+// batched the same way.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "../mcmc/test_models.hpp"
+#include "uqnn/core/error.hpp"
+#include "uqnn/mcmc/sgmcmc/sgld.hpp"
+#include "uqnn/prob/randomized_log_density.hpp"
 #include "uqnn/run/lockstep.hpp"
 
 namespace uqnn {
@@ -103,6 +108,93 @@ TEST(Lockstep, NutsAtItsDefaultsMatchesTheExactPosteriorWithDrawsIndependentOfTh
     const RunResult other = run_chains(lockstep_run(threads), factory, init);
     for (int c = 0; c < 4; ++c) EXPECT_TRUE(one.draws[static_cast<std::size_t>(c)] == other.draws[static_cast<std::size_t>(c)]) << threads << " threads, chain " << c;
   }
+}
+
+/// A Posterior that records the sizes of the minibatch batches it is asked for.
+class RecordingMinibatches : public StochasticLogDensity {
+ public:
+  explicit RecordingMinibatches(std::shared_ptr<const Posterior> posterior) : posterior_(std::move(posterior)) {}
+  Index dim() const override { return posterior_->dim(); }
+  Index num_data() const override { return posterior_->num_data(); }
+  double log_density_and_grad(const Vec& theta, Vec& grad) const override { return posterior_->log_density_and_grad(theta, grad); }
+  double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override {
+    return posterior_->minibatch_log_density_and_grad(theta, batch, grad);
+  }
+  void minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
+                                            std::span<Vec* const> grads, std::span<double> values) const override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      batch_sizes.push_back(thetas.size());
+    }
+    posterior_->minibatch_log_density_and_grad_batch(thetas, batches, grads, values);
+  }
+  mutable std::vector<std::size_t> batch_sizes;
+
+ private:
+  std::shared_ptr<const Posterior> posterior_;
+  mutable std::mutex mutex_;
+};
+
+TEST(Lockstep, SgldMinibatchGradientsBatchAndKeepTheDrawsOfARunWithoutLockstep) {
+  const auto target = testing::ill_conditioned_regression();
+  const auto recording = std::make_shared<RecordingMinibatches>(target.posterior);
+  sgmcmc::SgldParams params;
+  params.schedule = sgmcmc::StepSizeSchedule::constant(2e-4);
+  params.batch_size = 10;  // of 40 rows
+  const auto sgld = [params](std::shared_ptr<const LogDensity> density) -> SamplerFactory {
+    return [density, params] { return std::make_unique<sgmcmc::SgldSampler>(density, params); };
+  };
+  RunConfig run;
+  run.num_chains = 4;
+  run.num_threads = 1;
+  run.num_warmup = 200;
+  run.num_draws = 2000;
+  run.seed = 7;
+  const InitialPointFn init = [&](int, Rng& rng) { return Vec(target.mean + 0.5 * rng.normal_vector(target.mean.size())); };
+  const RunResult plain = run_chains(run, sgld(target.posterior), init);
+  run.lockstep = true;
+  const auto lockstep = make_lockstep_density(recording);
+  ASSERT_NE(dynamic_cast<const StochasticLogDensity*>(lockstep.get()), nullptr);
+  const RunResult one = run_chains(run, sgld(lockstep), init);
+  // Every minibatch gradient of the 4 chains went through the lane kernel as one batch of 4.
+  ASSERT_EQ(recording->batch_sizes.size(), static_cast<std::size_t>(run.num_warmup + run.num_draws));
+  for (const std::size_t size : recording->batch_sizes) EXPECT_EQ(size, 4u);
+  // The same minibatches, scale and noise: the chains differ by the kernels' rounding only. (SGLD's
+  // own accuracy against the exact posterior is sgld_test's.)
+  for (int c = 0; c < 4; ++c) {
+    const Mat& a = one.draws[static_cast<std::size_t>(c)];
+    const Mat& b = plain.draws[static_cast<std::size_t>(c)];
+    ASSERT_EQ(a.rows(), b.rows());
+    EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-9) << "chain " << c;
+  }
+  for (const int threads : {2, 3}) {
+    run.num_threads = threads;
+    const RunResult other = run_chains(run, sgld(lockstep), init);
+    for (int c = 0; c < 4; ++c)
+      EXPECT_TRUE(one.draws[static_cast<std::size_t>(c)] == other.draws[static_cast<std::size_t>(c)]) << threads << " threads, chain " << c;
+  }
+}
+
+/// A randomized density (the functional prior's kind): lockstep cannot pass its Rng on.
+class RandomizedGaussian : public RandomizedLogDensity {
+ public:
+  Index dim() const override { return 1; }
+  Index num_data() const override { return 1; }
+  double log_density_and_grad(const Vec& theta, Vec& grad) const override {
+    grad = -theta;
+    return -0.5 * theta.squaredNorm();
+  }
+  double minibatch_log_density_and_grad(const Vec& theta, const IndexVec&, Vec& grad) const override { return log_density_and_grad(theta, grad); }
+  double randomized_log_density_and_grad(Rng&, const Vec& theta, const IndexVec*, Vec& grad) const override {
+    return log_density_and_grad(theta, grad);
+  }
+};
+
+TEST(Lockstep, ARandomizedDensityIsRefusedAndAPlainOneStaysPlain) {
+  EXPECT_THROW(make_lockstep_density(std::make_shared<RandomizedGaussian>()), InputError);
+  const auto plain = make_lockstep_density(std::make_shared<RecordingGaussian>(2));
+  EXPECT_NE(dynamic_cast<const LockstepLogDensity*>(plain.get()), nullptr);
+  EXPECT_EQ(dynamic_cast<const StochasticLogDensity*>(plain.get()), nullptr);
 }
 
 }  // namespace
