@@ -144,7 +144,7 @@ void Posterior::log_density_and_grad_batch(std::span<const Vec* const> thetas, s
 
 void Posterior::minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
                                                      std::span<Vec* const> grads, std::span<double> values) const {
-  if (!model_->has_chain_lanes() || batches.size() != thetas.size()) {
+  if (!model_->has_chain_lanes() || batches.size() != thetas.size()) {  // the default checks the sizes
     StochasticLogDensity::minibatch_log_density_and_grad_batch(thetas, batches, grads, values);
     return;
   }

@@ -46,6 +46,8 @@ class StochasticLogDensity : public LogDensity {
   /// default evaluates them one by one; a Posterior on an Mlp batches minibatches of one size.
   virtual void minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
                                                     std::span<Vec* const> grads, std::span<double> values) const {
+    if (batches.size() != thetas.size() || grads.size() != thetas.size() || values.size() != thetas.size())
+      throw std::invalid_argument("minibatch_log_density_and_grad_batch: as many minibatches, gradients and values as points");
     for (std::size_t c = 0; c < thetas.size(); ++c) values[c] = minibatch_log_density_and_grad(*thetas[c], *batches[c], *grads[c]);
   }
 };

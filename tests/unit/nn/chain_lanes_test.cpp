@@ -250,6 +250,8 @@ TEST(ChainLanesPosterior, BatchedMinibatchesMatchOneByOneInEitherPrecision) {
       ASSERT_EQ(grads[k].size(), post.dim());
       EXPECT_LT((grads[k] - grad).cwiseAbs().maxCoeff(), tolerance * (1 + grad.cwiseAbs().maxCoeff())) << "chain " << c;
     }
+    const std::vector<const IndexVec*> fewer(batch_ptrs.begin(), batch_ptrs.end() - 1);
+    EXPECT_THROW(post.minibatch_log_density_and_grad_batch(theta_ptrs, fewer, grad_ptrs, values), std::invalid_argument);
   }
 }
 
