@@ -10,7 +10,12 @@
 // --minibatch N times SG-MCMC's minibatch gradients instead (Posterior::minibatch_log_density_and_grad
 // against minibatch_log_density_and_grad_batch, each chain on its own random N rows, as SGLD's chains
 // in lockstep); problems with at most N rows are skipped.
-// Run: build/bench/lockstep_bench [--minibatch N] [--json FILE]; problems whose data are absent are skipped.
+//
+// --ensemble times whole ensemble trainings instead: fit_deep_ensemble (Adam; MSE, or the NLL of
+// airfoil's heteroscedastic network) of 4 and 12 members
+// on one thread with and without EnsembleParams::lockstep, full batches and minibatches of 32; CPU time
+// per member-gradient, the best of 3.
+// Run: build/bench/lockstep_bench [--minibatch N | --ensemble] [--json FILE]; problems whose data are absent are skipped.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -21,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_problems.hpp"
+#include "uqnn/approx/ensemble.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -103,6 +109,36 @@ Row measure(const std::string& name, const Posterior& posterior, const std::stri
   return {name, precision, group, 1e6 * one / group, 1e6 * batched / group};
 }
 
+/// One ensemble training of `members` members on one thread, with and without lockstep; `batch` 0 =
+/// full batches. The epochs give each member about 2000 gradients.
+Row measure_ensemble(const std::string& name, const Posterior& posterior, const std::string& precision, int members, Index batch) {
+  const Index N = posterior.num_data();
+  const Index steps_per_epoch = batch == 0 ? 1 : (N + batch - 1) / batch;
+  EnsembleParams p;
+  p.members = members;
+  p.threads = 1;
+  p.noise_holdout = 0;
+  const std::string kind = posterior.likelihood().kind();
+  if (kind != "gaussian" && kind != "gaussian_learned_sigma") p.loss = "nll";  // as `uqnn fit --method ens`
+  p.training.batch_size = batch;
+  p.training.epochs = std::max<Index>(2, 2000 / steps_per_epoch);
+  const double gradients = static_cast<double>(members * (p.training.epochs * steps_per_epoch + 1));
+  const auto time = [&](bool lockstep) {
+    p.lockstep = lockstep;
+    double best = 1e300;
+    for (int r = 0; r < 3; ++r) {
+      const double t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+      const auto fits = fit_deep_ensemble(posterior, p, 11);
+      best = std::min(best, clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0);
+      if (!fits.front().theta.allFinite()) std::cerr << "non-finite member\n";
+    }
+    return best;
+  };
+  const double one = time(false), batched = time(true);
+  return {name + (batch == 0 ? ", full batch" : ", batch " + std::to_string(batch)), precision, members, 1e6 * one / gradients,
+          1e6 * batched / gradients};
+}
+
 }  // namespace
 }  // namespace uqnn::bench
 
@@ -112,12 +148,14 @@ int main(int argc, char** argv) {
   Eigen::setNbThreads(1);
   std::string json_path;
   Index minibatch = 0;
+  bool ensemble = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (arg == "--ensemble") ensemble = true;
     else if (arg == "--minibatch" && i + 1 < argc) minibatch = std::stol(argv[++i]);
     else {
-      std::cerr << "usage: lockstep_bench [--minibatch N] [--json FILE]; unknown argument '" << arg << "'\n";
+      std::cerr << "usage: lockstep_bench [--minibatch N | --ensemble] [--json FILE]; unknown argument '" << arg << "'\n";
       return 2;
     }
   }
@@ -145,12 +183,20 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (int p = 0; p < 2; ++p)
     for (const auto& [name, post] : posteriors[p]) {
+      if (ensemble) {
+        for (const Index batch : {Index{0}, Index{32}})
+          for (const int members : {4, 12}) rows.push_back(measure_ensemble(name, *post, p == 0 ? "double" : "float", members, batch));
+        continue;
+      }
       if (minibatch >= post->num_data()) continue;
       for (const int group : {1, 2, 4, 6, 12}) rows.push_back(measure(name, *post, p == 0 ? "double" : "float", group, minibatch, 17));
     }
   std::printf("CPU: %s\n", cpu_model().c_str());
   if (minibatch > 0) std::printf("Minibatch gradients of %ld rows, each chain its own\n", static_cast<long>(minibatch));
-  std::printf("\n| problem | precision | chains per thread | one by one (us per chain-gradient) | batched | speed-up |\n");
+  if (ensemble)
+    std::printf("\n| problem | precision | members per thread | without lockstep (us per member-gradient) | with | speed-up |\n");
+  else
+    std::printf("\n| problem | precision | chains per thread | one by one (us per chain-gradient) | batched | speed-up |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   nlohmann::json out = nlohmann::json::array();
   for (const Row& r : rows) {
@@ -160,6 +206,6 @@ int main(int argc, char** argv) {
                    {"batched_us", r.batched_us}});
   }
   if (!json_path.empty())
-    std::ofstream(json_path) << nlohmann::json{{"cpu", cpu_model()}, {"minibatch", minibatch}, {"rows", out}}.dump(1) << '\n';
+    std::ofstream(json_path) << nlohmann::json{{"cpu", cpu_model()}, {"minibatch", minibatch}, {"ensemble", ensemble}, {"rows", out}}.dump(1) << '\n';
   return 0;
 }

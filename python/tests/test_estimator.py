@@ -100,6 +100,26 @@ def test_lockstep_sgld_batches_minibatches_and_keeps_the_draws(sine):
         uqnn.BNN(lockstep=True, **dict(kw, method="fsgld")).fit(X, y)
 
 
+@pytest.mark.parametrize("method", ["ens", "rms"])
+def test_lockstep_ensemble_trains_members_together_and_keeps_their_fits(method, sine):
+    # The members of each thread share their gradients' passes: the same fits whatever the threads,
+    # and those of training without lockstep to rounding.
+    X, y = sine
+    kw = dict(hidden=(8,), method=method, ens_members=4, epochs=40, batch_size=8, progress=False)
+    fit = uqnn.BNN(threads=1, lockstep=True, **kw).fit(X, y)
+    assert fit.metrics_["info"]["lockstep"] is True
+    a = fit.draws
+    b = uqnn.BNN(threads=2, lockstep=True, **kw).fit(X, y).draws
+    np.testing.assert_array_equal(a, b)
+    unbatched = uqnn.BNN(threads=1, **kw).fit(X, y)
+    assert unbatched.metrics_["info"]["lockstep"] is False
+    plain = unbatched.draws
+    assert a.shape == plain.shape
+    np.testing.assert_allclose(a, plain, rtol=0, atol=1e-9)
+    members = a.reshape(-1, a.shape[-1])
+    assert members.shape[0] == 4 and np.abs(members[0] - members[1]).max() > 1e-3  # four networks, not one
+
+
 def test_inputs_numpy_pandas_float32_fortran_agree(sine):
     pd = pytest.importorskip("pandas")
     X, y = sine

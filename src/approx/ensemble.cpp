@@ -10,6 +10,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/state_archive.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/nn/lockstep_model.hpp"
 
 namespace uqnn {
 
@@ -54,6 +55,16 @@ IndexVec split_off_held_out(IndexVec& rows, double fraction, Rng& rng) {
 }
 
 namespace {
+/// The posterior the members train on: `posterior` itself, or with lockstep (EnsembleParams::lockstep)
+/// a copy whose model evaluates its gradients in lockstep.
+std::shared_ptr<const Posterior> training_posterior(const Posterior& posterior, bool lockstep) {
+  if (!lockstep) return std::shared_ptr<const Posterior>(&posterior, [](const Posterior*) {});
+  if (posterior.shard_communicator())
+    throw InputError("--lockstep trains several members per thread; it does not combine with rows spread over processes (--shards)");
+  return std::make_shared<Posterior>(std::make_shared<LockstepModel>(posterior.model_ptr()), posterior.likelihood_ptr(),
+                                     posterior.prior_ptr(), posterior.inputs(), posterior.targets());
+}
+
 std::vector<double> to_doubles(const Vec& v) { return {v.data(), v.data() + v.size()}; }
 Vec to_vec(const std::vector<double>& v) { return Eigen::Map<const Vec>(v.data(), static_cast<Index>(v.size())); }
 }  // namespace
@@ -183,6 +194,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
                      "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
   const bool noise_from_held_out = params.noise_holdout > 0 && lik.kind() == "gaussian_learned_sigma";
+  const std::shared_ptr<const Posterior> train_posterior = training_posterior(posterior, params.lockstep);
   // One network trained on `rows` with `rng` (initialisation, then minibatches) and the member's
   // epoch checkpoints of `phase`; theta carries the likelihood's extras (the NLL's own, or for the
   // MSE the likelihood's initial ones).
@@ -195,8 +207,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     TrainResult trained;
     if (nll) {
       // Seed 003 App. D: Gaussian NLL (here: the posterior's likelihood), weight decay from the optimiser.
-      std::shared_ptr<const Posterior> posterior_view(&posterior, [](const Posterior*) {});
-      NegativeLogLikelihoodObjective objective(posterior_view, X, Y);
+      NegativeLogLikelihoodObjective objective(train_posterior, X, Y);
       std::function<double(const Vec&)> validation;
       if (Xv.cols() > 0)
         validation = [&](const Vec& w) { return -posterior.log_likelihood(w, Xv, Yv) / static_cast<double>(Xv.cols()); };
@@ -204,9 +215,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
       fit.theta = trained.best_theta;
     } else {
       const Vec start = model.initial_params(rng);
-      // Shared ownership is not needed: the objective lives only in this call.
-      std::shared_ptr<const Model> model_view(&model, [](const Model*) {});
-      MeanSquaredErrorObjective objective(model_view, X, Y);
+      MeanSquaredErrorObjective objective(train_posterior->model_ptr(), X, Y);
       std::function<double(const Vec&)> validation;
       if (Xv.cols() > 0)
         validation = [&](const Vec& w) { return (model.forward(w, Xv) - Yv).squaredNorm() / static_cast<double>(Xv.cols()); };
@@ -242,7 +251,8 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
     return fit;
   };
   if (!noise_from_held_out || !params.noise_refit)
-    return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint);
+    return run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint,
+                                  params.lockstep);
 
   // EnsembleParams::noise_refit. The held-out rows are common to all twins (stream 2^63 of the seed),
   // so that each is predicted by the twins' whole mixture, spread included.
@@ -264,12 +274,13 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   };
   // Every process trains every twin (no encode / decode: not spread over MPI ranks or --part k/n),
   // because the noise estimate needs all of them; only the members are spread.
-  const std::vector<MemberFit> twins = run_members<MemberFit>(params.members, params.threads, twin);
+  const std::vector<MemberFit> twins = run_members<MemberFit>(params.members, params.threads, twin, {}, {}, {}, params.lockstep);
   if (stop_requested()) return std::vector<MemberFit>(static_cast<std::size_t>(params.members));
   const double variance = held_out_noise_variance(model, twins, gather_columns(posterior.inputs(), held_out),
                                                   gather_columns(posterior.targets(), held_out));
   std::vector<MemberFit> fits =
-      run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint);
+      run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint,
+                                  params.lockstep);
   for (MemberFit& fit : fits)  // floored at the member's own estimate (EnsembleParams::noise_refit says why)
     if (fit.theta.size() > 0) fit.theta[P] = std::max(fit.theta[P], log_sd(variance));
   return fits;
@@ -285,6 +296,8 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
   if (params.perturb_targets && (lik.kind() != "gaussian" || lik.num_extra() != 0))
     throw InputError("randomized MAP with perturbed targets needs a Gaussian likelihood with fixed noise (--noise)");
   const Index N = posterior.num_data(), P = posterior.model().num_params();
+  const std::shared_ptr<const Model> training_model =
+      params.ensemble.lockstep ? std::make_shared<LockstepModel>(posterior.model_ptr()) : posterior.model_ptr();
   std::function<MemberFit(Index)> member = [&](Index j) {
     Rng rng(seed, static_cast<std::uint64_t>(j));
     MemberFit fit;
@@ -303,7 +316,7 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
     // (up to a constant); NegativeLogPosteriorObjective then divides it by |D_j|.
     const double widen = std::sqrt(static_cast<double>(N) / static_cast<double>(n_j));
     auto anchored = std::make_shared<GaussianPrior>(fit.anchor, gaussian->sd() * widen);
-    auto member_posterior = std::make_shared<Posterior>(posterior.model_ptr(), posterior.likelihood_ptr(), anchored, X, Y);
+    auto member_posterior = std::make_shared<Posterior>(training_model, posterior.likelihood_ptr(), anchored, X, Y);
     NegativeLogPosteriorObjective objective(member_posterior);
     std::function<double(const Vec&)> validation;
     if (Xv.cols() > 0)
@@ -317,7 +330,7 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
     return fit;
   };
   return run_members<MemberFit>(params.ensemble.members, params.ensemble.threads, member, member_fit_bytes,
-                                member_fit_from_bytes, params.ensemble.checkpoint);
+                                member_fit_from_bytes, params.ensemble.checkpoint, params.ensemble.lockstep);
 }
 
 }  // namespace uqnn

@@ -11,6 +11,7 @@
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
 #include "chain_run.hpp"
+#include "sampler_options.hpp"
 
 namespace uqnn::detail {
 
@@ -49,6 +50,7 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
   p.threads = c.config.threads;
   p.training = c.config.training;
   p.checkpoint = member_checkpoint(c.config);
+  p.lockstep = lockstep_options().read(c.config.method_settings).lockstep;
   return p;
 }
 

@@ -8,6 +8,9 @@
 // train on, floored at each member's training residuals (EnsembleParams::noise_refit); with
 // --no-ens-noise-refit each member's average of its training and held-out residuals; with
 // --ens-noise-holdout 0 its training residuals. Intervals and NLL use that total.
+//
+// --lockstep (ens and rms) trains the members of each thread together, their gradients one pass
+// through the lane kernel (EnsembleParams::lockstep).
 #include "approx_common.hpp"
 
 namespace uqnn {
@@ -25,6 +28,7 @@ MethodResult run_deep_ensemble(const FitContext& c) {
   MethodResult r = detail::ensemble_result(fits, p.loss == "nll" ? "NLL" : "MSE");
   r.info["loss"] = p.loss;
   r.info["data_fraction"] = p.data_fraction;
+  r.info["lockstep"] = p.lockstep;
   if (kind == "gaussian_learned_sigma")
     r.info["noise_sd_from"] =
         p.noise_holdout <= 0 ? std::string("residuals on each member's training rows")
@@ -37,7 +41,7 @@ MethodResult run_deep_ensemble(const FitContext& c) {
 namespace {
 const bool registered_ens = register_method([] {
   MethodSpec spec{"ens", "deep ensemble: J MAP fits from their own initialisations", "QUiNN's manual; Lakshminarayanan et al. 2017",
-                  {&detail::ensemble_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_deep_ensemble, true};
+                  {&detail::ensemble_options().group(), &detail::lockstep_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_deep_ensemble, true};
   return spec;
 }());
 }  // namespace

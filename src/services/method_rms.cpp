@@ -21,13 +21,14 @@ MethodResult run_randomized_map(const FitContext& c) {
                                        split ? c.validation_targets : Mat());
   MethodResult r = detail::ensemble_result(fits, "anchored -log posterior / |D_j|");
   r.info["data_fraction"] = p.ensemble.data_fraction;
+  r.info["lockstep"] = p.ensemble.lockstep;
   r.info["perturb_targets"] = p.perturb_targets;
   return r;
 }
 
 namespace {
 const bool registered_rms = register_method([] {
-  MethodSpec spec{"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_randomized_map, true};
+  MethodSpec spec{"rms", "randomized MAP sampling (anchored ensembles)", "QUiNN's manual; Pearce et al. 2020", {&detail::ensemble_options().group(), &rms_options().group(), &detail::lockstep_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_randomized_map, true};
   return spec;
 }());
 }  // namespace

@@ -50,8 +50,8 @@ const OptionSchema<StepOptions>& step_options() {
 const OptionSchema<LockstepOptions>& lockstep_options() {
   static const auto s = OptionSchema<LockstepOptions>("lockstep", "Lockstep")
                             .add("lockstep", &LockstepOptions::lockstep,
-                                 "the chains of each thread evaluate their gradients together, one chain per SIMD lane "
-                                 "(mlp networks; draws do not depend on --threads, and differ to rounding from a run without)");
+                                 "the chains (ens, rms: the members) of each thread evaluate their gradients together, one per SIMD "
+                                 "lane (mlp networks; results do not depend on --threads, and differ to rounding from a run without)");
   return s;
 }
 

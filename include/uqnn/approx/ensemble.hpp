@@ -17,6 +17,7 @@
 #include "uqnn/approx/approximate_posterior.hpp"
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/lockstep_tasks.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/optim/trainer.hpp"
 #include "uqnn/prob/posterior.hpp"
@@ -76,6 +77,11 @@ struct EnsembleParams {
   /// sigma^2 (1 - d/n) + b^2 and about sigma^2 (1 + d/n) + b^2). Its members lose those rows: on yacht
   /// the test RMSE rose from 0.41 to 0.49, and the wider spread over-covers (0.981).
   bool noise_refit = true;
+  /// Train the members that share a thread in lockstep, their gradients one batched pass through the
+  /// model's lane kernel (nn/lockstep_model.hpp). A speed setting: a member's fit depends only on its
+  /// own stream, not on the thread count or which members share its pass; it differs to rounding from
+  /// a fit without lockstep. It pays for small networks (docs/performance.md).
+  bool lockstep = false;
   MemberCheckpoint checkpoint;
   void validate() const;
 };
@@ -108,11 +114,14 @@ struct MemberFit {
 /// j runs on one rank, every rank returns every member of the part, and members of other parts
 /// (--part k/n) stay default-constructed. Without them every process runs every member. After a stop
 /// signal (core/stop_signal.hpp) members not yet begun are not run and stay default-constructed.
+///
+/// With `lockstep`, each thread runs a contiguous group of the members as tasks in lockstep
+/// (core/lockstep_tasks.hpp): fn's requests to a LockstepModel are then evaluated together.
 template <typename T>
 std::vector<T> run_members(Index count, Index threads, const std::function<T(Index)>& fn,
                            const std::function<std::string(const T&)>& encode = {},
                            const std::function<T(const std::string&)>& decode = {},
-                           const MemberCheckpoint& checkpoint = {}) {
+                           const MemberCheckpoint& checkpoint = {}, bool lockstep = false) {
   const bool checkpoints = checkpoint.enabled() && encode && decode;
   if (checkpoints) std::filesystem::create_directories(checkpoint.directory);
   const WorkLayout& layout = work_layout();
@@ -124,35 +133,45 @@ std::vector<T> run_members(Index count, Index threads, const std::function<T(Ind
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
   Index workers = threads > 0 ? threads : static_cast<Index>(std::max(1u, std::thread::hardware_concurrency()));
   workers = std::max<Index>(1, std::min(workers, static_cast<Index>(here.size())));
-  std::atomic<std::size_t> next{0};
-  const auto work = [&]() {
-    for (std::size_t i = next++; i < here.size(); i = next++) {
-      const Index j = here[i];
-      if (stop_requested()) break;  // stopped by a signal: members not begun stay default-constructed
-      try {
-        if (checkpoints && checkpoint.resume)
-          if (const auto stored = read_member_checkpoint(checkpoint, j, count)) {
-            try {
-              results[static_cast<std::size_t>(j)] = decode(*stored);
-            } catch (const std::exception& e) {
-              throw InputError(checkpoint.directory.string() + ": member " + std::to_string(j) +
-                               "'s checkpoint cannot be read (" + e.what() + ")");
-            }
-            continue;
+  // Member here[i], its checkpoint read or written; its exception kept in `errors`.
+  const auto run_one = [&](std::size_t i) {
+    const Index j = here[i];
+    if (stop_requested()) return;  // stopped by a signal: members not begun stay default-constructed
+    try {
+      if (checkpoints && checkpoint.resume)
+        if (const auto stored = read_member_checkpoint(checkpoint, j, count)) {
+          try {
+            results[static_cast<std::size_t>(j)] = decode(*stored);
+          } catch (const std::exception& e) {
+            throw InputError(checkpoint.directory.string() + ": member " + std::to_string(j) +
+                             "'s checkpoint cannot be read (" + e.what() + ")");
           }
-        results[static_cast<std::size_t>(j)] = fn(j);
-        // A member a stop signal cut short is not finished: a resumed run trains it again.
-        if (checkpoints && !stop_requested()) write_member_checkpoint(checkpoint, j, count, encode(results[static_cast<std::size_t>(j)]));
-      } catch (...) {
-        errors[static_cast<std::size_t>(j)] = std::current_exception();
-      }
+          return;
+        }
+      results[static_cast<std::size_t>(j)] = fn(j);
+      // A member a stop signal cut short is not finished: a resumed run trains it again.
+      if (checkpoints && !stop_requested()) write_member_checkpoint(checkpoint, j, count, encode(results[static_cast<std::size_t>(j)]));
+    } catch (...) {
+      errors[static_cast<std::size_t>(j)] = std::current_exception();
     }
   };
+  std::atomic<std::size_t> next{0};
+  const auto work = [&](Index worker) {
+    if (!lockstep) {
+      for (std::size_t i = next++; i < here.size(); i = next++) run_one(i);
+      return;
+    }
+    // Worker w trains the w-th of `workers` contiguous groups of members, as fibers in lockstep.
+    const std::size_t n = here.size(), w = static_cast<std::size_t>(worker), all = static_cast<std::size_t>(workers);
+    std::vector<std::function<void()>> group;
+    for (std::size_t i = w * n / all; i < (w + 1) * n / all; ++i) group.push_back([&run_one, i] { run_one(i); });
+    run_in_lockstep(group);  // run_one keeps its errors in `errors`
+  };
   if (workers == 1) {
-    work();
+    work(0);
   } else {
     std::vector<std::thread> pool;
-    for (Index w = 0; w < workers; ++w) pool.emplace_back(work);
+    for (Index w = 0; w < workers; ++w) pool.emplace_back(work, w);
     for (auto& t : pool) t.join();
   }
   std::exception_ptr first;

@@ -1,11 +1,9 @@
 #pragma once
-/// @file Chains in lockstep (issue 19 item 3): the chains one thread runs take turns as fibers, and
-/// their gradient requests are evaluated together, one chain per SIMD lane (nn/chain_lanes.hpp).
+/// @file Chains in lockstep (issue 19 item 3): the chains one thread runs take turns as fibers
+/// (core/lockstep_tasks.hpp), and their gradient requests are evaluated together, one chain per SIMD
+/// lane (nn/chain_lanes.hpp).
 ///
-/// How: run_in_lockstep runs its tasks (the driver's chain loops) as stackful fibers
-/// (Boost.Context) on the calling thread. A task runs until it asks a LockstepLogDensity for a
-/// gradient; when every unfinished task waits, their requests go to the density's
-/// log_density_and_grad_batch at once, and the tasks resume. The samplers need no change, and
+/// The samplers need no change: their density is a LockstepLogDensity, whose gradients are requests.
 /// NUTS batches too: each chain asks for one gradient per leapfrog step wherever it is in its tree,
 /// so the batch stays full until chains end their runs (NumPyro's vectorised chains instead step
 /// every chain's tree in lockstep and wait for the deepest). SG-MCMC's minibatch gradients go to a
@@ -20,14 +18,10 @@
 #include <memory>
 #include <vector>
 
+#include "uqnn/core/lockstep_tasks.hpp"
 #include "uqnn/core/log_density.hpp"
 
 namespace uqnn {
-
-/// Runs `tasks` to their ends on the calling thread, interleaved at their LockstepLogDensity
-/// requests as described above. A task's exception is rethrown after every task has ended (the
-/// first in task order).
-void run_in_lockstep(const std::vector<std::function<void()>>& tasks);
 
 /// The lockstep form of `density`: a LockstepStochasticLogDensity for a StochasticLogDensity (its
 /// minibatch gradients batch too: SG-MCMC), else a LockstepLogDensity. A RandomizedLogDensity draws
