@@ -107,10 +107,12 @@ const GivenOption* FitFlags::given(const std::string& name) const {
 
 FitRequest FitFlags::request(const nlohmann::json& preset) const {
   FitRequest r;
-  if (!config_.empty())
-    for (GivenOption& g : read_toml_options(config_))
-      if (!exclude_.count(g.name)) r.given.push_back(std::move(g));
-      else throw InputError(g.where + ": is not an option of this command");
+  if (!config_.empty()) {
+    for (GivenOption& g : read_toml_options(config_)) {
+      if (exclude_.count(g.name)) throw InputError(g.where + ": is not an option of this command");
+      r.given.push_back(std::move(g));
+    }
+  }
   r.given.insert(r.given.end(), given_.begin(), given_.end());
   r.preset = preset;
   r.invocation = {{"command", command_line()}};

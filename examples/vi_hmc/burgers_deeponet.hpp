@@ -513,7 +513,7 @@ inline BurgersReport run_burgers_reproduction(const BurgersConfig& cfg, const st
       p.title(fmt::format("{}: test function {} (rel. L2 {:.2f}%)", title, f, 100 * err)).x_label("x").y_label("s(x, t = 1)");
       p.band(x, m - 2 * sd, m + 2 * sd, "mean +- 2 sd");
       p.line(x, m, "mean prediction");
-      p.line(x, test.solution[static_cast<std::size_t>(f)].col(100), "true solution", plot::Style{.dash = plot::Dash::Dashed});
+      p.line(x, test.solution[static_cast<std::size_t>(f)].col(100), "true solution", plot::Style{.colour = "", .dash = plot::Dash::Dashed});
       p.line(x, test.u.col(f), "initial condition");
     };
     panel(0, 0, "VI, best", vi_draws, best_vi, e_vi[best_vi]);

@@ -286,7 +286,7 @@ FitReport write_fit_output(const FitOutput& o) {
     const Dataset part = o.data.subset(*rows);
     const Dataset part_std = o.standardizer.transform(part);
     const PredictiveDraws draws = predict_draws(model, lik, o.result.draws, part_std.inputs);
-    SplitPrediction p{name, *rows, summarize_predictive(draws, regression ? kLevels : std::vector<double>{}, rng), {}};
+    SplitPrediction p{name, *rows, summarize_predictive(draws, regression ? kLevels : std::vector<double>{}, rng), {}, std::nullopt};
     if (regression) {
       rescale_summary(p.summary, o.standardizer.target_mean(), o.standardizer.target_scale());
       const double log_scale = o.standardizer.target_scale().array().log().sum();

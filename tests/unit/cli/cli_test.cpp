@@ -83,7 +83,9 @@ TEST_F(Cli, FitThenPredictReproducesTheFittedPredictions) {
   const Index a_new = again.find_column("a"), m_new = again.find_column("y_mean");
   for (Index r = 0; r < fitted.num_rows(); ++r)
     for (Index s = 0; s < again.num_rows(); ++s)
-      if (fitted.values(r, a_fit) == again.values(s, a_new)) EXPECT_NEAR(fitted.values(r, m_fit), again.values(s, m_new), 1e-12);
+      if (fitted.values(r, a_fit) == again.values(s, a_new)) {
+        EXPECT_NEAR(fitted.values(r, m_fit), again.values(s, m_new), 1e-12);
+      }
 }
 
 TEST_F(Cli, Float32FitRecordsItsPrecisionAndPredictReloadsIt) {
@@ -345,8 +347,9 @@ TEST_F(Cli, AStoppedTrainingResumesFromItsEpochCheckpoint) {
         stop_once_saved(common + " --checkpoint-every 20000 --out " + out.string(), out / "checkpoint" / file, "TERM");
     ASSERT_NE(output.find("exit=143"), std::string::npos) << name << "\n" << output;
     const nlohmann::json info = expect_resumes_to(out, reference, name);
-    if (std::string(method) != "swag")  // (swag reports no epoch: its pre-training is per member)
+    if (std::string(method) != "swag") {  // (swag reports no epoch: its pre-training is per member)
       EXPECT_GE(info.value("resumed_at_epoch", 0), 20000) << name << ": did not resume";
+    }
   }
   // map's default, full-batch L-BFGS (2000 evaluations of a 50 x 50 network on 2000 rows), saved
   // every 500 evaluations.
@@ -666,7 +669,9 @@ TEST_F(CliUci, KroneckerFactoredAndLastLayerLaplaceFitYacht) {
     EXPECT_EQ(info["structure"], flags.find("kron") != std::string::npos ? "kron" : "full") << flags;
     EXPECT_EQ(info["subset"], flags.find("last-layer") != std::string::npos ? "last-layer" : "all") << flags;
     // last-layer: the 10 weights and the bias of the output layer (--arch 10,10), and the learned noise.
-    if (flags.find("last-layer") != std::string::npos) EXPECT_EQ(info["active_parameters"], 12) << flags;
+    if (flags.find("last-layer") != std::string::npos) {
+      EXPECT_EQ(info["active_parameters"], 12) << flags;
+    }
     EXPECT_GT(info["tuning"]["log_marginal_likelihood_after"].get<double>(), info["tuning"]["log_marginal_likelihood_before"].get<double>());
   }
 }

@@ -165,7 +165,9 @@ TEST(HmcLeapfrog, NonFiniteDensityIsRejectionNotException) {
   for (int i = 0; i < 200; ++i) {
     HmcStep step = hmc.step(rng, s, hp);
     divergent += step.info.is_divergent;
-    if (step.info.is_divergent) EXPECT_FALSE(step.info.is_accepted);
+    if (step.info.is_divergent) {
+      EXPECT_FALSE(step.info.is_accepted);
+    }
     s = step.state;
     ASSERT_TRUE(s.position.allFinite() && std::isfinite(s.log_density));
     ASSERT_LE(s.position[0], 1.0);

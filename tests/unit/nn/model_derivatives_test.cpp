@@ -339,7 +339,9 @@ TEST(LinearizedModel, IsTheFirstOrderTaylorExpansionOfItsBase) {
   for (double h : {1e-1, 1e-2}) {
     const double gap = (linear.forward(center + h * v, X) - base->forward(center + h * v, X)).cwiseAbs().maxCoeff();
     EXPECT_GT(gap, 0.0);
-    if (previous_gap > 0) EXPECT_NEAR(previous_gap / gap, 100.0, 20.0) << "second-order remainder";
+    if (previous_gap > 0) {
+      EXPECT_NEAR(previous_gap / gap, 100.0, 20.0) << "second-order remainder";
+    }
     previous_gap = gap;
   }
   // Linear in theta: f(c + a u + b w) = a f(c + u) + b f(c + w) - (a + b - 1) f(c).

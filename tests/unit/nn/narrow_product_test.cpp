@@ -64,7 +64,9 @@ void check_products(double tolerance) {
         const RowMajorMatT<T> expected_g = G0 + D * B.transpose();
         EXPECT_LE(max_abs_difference(G, expected_g), tolerance * (n + 1)) << "weight gradient";
       }
-  if (Kernel::kVectorised) EXPECT_GT(kernel_shapes, 0) << "no shape went through the kernel";
+  if (Kernel::kVectorised) {
+    EXPECT_GT(kernel_shapes, 0) << "no shape went through the kernel";
+  }
 }
 
 TEST(NarrowProduct, DoubleAgreesWithEigen) { check_products<double>(1e-15); }
