@@ -56,11 +56,10 @@ IndexVec split_off_held_out(IndexVec& rows, double fraction, Rng& rng) {
 
 namespace {
 /// The posterior the members train on: `posterior` itself, or with lockstep (EnsembleParams::lockstep)
-/// a copy whose model evaluates its gradients in lockstep.
+/// a copy whose model evaluates its gradients in lockstep. (The copy's rows are not spread over
+/// processes, but the members' objectives never evaluate the whole posterior: they take their rows.)
 std::shared_ptr<const Posterior> training_posterior(const Posterior& posterior, bool lockstep) {
   if (!lockstep) return std::shared_ptr<const Posterior>(&posterior, [](const Posterior*) {});
-  if (posterior.shard_communicator())
-    throw InputError("--lockstep trains several members per thread; it does not combine with rows spread over processes (--shards)");
   return std::make_shared<Posterior>(std::make_shared<LockstepModel>(posterior.model_ptr()), posterior.likelihood_ptr(),
                                      posterior.prior_ptr(), posterior.inputs(), posterior.targets());
 }
@@ -280,7 +279,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
                                                   gather_columns(posterior.targets(), held_out));
   std::vector<MemberFit> fits =
       run_members<MemberFit>(params.members, params.threads, member, member_fit_bytes, member_fit_from_bytes, params.checkpoint,
-                                  params.lockstep);
+                             params.lockstep);
   for (MemberFit& fit : fits)  // floored at the member's own estimate (EnsembleParams::noise_refit says why)
     if (fit.theta.size() > 0) fit.theta[P] = std::max(fit.theta[P], log_sd(variance));
   return fits;
