@@ -98,6 +98,9 @@ int run(int argc, char** argv) {
   app.add_option("--arch", s.arch, "hidden relu layers")->delimiter(',')->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--members", s.agent.members, "ens: networks")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--sg-step", s.agent.sg_step_size, "sgld, fsgld: eta (step eta / buffer)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--fsgld-weight-prior", s.agent.fsgld_weight_prior,
+                 "fsgld: keep the weight prior beside the GP prior (false: seed 002's eq. 6 alone)")
+      ->capture_default_str();
   app.add_option("--adam-lr", s.agent.adam_learning_rate, "vi, ens, map: Adam's learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--seed", s.seed, "random seed")->capture_default_str();
   app.add_option("--threads", s.threads, "runs in parallel (results do not depend on it)")->check(CLI::Range(1, 1024))->capture_default_str();

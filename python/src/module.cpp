@@ -378,6 +378,7 @@ PYBIND11_MODULE(_core, m) {
         e.agent.adam_learning_rate = settings["adam_learning_rate"].cast<double>();
         e.agent.reward_scale = settings["reward_scale"].cast<double>();
         e.agent.noise_sd = settings["noise_sd"].cast<double>();
+        e.agent.fsgld_weight_prior = settings["fsgld_weight_prior"].cast<bool>();
         e.run.rounds = settings["rounds"].cast<Index>();
         e.run.updates_per_round = settings["updates_per_round"].cast<Index>();
         e.run.buffer_capacity = settings["buffer_size"].cast<Index>();
@@ -404,6 +405,7 @@ PYBIND11_MODULE(_core, m) {
         out["divergences"] = trace.divergences;
         out["interrupted"] = trace.interrupted || interrupted;
         out["agent_prior"] = trace.agent_prior;
+        out["final_weight_norm"] = trace.final_parameter_norm;
         return out;
       });
 

@@ -48,3 +48,16 @@ def test_bad_settings_are_value_errors():
         uqnn.thompson_bandit(contexts, edible[:7], rounds=5)
     with pytest.raises(ValueError, match="sg_step_size"):
         uqnn.thompson_bandit(contexts, edible, sg_step_size=-1.0, rounds=5)
+
+
+def test_fsgld_keeps_the_weight_prior_unless_told_not_to():
+    # Without the weight prior (seed 002's eq. 6 alone) nothing holds the weight directions that move
+    # the network neither at the buffer nor at the measurement points: they random-walk.
+    contexts, edible = small_mushrooms()
+    kw = dict(rounds=500, updates_per_round=16, buffer_size=64, hidden=(8,), seed=3)
+    with_prior = uqnn.thompson_bandit(contexts, edible, "fsgld", **kw)
+    alone = uqnn.thompson_bandit(contexts, edible, "fsgld", fsgld_weight_prior=False, **kw)
+    assert with_prior["agent_prior"].endswith("plus the weight prior N(0, 1 / fan_in)")
+    assert "weight prior" not in alone["agent_prior"]
+    assert alone["final_weight_norm"] > 2 * with_prior["final_weight_norm"], (alone["final_weight_norm"],
+                                                                             with_prior["final_weight_norm"])

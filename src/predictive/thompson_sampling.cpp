@@ -143,9 +143,8 @@ class LangevinAgent final : public BanditAgentBase {
       // log P0(f(X_M; w)) at measurement points drawn from the buffer (seed 002 eq. 6), drawn after the batch.
       const Mat points = buffer.inputs(buffer.sample(rng, params_.measurement_points));
       functional_prior_->log_density(position_, points, &grad);
-    } else {
-      prior_->log_density(position_, &grad);
     }
+    if (!functional_prior_ || params_.fsgld_weight_prior) prior_->log_density(position_, &grad);
     const double eta = params_.sg_step_size * std::pow(params_.decay_factor, static_cast<double>(round / params_.decay_every));
     const double eps = eta / static_cast<double>(buffer.capacity());
     if (!finite(grad)) return;
@@ -345,7 +344,7 @@ BanditTrace run_bandit_experiment(const MushroomBandit& bandit, const BanditExpe
   }
   auto agent = make_bandit_agent(model, prior, experiment.agent, rng, gp ? &*gp : nullptr);
   BanditTrace trace = run_thompson_bandit(bandit, *model, *agent, experiment.run, rng);
-  if (gp) trace.agent_prior = gp->describe();
+  if (gp) trace.agent_prior = gp->describe() + (experiment.agent.fsgld_weight_prior ? " plus the weight prior N(0, 1 / fan_in)" : "");
   return trace;
 }
 

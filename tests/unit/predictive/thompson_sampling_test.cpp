@@ -248,6 +248,61 @@ TEST(BanditAgents, FunctionalSgldNeedsItsGpAndUnknownKindsAreErrors) {
   EXPECT_THROW(make_bandit_agent(c.model, c.prior, params, rng), std::invalid_argument);
 }
 
+/// Mean over the first layer's weights on input 0 of their squares, averaged over draws taken every
+/// 100 steps after the first `burn_in` of `steps`.
+double mean_square_of_free_weights(BanditAgent& agent, const Model& model, const ReplayBuffer& buffer, Rng& rng,
+                                   Index steps, Index burn_in) {
+  const ParamBlock& first = model.layout().blocks().front();
+  double sum = 0;
+  Index count = 0;
+  for (Index step = 0; step < steps; ++step) {
+    agent.learn(rng, buffer, 0);
+    if (step < burn_in || step % 100 != 0) continue;
+    const Vec w = agent.thompson_draw(rng);
+    for (Index h = 0; h < first.rows; ++h, ++count) sum += w[first.offset + h * first.cols] * w[first.offset + h * first.cols];
+  }
+  return sum / static_cast<double>(count);
+}
+
+TEST(BanditAgents, FunctionalSgldKeepsTheWeightPriorOnWeightsTheDataLeaveFree) {
+  // Input 0 is zero in every tuple, so the first layer's weights on it move f neither at the data nor
+  // at the measurement points (drawn from the buffer). Their posterior is their prior, N(0, 1 / 3)
+  // (fan-in 3). fsgld at its defaults keeps that prior beside the GP's; seed 002's eq. 6 alone
+  // (fsgld_weight_prior off) has nothing that holds them, so they random-walk: variance 2 eps t.
+  auto model = std::make_shared<Mlp>(MlpSpec{3, {16}, 1, Activation::Relu, InitScheme::He});
+  auto prior = GaussianPrior::fan_in_scaled(model->layout(), 1.0);
+  GpHyperparameters hyper;
+  hyper.signal_variance = 0.5;
+  hyper.noise_variance = 0.05;
+  const GaussianProcess gp(GpKernel::Rbf, hyper);
+  ReplayBuffer buffer(3, 128);
+  Rng data_rng(31);
+  for (Index i = 0; i < buffer.capacity(); ++i) {
+    const Vec x = (Vec(3) << 0.0, data_rng.uniform(-1, 1), data_rng.uniform(-1, 1)).finished();
+    buffer.add(x, 20.0 * (0.5 * std::sin(2 * x[1]) + 0.3 * x[2]));  // reward_scale 20: f of order 1
+  }
+  // eps = 1e-2 / 128: the free weights relax in 1/3 / eps ~ 4300 steps; 120,000 steps (20,000 of
+  // burn-in) hold ~23 independent draws of each of 16 weights: about 7% error in their mean square.
+  const Index steps = 120000, burn_in = 20000;
+  const double prior_variance = 1.0 / 3.0, eps = 1e-2 / 128.0;
+  for (const bool weight_prior : {true, false}) {
+    Rng rng(32);
+    BanditAgentParams params;
+    params.kind = "fsgld";
+    params.fsgld_weight_prior = weight_prior;
+    auto agent = make_bandit_agent(model, prior, params, rng, &gp);
+    const double mean_square = mean_square_of_free_weights(*agent, *model, buffer, rng, steps, burn_in);
+    EXPECT_EQ(agent->divergences(), 0);
+    if (weight_prior) {
+      EXPECT_NEAR(mean_square / prior_variance, 1.0, 0.3) << "mean square " << mean_square;
+    } else {
+      // A random walk from the He start (variance 2 / 3): 2 eps t averaged over the draws' t is
+      // about 2 eps * 70,000 = 11; anything above 10x the prior's variance is no prior at all.
+      EXPECT_GT(mean_square, 10 * prior_variance) << "mean square " << mean_square << ", 2 eps t_mean = " << 2 * eps * 70000;
+    }
+  }
+}
+
 TEST(ThompsonBandit, SgldLearnsASmallMushroomProblem) {
   // 8 mushrooms with 3 features: a feature decides edibility. Thompson sampling with sgld should make
   // far fewer mistakes in its last 300 rounds than in its first 300.
