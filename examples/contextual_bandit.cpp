@@ -16,11 +16,13 @@
 // gives no period); Adam at 1e-3 for vi, ens and map. fsgld's RBF GP prior is fitted (100 Adam steps) on
 // 1000 tuples of random play drawn before the run (seed 002: "pre-trained on 1000 randomly sampled
 // points"); those tuples are not in any agent's buffer. Reward model y / 20 ~ N(f, 0.25^2); weight prior
-// N(0, 1 / fan_in) per layer.
+// N(0, 1 / fan_in) per layer, which fsgld keeps beside its GP prior (--fsgld-weight-prior false: seed
+// 002's eq. 6 alone, whose free weights random-walk; docs/contextual-bandit.md).
 //
 // Usage: contextual_bandit [--data mushroom.csv] [--agents fsgld,sgld,vi,ens,map] [--patterns 0.4,0.5,0.6]
 //                          [--rounds 10000] [--updates 64] [--batch 64] [--buffer 4096] [--arch 100,100]
-//                          [--members 5] [--sg-step 1e-2] [--adam-lr 1e-3] [--seed 1] [--threads 2] [--out DIR]
+//                          [--members 5] [--sg-step 1e-2] [--fsgld-weight-prior true] [--adam-lr 1e-3] [--seed 1]
+//                          [--threads 2] [--out DIR]
 //   writes DIR/bandit.csv (agent, p, round, cumulative regret and reward every 10 rounds),
 //   DIR/bandit.md (final regret, mistakes and time per agent and pattern) and DIR/regret.png.
 #include <algorithm>

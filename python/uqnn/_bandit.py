@@ -34,7 +34,8 @@ def thompson_bandit(contexts, edible, agent: str = "sgld", *, poison_probability
     edible mushrooms), ``cumulative_reward`` and ``actions`` (0 eat, 1 reject) as arrays of length
     ``rounds``; ``eaten_poisonous``, ``rejected_edible``, ``divergences``, ``interrupted``,
     ``final_weight_norm`` (of the last Thompson draw) and ``agent_prior`` (fsgld's fitted GP).
-    Ctrl-C ends the run after the current round. Invalid settings raise ValueError naming the setting and its valid range.
+    Ctrl-C ends the run after the current round. Invalid settings raise ValueError naming the
+    setting and its valid range.
     """
     contexts = np.asarray(contexts, dtype=float)
     if contexts.ndim != 2:

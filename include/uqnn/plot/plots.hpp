@@ -72,9 +72,11 @@ using SeriesList = std::vector<std::pair<std::string, std::vector<double>>>;
 
 /// Options of plot_history.
 struct HistoryOptions {
-  std::string title;
+  // {}: callers' designated initializers ({.log_y = true}) may leave a field out without GCC 12's
+  // -Wmissing-field-initializers, which it gives for members with no default initializer.
+  std::string title{};
   std::string x_label = "iteration";
-  std::string y_label;
+  std::string y_label{};
   bool log_y = false;  ///< log scale; every finite value must then be > 0
   int width = 0, height = 0;
 };
@@ -86,7 +88,7 @@ void plot_history(const std::filesystem::path& path, const SeriesList& series,
 
 /// Options of plot_traces.
 struct TraceOptions {
-  std::string title;
+  std::string title{};  // {}: as in HistoryOptions
   bool density = true;  ///< add a left column with per-chain histograms (ArviZ plot_trace layout)
   int bins = 30;        ///< histogram bins
   int width = 0, height = 0;
