@@ -121,13 +121,22 @@ def main():
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--methods", default="mile,dei-nuts,bde")
     ap.add_argument("--quick", action="store_true", help="tiny runs that check this script, not the methods")
+    ap.add_argument("--merge", nargs="+", metavar="WORK_DIR",
+                    help="run nothing: tabulate the rows.json of these work directories (runs of this script with "
+                         "different --methods, e.g. one per core, that together make one comparison)")
     args = ap.parse_args()
     if "bde" in args.methods:
         os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={args.threads}")
         os.environ.setdefault("TQDM_DISABLE", "1")  # bde's progress bars
     methods = args.methods.split(",")
     rows = []
-    for name in args.datasets.split(","):
+    if args.merge:
+        for work in args.merge:
+            with open(os.path.join(work, "rows.json")) as f:
+                rows += json.load(f)
+        present = {r["method"] for r in rows}
+        methods = [m for m in methods if m in present]
+    for name in ([] if args.merge else args.datasets.split(",")):
         for seed in range(args.splits):
             d, train, valid, test = make_split(args.data_dir, name, seed, args.work)
             for method in methods:
@@ -140,7 +149,7 @@ def main():
                 rows.append(r)
                 with open(os.path.join(args.work, "rows.json"), "w") as f:
                     json.dump(rows, f, indent=1)
-    lines = [f"CPU: {cpu_model()}, {args.threads} threads; {args.splits} splits (80/10/10, seeds 0..{args.splits - 1}).", "",
+    lines = [f"CPU: {cpu_model()}, {args.threads} threads a method; {args.splits} splits (80/10/10, seeds 0..{args.splits - 1}).", "",
              "| data set | method | test LPPD (mean ± sd) | test RMSE | CPU s / split | LPPD gain over dei-nuts | CPU ratio dei-nuts / method |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     import numpy as np
@@ -150,6 +159,8 @@ def main():
         ref = by.get("dei-nuts")
         for m in methods:
             rs = by[m]
+            if not rs:
+                continue
             lppd, rmse, cpu = (np.array([r[k] for r in rs]) for k in ("lppd", "rmse", "cpu"))
             gain = ratio = "-"
             if ref and m != "dei-nuts":

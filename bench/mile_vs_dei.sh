@@ -6,7 +6,12 @@
 # threads). Prints a markdown table and saves it to bench/results/mile_vs_dei.md.
 #
 # Usage: bench/mile_vs_dei.sh [--datasets yacht,concrete] [--splits 3] [--methods mile,dei-nuts,bde] [--quick]
-#        (env: BUILD_DIR=build, UQNN_SHARED_DIR=<repo>/../shared, THREADS=2)
+#        (env: BUILD_DIR=build, UQNN_SHARED_DIR=<repo>/../shared, THREADS=2, WORK=bench/results/mile_vs_dei)
+# One method per core, then one table:
+#   THREADS=1 WORK=bench/results/mile_nuts bench/mile_vs_dei.sh --methods dei-nuts &
+#   THREADS=1 WORK=bench/results/mile_bde bench/mile_vs_dei.sh --methods bde; wait
+#   THREADS=1 WORK=bench/results/mile_mile bench/mile_vs_dei.sh --methods mile
+#   bench/mile_vs_dei.sh --merge bench/results/mile_{mile,nuts,bde}
 # First run: creates bench/.venv (gitignored) with sklearn-contrib-bde; see bench/python_env.sh.
 set -euo pipefail
 
@@ -22,6 +27,7 @@ export BENCH_PYTHON_EXTRA="sklearn-contrib-bde pandas"
 . "$here/python_env.sh"
 
 build_bench_target uqnn_cli
+work="${WORK:-$results/mile_vs_dei}"
 "$venv/bin/python" "$here/mile_vs_dei.py" --uqnn "$build/uqnn" --data-dir "$shared/data/uci" \
-  --work "$results/mile_vs_dei" --threads "${THREADS:-2}" --out "$results/mile_vs_dei.md" "$@"
-echo "(saved to $results/mile_vs_dei.md)" >&2
+  --work "$work" --threads "${THREADS:-2}" --out "$work.md" "$@"
+echo "(saved to $work.md)" >&2

@@ -16,8 +16,6 @@ namespace {
 constexpr double kMinimalNormB1 = 0.1931833275037836;
 constexpr double kMinimalNormB2 = 1.0 - 2.0 * kMinimalNormB1;
 
-Vec scaled(const Vec& v, const Vec& sqrt_diag_cov) { return sqrt_diag_cov.size() == 0 ? v : Vec(v.cwiseProduct(sqrt_diag_cov)); }
-
 }  // namespace
 
 void MclmcParams::validate(Index dim) const {
@@ -36,13 +34,13 @@ double esh_momentum_update(Vec& momentum, const Vec& scaled_grad, double t) {
   const double grad_norm = scaled_grad.norm();
   if (grad_norm == 0.0) return 0.0;  // no force: u and the kinetic energy stay as they are
   const double dims_minus_one = static_cast<double>(momentum.size() - 1);
-  const Vec e = scaled_grad / grad_norm;
-  const double c = momentum.dot(e);
+  const double c = momentum.dot(scaled_grad) / grad_norm;  // u.e with e = g / |g|
   const double delta = t * grad_norm / dims_minus_one;
   const double zeta = std::exp(-delta);
-  // Robnik et al. (2023) App. A: the exact solution for a constant gradient over time t.
-  Vec next = e * ((1.0 - zeta) * (1.0 + zeta + c * (1.0 - zeta))) + (2.0 * zeta) * momentum;
-  momentum = next / next.norm();
+  // Robnik et al. (2023) App. A: the exact solution for a constant gradient over time t, in place
+  // (this runs three times a step, on vectors of K).
+  momentum = (2.0 * zeta) * momentum + ((1.0 - zeta) * (1.0 + zeta + c * (1.0 - zeta)) / grad_norm) * scaled_grad;
+  momentum /= momentum.norm();
   return dims_minus_one * (delta - std::log(2.0) + std::log(1.0 + c + (1.0 - c) * zeta * zeta));
 }
 
@@ -54,7 +52,7 @@ MclmcState Mclmc::init(Rng& rng, const Vec& position) const {
   if (!std::isfinite(s.log_density) || !s.grad.allFinite())
     throw InputError("mclmc: the log density or its gradient is not finite at the chain's start");
   s.momentum.resize(position.size());
-  for (Index i = 0; i < s.momentum.size(); ++i) s.momentum[i] = rng.normal();
+  rng.fill_normal(s.momentum);
   s.momentum /= s.momentum.norm();
   return s;
 }
@@ -62,24 +60,29 @@ MclmcState Mclmc::init(Rng& rng, const Vec& position) const {
 MclmcStep Mclmc::step(Rng& rng, const MclmcState& state, const MclmcParams& params) const {
   const double eps = params.step_size;
   const Vec& s = params.sqrt_diag_cov;
+  const bool preconditioned = s.size() != 0;
   MclmcStep out;
   MclmcState next = state;
-  double kinetic_change = esh_momentum_update(next.momentum, scaled(next.grad, s), kMinimalNormB1 * eps);
+  // S g and S u (x' = x + t S u) without a temporary per use when S is the identity.
+  Vec scratch(preconditioned ? state.position.size() : 0);
+  const auto scaled_grad = [&]() -> const Vec& { return preconditioned ? (scratch = next.grad.cwiseProduct(s)) : next.grad; };
+  double kinetic_change = esh_momentum_update(next.momentum, scaled_grad(), kMinimalNormB1 * eps);
   bool finite = true;
   for (const double b : {kMinimalNormB2, kMinimalNormB1}) {
-    next.position += (0.5 * eps) * scaled(next.momentum, s);
+    if (preconditioned) next.position += (0.5 * eps) * next.momentum.cwiseProduct(s);
+    else next.position += (0.5 * eps) * next.momentum;
     next.log_density = density_->log_density_and_grad(next.position, next.grad);
     if (!std::isfinite(next.log_density) || !next.grad.allFinite() || !next.position.allFinite()) {
       finite = false;
       break;
     }
-    kinetic_change += esh_momentum_update(next.momentum, scaled(next.grad, s), b * eps);
+    kinetic_change += esh_momentum_update(next.momentum, scaled_grad(), b * eps);
   }
   // The refresh draws its noise whether or not the step diverged, so a chain's random stream does
   // not depend on where it diverged.
   const Index dim = state.position.size();
   Vec noise(dim);
-  for (Index i = 0; i < dim; ++i) noise[i] = rng.normal();
+  rng.fill_normal(noise);
   if (!finite) {
     // A diverging step is a counted rejection: the chain stays where it was (the tuner shrinks eps)
     // and takes a fresh direction, the momentum's marginal (uniform on the sphere): with the old one

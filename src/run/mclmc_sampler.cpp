@@ -161,7 +161,7 @@ void MclmcChainSampler::end_ess_phase() {
 DrawStats MclmcChainSampler::transition(Rng& rng, bool warmup) {
   if (!momentum_drawn_) {
     state_.momentum.resize(state_.position.size());
-    for (Index i = 0; i < state_.momentum.size(); ++i) state_.momentum[i] = rng.normal();
+    rng.fill_normal(state_.momentum);
     state_.momentum /= state_.momentum.norm();
     momentum_drawn_ = true;
   }
