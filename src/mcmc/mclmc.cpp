@@ -44,6 +44,11 @@ double esh_momentum_update(Vec& momentum, const Vec& scaled_grad, double t) {
   return dims_minus_one * (delta - std::log(2.0) + std::log(1.0 + c + (1.0 - c) * zeta * zeta));
 }
 
+void draw_random_direction(Rng& rng, Vec& direction) {
+  rng.fill_normal(direction);
+  direction /= direction.norm();
+}
+
 MclmcState Mclmc::init(Rng& rng, const Vec& position) const {
   MclmcState s;
   s.position = position;
@@ -52,8 +57,7 @@ MclmcState Mclmc::init(Rng& rng, const Vec& position) const {
   if (!std::isfinite(s.log_density) || !s.grad.allFinite())
     throw InputError("mclmc: the log density or its gradient is not finite at the chain's start");
   s.momentum.resize(position.size());
-  rng.fill_normal(s.momentum);
-  s.momentum /= s.momentum.norm();
+  draw_random_direction(rng, s.momentum);
   return s;
 }
 

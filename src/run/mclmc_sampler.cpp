@@ -161,8 +161,7 @@ void MclmcChainSampler::end_ess_phase() {
 DrawStats MclmcChainSampler::transition(Rng& rng, bool warmup) {
   if (!momentum_drawn_) {
     state_.momentum.resize(state_.position.size());
-    rng.fill_normal(state_.momentum);
-    state_.momentum /= state_.momentum.norm();
+    draw_random_direction(rng, state_.momentum);
     momentum_drawn_ = true;
   }
   const double used_step_size = params_.step_size;

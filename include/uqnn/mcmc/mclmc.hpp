@@ -66,4 +66,8 @@ class Mclmc {
 /// gradient `scaled_grad`; returns the kinetic energy change (header formula). Exposed for tests.
 double esh_momentum_update(Vec& momentum, const Vec& scaled_grad, double t);
 
+/// Overwrites `direction` (its size kept) with a direction uniform on the unit sphere, the
+/// momentum's marginal: a standard normal draw, normalised.
+void draw_random_direction(Rng& rng, Vec& direction);
+
 }  // namespace uqnn
