@@ -5,8 +5,11 @@
 namespace uqnn {
 
 FunctionalPosterior::FunctionalPosterior(std::shared_ptr<const Posterior> posterior, FunctionalPrior prior,
-                                         MeasurementSampler measurement, std::uint64_t reference_seed)
-    : posterior_(std::move(posterior)), prior_(std::move(prior)), measurement_(std::move(measurement)) {
+                                         MeasurementSampler measurement, std::uint64_t reference_seed, bool keep_weight_prior)
+    : posterior_(std::move(posterior)),
+      prior_(std::move(prior)),
+      measurement_(std::move(measurement)),
+      keep_weight_prior_(keep_weight_prior) {
   if (!posterior_) throw std::invalid_argument("functional posterior: posterior must not be null");
   if (&posterior_->model() != &prior_.model() && posterior_->model().num_params() != prior_.model().num_params())
     throw std::invalid_argument("functional posterior: the prior's model differs from the posterior's");
@@ -43,6 +46,7 @@ double FunctionalPosterior::evaluate(const Vec& theta, const IndexVec* batch, co
   grad = Vec::Zero(dim());
   Vec grad_net = Vec::Zero(P);
   double value = p.model().value_and_gradient(theta.head(P), joint_inputs, log_density_of_outputs, grad_net);
+  if (keep_weight_prior_) value += p.prior().log_density(theta.head(P), &grad_net);
   grad.head(P) = grad_net;
   if (E > 0) {
     Vec d_extra_prior = Vec::Zero(E);

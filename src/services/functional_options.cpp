@@ -31,7 +31,10 @@ const OptionSchema<FunctionalOptions>& functional_options() {
           .at_least(0)
           .add("measurement_margin", &F::measurement_margin,
                "box = [min - margin*range, max + margin*range] per (standardised) input")
-          .at_least(0);
+          .at_least(0)
+          .add("keep_weight_prior", &F::keep_weight_prior,
+               "keep the weight prior (--prior) beside the GP prior: weights that neither the GP nor the data pin down "
+               "stay bounded instead of random-walking (default: the GP prior alone, seed 002's eq. 6)");
   return s;
 }
 
@@ -94,7 +97,7 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
   const GaussianProcess process = fit_gaussian_process(post->inputs(), y, fit, rng);
   FunctionalPrior prior(post->model_ptr(), process, o.gp_jitter, o.gp_prior_noise);
   auto target = std::make_shared<FunctionalPosterior>(post, std::move(prior), MeasurementSampler(post->inputs(), measurement),
-                                                      context.config.seed);
+                                                      context.config.seed, o.keep_weight_prior);
   const auto& h = process.hyperparameters();
   if (info) {
     *info = functional_options().write(o);

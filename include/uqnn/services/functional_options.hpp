@@ -26,6 +26,9 @@ struct FunctionalOptions {
   Index measurement_data = 40;
   Index measurement_box = 40;
   double measurement_margin = 0.1;
+  /// Keep the weight prior (--prior) beside the GP prior (FunctionalPosterior); default: seed 002's
+  /// eq. (6), the GP prior alone.
+  bool keep_weight_prior = false;
 };
 
 /// The declarations of FunctionalOptions (option names as the CLI's --gp-kernel, ...).

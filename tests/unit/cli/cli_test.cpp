@@ -490,6 +490,13 @@ TEST_F(Cli, FunctionalSgmcmcRunsAndRejectsBadOptions) {
     EXPECT_EQ(info["measurement_points_per_step"].get<int>(), 15);
     EXPECT_GT(info["gp_signal_variance"].get<double>(), 0.0);
   }
+  // The weight prior kept beside the GP prior: recorded, and it changes the draws (same seed).
+  CliRun kept = run_cli(common + " --method fsgld --gp-kernel matern52 --measurement-data 10 --measurement-box 5 --keep-weight-prior --out " +
+                        (dir_ / "kept").string());
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  EXPECT_TRUE(json(dir_ / "kept" / "metrics.json")["info"]["functional_prior"]["keep_weight_prior"].get<bool>());
+  EXPECT_FALSE(json(dir_ / "fsgld" / "metrics.json")["info"]["functional_prior"]["keep_weight_prior"].get<bool>());
+  EXPECT_NE(testing::TempDir::read(dir_ / "kept" / "draws.csv"), testing::TempDir::read(dir_ / "fsgld" / "draws.csv"));
   // The network's own infinite-width limit as its functional prior (issue 20, item 7).
   CliRun r = run_cli(common + " --method fsgld --gp-kernel nngp --activation relu --measurement-data 10 --measurement-box 5 --out " +
                      (dir_ / "nngp").string());

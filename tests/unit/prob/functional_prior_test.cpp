@@ -127,8 +127,9 @@ TEST(MeasurementSampler, DrawsDistinctDataPointsAndBoxPoints) {
   EXPECT_THROW(MeasurementSampler(inputs, p), std::invalid_argument);
 }
 
-// The functional posterior is (N/n) * minibatch log-likelihood + log P0(f(X_M)); check it against
-// its parts and its gradient against finite differences (learned noise: the extras' prior stays).
+// The functional posterior is (N/n) * minibatch log-likelihood + log P0(f(X_M)) (+ log p(w) when the
+// weight prior is kept); check it against its parts and its gradient against finite differences
+// (learned noise: the extras' prior stays).
 TEST(FunctionalPosterior, ScaledMinibatchPlusFunctionalPrior) {
   auto net = small_network(1, 1);
   const Mat X = uniform_points(1, 30, 12);
@@ -140,11 +141,13 @@ TEST(FunctionalPosterior, ScaledMinibatchPlusFunctionalPrior) {
   const IndexVec batch{1, 4, 7, 20, 29, 0};
   Rng rng(13);
   const Vec net_theta = net->initial_params(rng);
-  for (const bool learned_noise : {false, true}) {
+  for (const bool learned_noise : {false, true})
+  for (const bool keep_weight_prior : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "learned noise " << learned_noise << ", weight prior kept " << keep_weight_prior);
     auto weight_posterior = std::make_shared<Posterior>(
         net, learned_noise ? make_learned_sigma_likelihood(0.3) : make_gaussian_likelihood(0.3),
-        GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
-    const FunctionalPosterior target(weight_posterior, prior, MeasurementSampler(X, mp), 3);
+        GaussianPrior::isotropic(net->num_params(), 0.4), X, Y);
+    const FunctionalPosterior target(weight_posterior, prior, MeasurementSampler(X, mp), 3, keep_weight_prior);
     Vec theta(target.dim());
     theta.head(net_theta.size()) = net_theta;
     if (learned_noise) theta.tail(1).setConstant(-0.7);  // log sigma, away from its prior mean
@@ -153,8 +156,9 @@ TEST(FunctionalPosterior, ScaledMinibatchPlusFunctionalPrior) {
     Vec extra_prior_grad = Vec::Zero(learned_noise ? 1 : 0);
     const double expected = 5.0 * weight_posterior->log_likelihood(theta, gather_columns(X, batch), gather_columns(Y, batch)) +
                             prior.log_density(net_theta, target.reference()) +
-                            weight_posterior->likelihood().extra_log_prior(theta.tail(learned_noise ? 1 : 0), &extra_prior_grad);
-    EXPECT_NEAR(value, expected, 1e-10 * std::abs(expected)) << "learned noise " << learned_noise;
+                            weight_posterior->likelihood().extra_log_prior(theta.tail(learned_noise ? 1 : 0), &extra_prior_grad) +
+                            (keep_weight_prior ? weight_posterior->prior().log_density(net_theta, static_cast<Vec*>(nullptr)) : 0.0);
+    EXPECT_NEAR(value, expected, 1e-10 * std::abs(expected));
     IndexVec checked;
     for (Index j = 0; j < theta.size(); j += 7) checked.push_back(j);
     checked.push_back(theta.size() - 1);  // the log sigma when learned
@@ -163,7 +167,7 @@ TEST(FunctionalPosterior, ScaledMinibatchPlusFunctionalPrior) {
       up[j] += 1e-6;
       down[j] -= 1e-6;
       const double fd = (target.minibatch_log_density_and_grad(up, batch, g) - target.minibatch_log_density_and_grad(down, batch, g)) / 2e-6;
-      EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd))) << "learned noise " << learned_noise << ", coordinate " << j;
+      EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd))) << "coordinate " << j;
     }
   }
   auto weight_posterior = std::make_shared<Posterior>(net, make_gaussian_likelihood(0.3),
