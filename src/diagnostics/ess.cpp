@@ -35,7 +35,9 @@ Vec autocovariance_by_fft(const Vec& centred) {
   while (size < 2 * n) size *= 2;
   Vec padded = Vec::Zero(size);
   padded.head(n) = centred;
-  Eigen::FFT<double> fft;
+  // One FFT object per thread: it keeps its plans (twiddle factors) by transform size, which MCLMC's
+  // tuning, with an ESS per coordinate of the same chain length, would otherwise rebuild every call.
+  thread_local Eigen::FFT<double> fft;
   Eigen::VectorXcd spectrum;
   fft.fwd(spectrum, padded);
   spectrum = spectrum.cwiseAbs2().cast<std::complex<double>>();

@@ -90,7 +90,11 @@ struct NarrowKernel {
     constexpr Index NC = columns_per_step(R);
     const Index ldc = rows;
     const T* const end = C + n * ldc;
-    auto start = [&](Index r) { return bias ? ei::ploadu<Packet>(bias + r * kPacket) : ei::pset1<Packet>(T(0)); };
+    // Each step's accumulators start from these registers. (Computed per step through a lambda,
+    // GCC 12 built them in a stack array and reloaded them each step, stalling the float kernel.)
+    Packet start_values[R];
+    for (Index r = 0; r < R; ++r) start_values[r] = bias ? ei::ploadu<Packet>(bias + r * kPacket) : ei::pset1<Packet>(T(0));
+    auto start = [&](Index r) { return start_values[r]; };
     // The steps store whole packets (a check per store costs B2's forward products 40%); the last
     // column, whose packet could pass C's end, goes through the one-column loop's bounded stores.
     const Index inner = n - 1;
