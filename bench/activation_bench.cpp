@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "host.hpp"
 #include "uqnn/nn/activation.hpp"
 #if defined(UQNN_BENCH_SLEEF) && defined(__AVX512F__)
 #include <sleef.h>
@@ -135,13 +136,6 @@ void sleef_kernel(Activation f, const MatT<T>& Z, MatT<T>& A) {
   }
 }
 #endif
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 template <typename T>
 void register_all() {

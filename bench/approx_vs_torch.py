@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
+
 WIDTHS = {"B1": [1, 10, 10, 1], "B2": [5, 16, 16, 1]}
 SIGMA = {"B1": 0.05, "B2": 0.1}
 
@@ -156,6 +159,7 @@ def main():
     n = 1200 if args.problem == "B2" else 20
     steps = math.ceil(n / args.batch_size)
     lines = [
+        f"CPU: {cpu_model()}", "",
         f"{args.problem}, double precision, one thread on one core, batch {args.batch_size} ({steps} Adam steps per "
         f"epoch), learning rate {args.learning_rate:g}; CPU seconds:", "",
         "| task | uqnn | PyTorch | ratio (PyTorch / uqnn) |", "| --- | --- | --- | --- |",

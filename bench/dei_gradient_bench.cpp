@@ -19,6 +19,7 @@
 
 #include "bench_problems.hpp"
 #include "uqnn/core/rng.hpp"
+#include "host.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   using namespace uqnn::bench;
   Eigen::setNbThreads(1);
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("cpu_model", uqnn::bench::cpu_model());
   std::filesystem::path export_dir;
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {

@@ -25,6 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
 from gradient_vs_torch_jax import emit_table, fmt_time, single_thread_env, time_median, uqnn_times  # noqa: E402
 
 DATA_SETS = ["yacht", "energy", "concrete", "airfoil", "bike_sharing", "protein"]
@@ -133,7 +134,7 @@ def main():
         "One log density + gradient of the Table 3 posterior (training part of split 0), CPU time per evaluation, one "
         "thread pinned to one core. uqnn: Google Benchmark, median of 5 repetitions; JAX: median of 7 batches of a "
         f"compiled loop of {STEPS} gradient steps (as NumPyro's NUTS runs them), per step. JAX {jax_results['version']}. "
-        f"Host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz.",
+        f"CPU: {cpu_model()}, {context.get('num_cpus', '?')} CPUs at {context.get('mhz_per_cpu', '?')} MHz.",
     ]
     emit_table("\n".join(lines + notes) + "\n", args.out)
 

@@ -16,6 +16,7 @@
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/optim/gaussian_process_fit.hpp"
+#include "host.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -92,6 +93,7 @@ BENCHMARK(BM_Fsghmc)->Unit(benchmark::kMicrosecond);
 int main(int argc, char** argv) {
   using namespace uqnn::bench;
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("cpu_model", uqnn::bench::cpu_model());
   CpuTimeCollector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
   const auto& t = collector.cpu_time();

@@ -16,6 +16,7 @@
 #include <map>
 
 #include "bench_problems.hpp"
+#include "host.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -215,6 +216,7 @@ int main(int argc, char** argv) {
   using namespace uqnn::bench;
   Eigen::setNbThreads(1);
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("cpu_model", uqnn::bench::cpu_model());
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
   if (!dir) {

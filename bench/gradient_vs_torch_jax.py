@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
+
 PROBLEMS = {  # id: (widths, sigma)
     "B1": ([1, 10, 10, 1], 0.05),
     "B2": ([5, 16, 16, 1], 0.1),
@@ -316,7 +319,7 @@ def main():
         f"Machine rates measured in the same run: dgemm {d3['dgemm_gflops']:.1f} GFLOP/s (best of the problems' "
         f"GEMM shapes and 256^3), tanh {d3['tanh_gps']:.3f} G/s (uqnn's vectorised double tanh). "
         f"FLOP lower bound = 3 x 2 x N x sum(fan_in x fan_out) / dgemm rate + N x sum(hidden) / tanh rate. "
-        f"Host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs at "
+        f"CPU: {cpu_model()}, {context.get('num_cpus', '?')} CPUs at "
         f"{context.get('mhz_per_cpu', '?')} MHz.",
     ]
     emit_table("\n".join(lines + detail + notes) + "\n", args.out)

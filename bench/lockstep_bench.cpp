@@ -26,26 +26,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_problems.hpp"
+#include "host.hpp"
 #include "uqnn/approx/ensemble.hpp"
 
 namespace uqnn::bench {
 namespace {
-
-/// /proc/cpuinfo's model name and CPU family (26 = AMD Zen 5, 25 = Zen 4), and whether AVX-512 is there.
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string model = "unknown", family = "?", avx512 = "no AVX-512";
-  for (std::string line; std::getline(in, line);) {
-    const std::string value = line.find(':') == std::string::npos ? "" : line.substr(line.find(':') + 2);
-    if (line.rfind("model name", 0) == 0) model = value;
-    if (line.rfind("cpu family", 0) == 0) family = value;
-    if (line.rfind("flags", 0) == 0) {
-      if (value.find("avx512f") != std::string::npos) avx512 = "AVX-512";
-      break;
-    }
-  }
-  return model + ", CPU family " + family + ", " + avx512;
-}
 
 /// CPU seconds per call of f: the best of 15 timings of `inner` calls (at least ~20 ms each).
 template <typename F>

@@ -8,17 +8,12 @@ import argparse
 import json
 import os
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
 
 CONFIGS = [(4, 1000, "float64"), (4, 1000, "float32"), (12, 300, "float64"), (12, 300, "float32")]
-
-
-def cpu_model():
-    info = {}
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
-    return f"{info.get('model name', '?')}, CPU family {info.get('cpu family', '?')}"
 
 
 def main():

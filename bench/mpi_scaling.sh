@@ -18,6 +18,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cores=$(nproc)
+# The host kind decides the figures: one line naming it before the measurements.
+python3 -c "import json, sys, time; sys.path.insert(0, sys.argv[1]); from bench_util import cpu_model
+print(json.dumps({'what': 'host', 'cpu': cpu_model(), 'cores': int(sys.argv[2]), 'date': time.strftime('%Y-%m-%d')}))" \
+  "$here" "$cores" | tee -a "$out"
 
 for spec in "1 1" "1 2" "2 1" "4 1"; do
   read -r ranks threads <<< "$spec"

@@ -28,6 +28,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
+
 PROBLEMS = {  # id: (widths, sigma, HMC step size of BENCHMARKS.md)
     "B1": ([1, 10, 10, 1], 0.05, 1.5e-3),
     "B2": ([5, 16, 16, 1], 0.1, 7e-4),
@@ -265,7 +268,7 @@ def main():
     tools = [t for t in args.tools.split(",") if t]
     bench_bin = os.path.join(args.build, "bench", "samplers_bench")
     one_core, two_cores = ["taskset", "-c", args.core], ["taskset", "-c", args.cores]
-    lines = []
+    lines = [f"CPU: {cpu_model()}", ""]
     os.makedirs(args.results, exist_ok=True)
 
     if not args.skip_hmc:

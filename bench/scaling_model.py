@@ -25,6 +25,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import cpu_model  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # CPU seconds per gradient, float32, one thread (docs/dei-mcmc.md, measured 2026-11-23, idle machine).
 g = {"yacht": 5.81e-6, "energy": 14.3e-6, "concrete": 18.6e-6, "airfoil": 24.4e-6,
@@ -88,6 +91,7 @@ def human(s):
 
 
 def main():
+    print(f"CPU: {cpu_model()}\n")
     a2 = allreduce_latency()
     print(f"all_reduce_sum latency at 467 doubles, 2 ranks: {a2 * 1e6:.1f} us\n")
     for name, (warmup, draws) in CONFIGS.items():

@@ -22,6 +22,7 @@
 #include "uqnn/hybrid/sensitivity.hpp"
 #include "uqnn/nn/deeponet.hpp"
 #include "uqnn/prob/views.hpp"
+#include "host.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -135,6 +136,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(names.back().c_str(), BM_Gradient, &c)->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("cpu_model", uqnn::bench::cpu_model());
   CpuTimeCollector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
   std::printf("\n| problem | subset | sampled | CPU us / gradient | ratio to full gradient |\n| --- | --- | --- | --- | --- |\n");
