@@ -9,17 +9,18 @@
 // product Z = W A (100x100 by 100x1000), the input gradient W^T dZ, and the weight gradient
 // dZ A^T over a block of 256 examples (DenseStack sums it block by block); 256^3 as a square
 // reference; and Table 3's 16-wide layer over bike sharing's ~14,000 training rows.
-// Run: build/bench/gemm_libraries_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Run: build/bench/gemm_libraries_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // (figures in docs/performance.md, "Dense products: Eigen, OpenBLAS, BLIS").
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
 #include <Eigen/Dense>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "uqnn/nn/narrow_product.hpp"
 #include "host.hpp"
+#include "uqnn/nn/narrow_product.hpp"
 
 namespace uqnn::bench {
 namespace {
@@ -31,14 +32,20 @@ template <typename T>
 using CblasGemm = void (*)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
 
 struct BlasLibrary {
-  std::string name;
+  std::string name, debian_package;
   CblasGemm<double> dgemm = nullptr;
   CblasGemm<float> sgemm = nullptr;
+  template <typename T>
+  CblasGemm<T> gemm() const {
+    if constexpr (std::is_same_v<T, double>) return dgemm;
+    else return sgemm;
+  }
 };
 
 /// Opens the first of `paths` that exists and sets it to one thread with `set_threads` (if it has it).
-BlasLibrary open_library(const std::string& name, const std::vector<std::string>& paths, const char* set_threads) {
-  BlasLibrary lib{name};
+BlasLibrary open_library(const std::string& name, const std::string& debian_package, const std::vector<std::string>& paths,
+                         const char* set_threads) {
+  BlasLibrary lib{name, debian_package};
   for (const auto& path : paths) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) continue;
@@ -67,18 +74,14 @@ constexpr Shape kShapes[] = {
 };
 
 template <typename T>
-using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-
-template <typename T>
 struct Operands {
-  Matrix<T> A, B, C;
+  MatT<T> A, B, C;
   explicit Operands(const Shape& s)
-      : A(s.trans_a ? Matrix<T>::Random(s.k, s.m) : Matrix<T>::Random(s.m, s.k)),
-        B(s.trans_b ? Matrix<T>::Random(s.n, s.k) : Matrix<T>::Random(s.k, s.n)),
+      : A(s.trans_a ? MatT<T>::Random(s.k, s.m) : MatT<T>::Random(s.m, s.k)),
+        B(s.trans_b ? MatT<T>::Random(s.n, s.k) : MatT<T>::Random(s.k, s.n)),
         C(s.m, s.n) {}
 };
 
-template <typename T>
 void set_flops(benchmark::State& state, const Shape& s) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * s.m * s.n * s.k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -92,7 +95,7 @@ void BM_Eigen(benchmark::State& state, Shape s) {
     else o.C.noalias() = o.A * o.B;
     benchmark::DoNotOptimize(o.C.data());
   }
-  set_flops<T>(state, s);
+  set_flops(state, s);
 }
 
 /// What uqnn's network runs for a forward product (W row-major, as in theta): NarrowKernel for
@@ -106,7 +109,7 @@ void BM_UqnnForward(benchmark::State& state, Shape s) {
     detail::weight_product<T>(o.A.data(), s.m, s.k, input, nullptr, C);
     benchmark::DoNotOptimize(C.data());
   }
-  set_flops<T>(state, s);
+  set_flops(state, s);
 }
 
 template <typename T>
@@ -118,31 +121,34 @@ void BM_Cblas(benchmark::State& state, Shape s, CblasGemm<T> gemm) {
          o.B.data(), ldb, T(0), o.C.data(), s.m);
     benchmark::DoNotOptimize(o.C.data());
   }
-  set_flops<T>(state, s);
+  set_flops(state, s);
 }
 
 /// A forward layer product: the weight transposed in column-major terms (row-major W), as m x k.
 bool forward(const Shape& s) { return s.trans_a && !s.trans_b; }
 
+template <typename T>
+void register_precision(const Shape& s, const std::vector<BlasLibrary>& libraries) {
+  const std::string suffix = std::string(std::is_same_v<T, double> ? "/double/" : "/float/") + s.label;
+  benchmark::RegisterBenchmark(("eigen" + suffix).c_str(), BM_Eigen<T>, s)->Unit(benchmark::kMicrosecond);
+  if (forward(s)) benchmark::RegisterBenchmark(("uqnn_layer" + suffix).c_str(), BM_UqnnForward<T>, s)->Unit(benchmark::kMicrosecond);
+  for (const auto& lib : libraries)
+    if (auto gemm = lib.gemm<T>()) benchmark::RegisterBenchmark((lib.name + suffix).c_str(), BM_Cblas<T>, s, gemm)->Unit(benchmark::kMicrosecond);
+}
+
 void register_all() {
   const std::string lib_dir = "/usr/lib/x86_64-linux-gnu/";
-  const BlasLibrary libraries[] = {
-      open_library("openblas", {lib_dir + "openblas-serial/libopenblas.so.0", "libopenblas.so.0"}, "openblas_set_num_threads"),
-      open_library("blis", {lib_dir + "blis-serial/libblis.so.4", "libblis.so.4"}, "bli_thread_set_num_threads"),
+  const std::vector<BlasLibrary> libraries = {
+      open_library("openblas", "libopenblas0-serial", {lib_dir + "openblas-serial/libopenblas.so.0", "libopenblas.so.0"},
+                   "openblas_set_num_threads"),
+      open_library("blis", "libblis4-serial", {lib_dir + "blis-serial/libblis.so.4", "libblis.so.4"}, "bli_thread_set_num_threads"),
   };
   for (const Shape& s : kShapes) {
-    const std::string shape = s.label;
-    benchmark::RegisterBenchmark(("eigen/double/" + shape).c_str(), BM_Eigen<double>, s)->Unit(benchmark::kMicrosecond);
-    if (forward(s)) benchmark::RegisterBenchmark(("uqnn_layer/double/" + shape).c_str(), BM_UqnnForward<double>, s)->Unit(benchmark::kMicrosecond);
-    for (const auto& lib : libraries)
-      if (lib.dgemm) benchmark::RegisterBenchmark((lib.name + "/double/" + shape).c_str(), BM_Cblas<double>, s, lib.dgemm)->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("eigen/float/" + shape).c_str(), BM_Eigen<float>, s)->Unit(benchmark::kMicrosecond);
-    if (forward(s)) benchmark::RegisterBenchmark(("uqnn_layer/float/" + shape).c_str(), BM_UqnnForward<float>, s)->Unit(benchmark::kMicrosecond);
-    for (const auto& lib : libraries)
-      if (lib.sgemm) benchmark::RegisterBenchmark((lib.name + "/float/" + shape).c_str(), BM_Cblas<float>, s, lib.sgemm)->Unit(benchmark::kMicrosecond);
+    register_precision<double>(s, libraries);
+    register_precision<float>(s, libraries);
   }
   for (const auto& lib : libraries)
-    if (!lib.dgemm) benchmark::AddCustomContext("skipped_" + lib.name, "not installed (Debian: lib" + lib.name + (lib.name == "blis" ? "4" : "0") + "-serial)");
+    if (!lib.dgemm) benchmark::AddCustomContext("skipped_" + lib.name, "not installed (Debian: " + lib.debian_package + ")");
 }
 
 }  // namespace
