@@ -8,7 +8,6 @@
 // (medians in docs/performance.md, "Activations"). Rates are per CPU second (items_per_second).
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <random>
 #include <string>
 
