@@ -73,9 +73,9 @@ std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Inde
   if (stats.divergences > 0 && stats.num_draws > 0) {
     out.push_back({"divergences",
                    fmt::format("{} of {} draws ({:.1f}%) ended in a divergent transition: the sampler cannot follow the "
-                               "posterior's curvature there, and the draws may be biased. Raise the target acceptance rate "
-                               "(--target-accept) or reparameterise the model.",
-                               stats.divergences, stats.num_draws, percent(stats.divergences, stats.num_draws))});
+                               "posterior's curvature there, and the draws may be biased. {}",
+                               stats.divergences, stats.num_draws, percent(stats.divergences, stats.num_draws),
+                               stats.divergence_remedy)});
   }
 
   // Maximum tree depth (Stan warns on any; we on more than a fraction of the draws).

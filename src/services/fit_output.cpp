@@ -107,7 +107,9 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
-  const RunSummary summary = summarize_run(post, r.draws, probe_inputs(o.data, o.split.train), o.standardizer, 5, o.config.method_settings.value("max_depth", 0));
+  const nlohmann::json& settings = o.config.method_settings;
+  const RunSummary summary = summarize_run(post, r.draws, probe_inputs(o.data, o.split.train), o.standardizer, 5,
+                                           settings.value("max_depth", 0), divergence_remedy(settings));
   write_json(dir / "diagnostics.json", summary.to_json());
   atomic_write_text(dir / "diagnostics.txt", summary.format() + diagnostics::format_warnings(summary.warnings));
   report.files.push_back(dir / "diagnostics.json");

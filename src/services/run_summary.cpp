@@ -11,7 +11,7 @@
 namespace uqnn {
 
 RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& probe_inputs, const Standardizer& standardizer,
-                         Index worst_k, int max_depth) {
+                         Index worst_k, int max_depth, const std::string& divergence_remedy) {
   require(!draws.empty(), "number of draws", ">= 1");
   RunSummary summary;
   const auto add = [&](const std::string& name, const std::vector<double>& values) {
@@ -95,9 +95,26 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
   sampler.max_depth = max_depth;
   sampler.draws_at_max_depth = summary.draws_at_max_depth;
   sampler.e_bfmi = summary.e_bfmi;
+  if (!divergence_remedy.empty()) sampler.divergence_remedy = divergence_remedy;
   summary.warnings = diagnostics::few_draws_warnings(summary.num_draws);
   for (auto& w : diagnostics::convergence_warnings(judged, summary.num_chains, sampler)) summary.warnings.push_back(std::move(w));
   return summary;
+}
+
+std::string divergence_remedy(const nlohmann::json& method_settings) {
+  const bool has_step_size = method_settings.contains("step_size");
+  const bool adapts = method_settings.value("adapt", false);
+  if (has_step_size && method_settings.contains("adapt") && !adapts)  // a fixed step: warmup changes nothing
+    return "Lower the step size (--step-size) or reparameterise the model.";
+  if (method_settings.contains("target_accept"))
+    return "Raise the target acceptance rate (--target-accept) or reparameterise the model.";
+  if (method_settings.contains("mclmc_energy_variance"))
+    return "Lower the energy-error target (--mclmc-energy-variance; warmup then tunes a smaller step size) or "
+           "reparameterise the model.";
+  if (adapts)  // MALA: the step size is adapted to a fixed acceptance rate
+    return "Reparameterise the model, or set a smaller step size and keep it fixed (--no-adapt --step-size).";
+  if (has_step_size) return "Lower the step size (--step-size) or reparameterise the model.";
+  return "Check the data and the prior for values where the log density is not finite, or reparameterise the model.";
 }
 
 nlohmann::json RunSummary::to_json() const {

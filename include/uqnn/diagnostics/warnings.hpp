@@ -30,6 +30,9 @@ struct SamplerStatsSummary {
   int max_depth = 0;            ///< the sampler's maximum tree depth; 0 for samplers without a tree
   Index draws_at_max_depth = 0; ///< post-warmup draws whose tree reached max_depth
   std::vector<double> e_bfmi;   ///< per chain (empty for samplers without an energy)
+  /// What the divergence warning tells the user to do: it depends on the sampler's own settings
+  /// (services/run_summary.hpp's divergence_remedy). Stan's advice by default, for CSVs of unknown origin.
+  std::string divergence_remedy = "Raise the target acceptance rate (--target-accept) or reparameterise the model.";
 };
 
 /// The thresholds, with Stan's and NumPyro's defaults.

@@ -3,7 +3,10 @@
 /// R-hat misleads (permutation and sign symmetries, seed 003), so the table shows function-space
 /// rows — lp__, the training log-likelihood, predictions at probe inputs — and only the k weights
 /// with the worst R-hat, plus E-BFMI and divergence counts.
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "uqnn/data/standardizer.hpp"
 #include "uqnn/diagnostics/summary.hpp"
@@ -34,7 +37,16 @@ struct RunSummary {
 /// statistics when the draws have them, else evaluated. Probe inputs are in original units;
 /// predictions are reported in original units. `max_depth` is the sampler's maximum tree depth
 /// (NUTS), 0 for samplers without a tree.
+/// `divergence_remedy` is the advice of the divergence warning (divergence_remedy below; empty: Stan's).
 RunSummary summarize_run(const Posterior& posterior, const Draws& draws, const Mat& probe_inputs, const Standardizer& standardizer,
-                         Index worst_k = 5, int max_depth = 0);
+                         Index worst_k = 5, int max_depth = 0, const std::string& divergence_remedy = {});
+
+/// What to do about divergences, by the flags the method has (its settings, defaults filled in):
+/// with a fixed step (--no-adapt, SG-MCMC) lower --step-size; samplers with a warmup target
+/// acceptance raise it (--target-accept); MCLMC lowers its energy-error target
+/// (--mclmc-energy-variance), which its tuning turns into a smaller step; MALA, whose step is adapted
+/// to a fixed acceptance, fixes a smaller one; the rest (adaptive Metropolis: a proposal where the
+/// density is not finite) point at the model, data and prior.
+std::string divergence_remedy(const nlohmann::json& method_settings);
 
 }  // namespace uqnn

@@ -2,6 +2,7 @@
 
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/nn/mlp.hpp"
+#include "uqnn/services/fit.hpp"
 #include "uqnn/services/run_summary.hpp"
 
 namespace uqnn {
@@ -57,6 +58,7 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   EXPECT_EQ(r.warnings[0].message.find("layer1"), std::string::npos) << r.warnings[0].message;
   EXPECT_EQ(r.warnings[1].message.find("layer1"), std::string::npos) << r.warnings[1].message;
   EXPECT_NE(r.warnings[2].message.find("8 of 400 draws"), std::string::npos) << r.warnings[2].message;
+  EXPECT_NE(r.warnings[2].message.find("(--target-accept)"), std::string::npos) << r.warnings[2].message;  // the default advice
   EXPECT_NE(r.warnings[3].message.find("100 of 400 draws (25.0%"), std::string::npos) << r.warnings[3].message;
   const nlohmann::json j = r.to_json();
   ASSERT_EQ(j["warnings"].size(), 4u);
@@ -64,15 +66,39 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
   EXPECT_EQ(j["draws_at_max_depth"], 100);
   EXPECT_NE(r.format().find("at max tree depth 10: 100 draws"), std::string::npos) << r.format();
   // Without a maximum depth (samplers without trees) nothing is counted or said.
-  const RunSummary no_tree = summarize_run(post, draws, probe, identity, 1);
+  const RunSummary no_tree = summarize_run(post, draws, probe, identity, 1, 0, "Lower the step size (--step-size).");
   EXPECT_EQ(no_tree.draws_at_max_depth, 0);
-  EXPECT_EQ(no_tree.warnings.size(), 3u);
+  ASSERT_EQ(no_tree.warnings.size(), 3u);
+  EXPECT_NE(no_tree.warnings[2].message.find("may be biased. Lower the step size (--step-size)."), std::string::npos)
+      << no_tree.warnings[2].message;
+  EXPECT_EQ(no_tree.warnings[2].message.find("--target-accept"), std::string::npos) << no_tree.warnings[2].message;
   // One draw per chain: NaN diagnostics, no E-BFMI, no exception.
   const RunSummary tiny = summarize_run(post, first, probe, identity, 1, 10);
   EXPECT_TRUE(std::isnan(tiny.rows[0].r_hat));
   EXPECT_TRUE(tiny.e_bfmi.empty());
   ASSERT_FALSE(tiny.warnings.empty());
   EXPECT_EQ(tiny.warnings[0].code, "few_draws");
+}
+
+// The divergence warning's advice names a flag the method has: SG-MCMC has no target acceptance to
+// raise (its step is fixed), MCLMC tunes its step from an energy-error target.
+TEST(RunSummary, DivergenceAdviceNamesAFlagOfTheMethod) {
+  const auto advice = [](nlohmann::json options) {
+    return divergence_remedy(fit_config_from_options(options).method_settings);
+  };
+  const auto expect_flag = [&](const nlohmann::json& options, const std::string& flag) {
+    const std::string text = advice(options);
+    EXPECT_NE(text.find(flag), std::string::npos) << options.dump() << ": " << text;
+  };
+  for (const std::string method : {"nuts", "hmc", "dei-nuts", "vi-hmc"}) expect_flag({{"method", method}}, "(--target-accept)");
+  for (const std::string method : {"mclmc", "mile"}) expect_flag({{"method", method}}, "(--mclmc-energy-variance;");
+  for (const std::string method : {"sgld", "sghmc", "psgld", "fsgld", "fsghmc"}) expect_flag({{"method", method}}, "(--step-size)");
+  expect_flag({{"method", "mala"}}, "(--no-adapt --step-size)");
+  // Without adaptation raising the target acceptance changes nothing: the step itself must shrink.
+  for (const std::string method : {"nuts", "hmc", "mala"})
+    expect_flag({{"method", method}, {"adapt", false}, {"step_size", 0.1}}, "Lower the step size (--step-size)");
+  for (const std::string method : {"amcmc", "slice"})
+    EXPECT_EQ(advice({{"method", method}}).find("--"), std::string::npos) << method << ": " << advice({{"method", method}});
 }
 
 // vi-hmc fixes most coordinates at the VI means: they are constant in every draw, have no R-hat,
