@@ -8,7 +8,8 @@
 // Shapes: B3's 100-wide hidden layer over N = 1000 examples, as DenseStack computes it: the forward
 // product Z = W A (100x100 by 100x1000), the input gradient W^T dZ, and the weight gradient
 // dZ A^T over a block of 256 examples (DenseStack sums it block by block); 256^3 as a square
-// reference; and Table 3's 16-wide layer over bike sharing's ~14,000 training rows.
+// reference; Table 3's 16-wide layer over bike sharing's ~14,000 training rows, and its 2-output
+// last layer (uqnn: few_rows_product) over airfoil's and bike sharing's rows.
 // Run: build/bench/gemm_libraries_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // (figures in docs/performance.md, "Dense products: Eigen, OpenBLAS, BLIS").
 #include <benchmark/benchmark.h>
@@ -71,6 +72,9 @@ constexpr Shape kShapes[] = {
     {"B3_weight_grad_dZ_At_256", 100, 100, 256, false, true},
     {"square_256", 256, 256, 256, false, false},
     {"table3_forward_16x14000", 16, 14000, 16, true, false},
+    // Table 3's heteroscedastic output layer (2 x 16) over airfoil's and bike sharing's rows.
+    {"table3_output_2x1202", 2, 1202, 16, true, false},
+    {"table3_output_2x14000", 2, 14000, 16, true, false},
 };
 
 template <typename T>

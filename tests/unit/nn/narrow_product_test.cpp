@@ -69,6 +69,50 @@ void check_products(double tolerance) {
   }
 }
 
+// few_rows_product reduces a packet's worth of dot products at once (transposed_predux, AVX-512):
+// bit for bit what one predux per output and example gives, the sums the forward pass had before
+// (so draws do not change). The reference is that per-element code, written out here.
+template <typename T>
+void check_few_rows_bitwise() {
+  namespace ei = Eigen::internal;
+  using Kernel = detail::NarrowKernel<T>;
+  using Packet = typename Kernel::Packet;
+  const Index P = Kernel::kPacket;
+  if (!Kernel::kVectorised) GTEST_SKIP() << "no SIMD packets";
+  Rng rng(11);
+  for (Index rows : {Index(1), Index(2), Index(3), Index(4)})
+    for (Index K : {P, 2 * P, 3 * P, P + 3})
+      for (Index n : {Index(1), Index(7), Index(16), Index(33), Index(250)})
+        for (bool with_bias : {true, false}) {
+          if (rows >= P) continue;
+          SCOPED_TRACE(::testing::Message() << "rows " << rows << " K " << K << " n " << n << " bias " << with_bias);
+          // Values of mixed magnitude, so that a different order of the additions shows in the bits.
+          RowMajorMatT<T> W = random_matrix<T>(rng, rows, K);
+          MatT<T> B = random_matrix<T>(rng, K, n);
+          for (Index i = 0; i < B.size(); i += 3) B.data()[i] *= T(1e4);
+          const VecT<T> bias = random_matrix<T>(rng, rows, 1);
+          MatT<T> C;
+          detail::few_rows_product(W.data(), rows, K, B, with_bias ? bias.data() : nullptr, C);
+          ASSERT_EQ(C.rows(), rows);
+          ASSERT_EQ(C.cols(), n);
+          const Index whole = K / P * P;
+          for (Index j = 0; j < n; ++j)
+            for (Index o = 0; o < rows; ++o) {
+              const T* w = W.data() + o * K;
+              const T* b = B.data() + j * K;
+              Packet sum = ei::pmul(ei::ploadu<Packet>(w), ei::ploadu<Packet>(b));
+              for (Index k = P; k < whole; k += P) sum = ei::pmadd(ei::ploadu<Packet>(w + k), ei::ploadu<Packet>(b + k), sum);
+              T value = ei::predux(sum);
+              for (Index k = whole; k < K; ++k) value += w[k] * b[k];
+              if (with_bias) value += bias[o];
+              ASSERT_EQ(C(o, j), value) << "output " << o << " example " << j;
+            }
+        }
+}
+
+TEST(NarrowProduct, FewRowsDoubleIsBitwiseOnePreduxPerOutput) { check_few_rows_bitwise<double>(); }
+TEST(NarrowProduct, FewRowsFloatIsBitwiseOnePreduxPerOutput) { check_few_rows_bitwise<float>(); }
+
 TEST(NarrowProduct, DoubleAgreesWithEigen) { check_products<double>(1e-15); }
 TEST(NarrowProduct, FloatAgreesWithEigen) { check_products<float>(1e-6); }
 
