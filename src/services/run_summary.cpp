@@ -104,16 +104,15 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
 std::string divergence_remedy(const nlohmann::json& method_settings) {
   const bool has_step_size = method_settings.contains("step_size");
   const bool adapts = method_settings.value("adapt", false);
-  if (has_step_size && method_settings.contains("adapt") && !adapts)  // a fixed step: warmup changes nothing
-    return "Lower the step size (--step-size) or reparameterise the model.";
-  if (method_settings.contains("target_accept"))
-    return "Raise the target acceptance rate (--target-accept) or reparameterise the model.";
+  const std::string lower_step = "Lower the step size (--step-size) or reparameterise the model.";
+  if (has_step_size && method_settings.contains("adapt") && !adapts) return lower_step;  // --no-adapt: warmup changes nothing
+  if (method_settings.contains("target_accept")) return diagnostics::SamplerStatsSummary{}.divergence_remedy;  // Stan's
   if (method_settings.contains("mclmc_energy_variance"))
     return "Lower the energy-error target (--mclmc-energy-variance; warmup then tunes a smaller step size) or "
            "reparameterise the model.";
   if (adapts)  // MALA: the step size is adapted to a fixed acceptance rate
     return "Reparameterise the model, or set a smaller step size and keep it fixed (--no-adapt --step-size).";
-  if (has_step_size) return "Lower the step size (--step-size) or reparameterise the model.";
+  if (has_step_size) return lower_step;  // SG-MCMC: a fixed step
   return "Check the data and the prior for values where the log density is not finite, or reparameterise the model.";
 }
 
