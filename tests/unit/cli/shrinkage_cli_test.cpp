@@ -98,7 +98,7 @@ TEST_F(ShrinkageCli, HorseshoeShrinksIrrelevantInputsAndReloads) {
   for (Index row = 0; row < fitted.num_rows(); ++row) EXPECT_NEAR(again.values(row, m_new), fitted.values(row, m_fit), 1e-9);
 }
 
-TEST_F(ShrinkageCli, ArdRanksTheInputsAndEveryKindRunsUnderNutsAndVi) {
+TEST_F(ShrinkageCli, ArdRanksTheInputs) {
   const std::string data = sparse_csv();
   const fs::path ard = dir_ / "ard";
   // One scale per input shared by its 8 outgoing weights (a linear model's single weight per scale
@@ -126,10 +126,13 @@ TEST_F(ShrinkageCli, ArdRanksTheInputsAndEveryKindRunsUnderNutsAndVi) {
                                             << "its chains have not mixed: " << warnings;
   }
   EXPECT_GE(ranking_chains, 1) << "ARD scales the irrelevant inputs below both real ones";
+}
 
+TEST_F(ShrinkageCli, TheRegularizedHorseshoeRunsUnderNutsAndTheHorseshoeUnderVi) {
+  const std::string data = sparse_csv();
   // The regularized horseshoe per unit on a network, with nuts and with vi (whose KL term is then
   // estimated by Monte Carlo: it has no closed form).
-  r = run_cli("fit --quiet --method nuts --arch 5 --chains 1 --warmup 150 --draws 100 --prior regularized-horseshoe "
+  CliRun r = run_cli("fit --quiet --method nuts --arch 5 --chains 1 --warmup 150 --draws 100 --prior regularized-horseshoe "
               "--shrinkage-groups unit --data " + data + " --out " + (dir_ / "rhs").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NO_THROW(json(dir_ / "rhs" / "model.json")["model"]["shrinkage"]["slab_scale"].get<double>());

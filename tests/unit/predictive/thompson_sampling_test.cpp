@@ -328,6 +328,31 @@ TEST(BanditAgents, FunctionalSgldAtItsDefaultsSamplesTheConjugatePosteriorWithBo
   expect_matches_posterior(draws, chain, 0.3, 0.8, 1.2);
 }
 
+TEST(BanditAgents, FunctionalSgldStepsWithAndWithoutTheWeightPrior) {
+  // A few thousand steps of the fsgld agent with its GP prior, with and without the weight prior:
+  // the path the two long statistical tests around it run, short enough for the sanitizer build
+  // (which leaves those two to the Release suite). Same seed, so only the weight prior's drift can
+  // make the two chains differ.
+  const ConjugateBuffer c;
+  GpHyperparameters hyper;
+  hyper.signal_variance = 0.1;
+  hyper.noise_variance = 0.01;
+  const GaussianProcess gp(GpKernel::Rbf, hyper);
+  std::vector<Vec> last;
+  for (const bool weight_prior : {true, false}) {
+    Rng rng(43);
+    BanditAgentParams params;
+    params.kind = "fsgld";
+    params.fsgld_weight_prior = weight_prior;
+    auto agent = make_bandit_agent(c.model, c.prior, params, rng, &gp);
+    for (Index step = 0; step < 2000; ++step) agent->learn(rng, c.buffer, 0);
+    EXPECT_EQ(agent->divergences(), 0);
+    last.push_back(agent->thompson_draw(rng));
+    EXPECT_TRUE(last.back().allFinite());
+  }
+  EXPECT_GT((last[0] - last[1]).norm(), 1e-6) << "the weight prior does not change the chain";
+}
+
 /// Mean over the first layer's weights on input 0 of their squares, averaged over draws taken every
 /// 100 steps after the first `burn_in` of `steps`.
 double mean_square_of_free_weights(BanditAgent& agent, const Model& model, const ReplayBuffer& buffer, Rng& rng,
