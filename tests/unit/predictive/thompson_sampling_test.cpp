@@ -250,6 +250,14 @@ TEST(BanditAgents, FunctionalSgldNeedsItsGpAndUnknownKindsAreErrors) {
   EXPECT_THROW(make_bandit_agent(c.model, c.prior, params, rng), std::invalid_argument);
 }
 
+/// The fsgld agents' GP prior on the conjugate buffer: RBF, signal variance 0.1, noise variance 0.01.
+GaussianProcess conjugate_buffer_gp() {
+  GpHyperparameters hyper;
+  hyper.signal_variance = 0.1;
+  hyper.noise_variance = 0.01;
+  return GaussianProcess(GpKernel::Rbf, hyper);
+}
+
 TEST(BanditAgents, FunctionalSgldAtItsDefaultsSamplesTheConjugatePosteriorWithBothPriors) {
   // The linear model on the correlated, badly scaled buffer. fsgld's drift is the minibatch
   // likelihood, the weight prior N(0, I) and the GP prior at 40 buffer inputs drawn every step. On a
@@ -257,10 +265,7 @@ TEST(BanditAgents, FunctionalSgldAtItsDefaultsSamplesTheConjugatePosteriorWithBo
   // covariance (K + noise + jitter, as the agent factorises it). Averaged over X_M it adds the
   // precision E[J_M^T C_M^-1 J_M] to the conjugate posterior's.
   const ConjugateBuffer c;
-  GpHyperparameters hyper;
-  hyper.signal_variance = 0.1;
-  hyper.noise_variance = 0.01;
-  const GaussianProcess gp(GpKernel::Rbf, hyper);
+  const GaussianProcess gp = conjugate_buffer_gp();
   BanditAgentParams params;  // defaults: 40 measurement points, jitter 1e-4, the weight prior kept
   params.kind = "fsgld";
   const FunctionalPrior functional(c.model, gp, params.gp_jitter, /*include_noise=*/true);
@@ -334,10 +339,7 @@ TEST(BanditAgents, FunctionalSgldStepsWithAndWithoutTheWeightPrior) {
   // (which leaves those two to the Release suite). Same seed, so only the weight prior's drift can
   // make the two chains differ.
   const ConjugateBuffer c;
-  GpHyperparameters hyper;
-  hyper.signal_variance = 0.1;
-  hyper.noise_variance = 0.01;
-  const GaussianProcess gp(GpKernel::Rbf, hyper);
+  const GaussianProcess gp = conjugate_buffer_gp();
   std::vector<Vec> last;
   for (const bool weight_prior : {true, false}) {
     Rng rng(43);
