@@ -234,7 +234,7 @@ void dense_backward(const DenseStackSpec& spec, const T* theta, const DenseStack
           g[k] += delta_t.col(k / in).dot(input_t.col(k % in));
         }
       }
-      if (!active || !active->empty()) db.noalias() += delta->rowwise().sum();
+      if (!active || !active->empty()) detail::add_row_sums<T>(db, *delta);
     }
     if (l > lowest || d_input) {
       // W^T delta: W^T is [in, out] column-major, which is W's row-major storage as it stands.

@@ -460,6 +460,43 @@ bool add_transposed_product(RowMajorGradient&& G, const MatT<T>& D, const MatT<T
   return true;
 }
 
+/// db += D 1, a layer's bias gradient: the row sums of D [rows x n] (column-major) over the n
+/// examples. Eigen's rowwise().sum() runs each row as one chain of scalar adds, each waiting for
+/// the last (seed 003's 2-output layer over airfoil's 1,202 examples: 5% of a float32 gradient on
+/// a Zen 4 host). Here D's storage is added a packet at a time into four accumulators when a packet
+/// holds whole columns (rows divides the packet size: lane t sums row t % rows), else a column at
+/// a time. The order of the additions differs from a row's left-to-right one; it is fixed, so every
+/// run gives the same sums.
+template <typename T, typename BiasGradient>
+void add_row_sums(BiasGradient&& db, const MatT<T>& D) {
+  using Kernel = NarrowKernel<T>;
+  const Index rows = D.rows(), size = D.size();
+  if (rows == 0 || D.cols() == 0) return;
+  if constexpr (!Kernel::kVectorised) {
+    db.noalias() += D.rowwise().sum();
+  } else if (Kernel::kPacket % rows == 0) {
+    namespace ei = Eigen::internal;
+    using Packet = typename Kernel::Packet;
+    constexpr Index P = Kernel::kPacket;
+    const T* d = D.data();
+    Packet acc[4];
+    for (Packet& a : acc) a = ei::pset1<Packet>(T(0));
+    Index i = 0;
+    for (; i + 4 * P <= size; i += 4 * P)
+      for (Index u = 0; u < 4; ++u) acc[u] = ei::padd(acc[u], ei::ploadu<Packet>(d + i + u * P));
+    for (; i + P <= size; i += P) acc[0] = ei::padd(acc[0], ei::ploadu<Packet>(d + i));
+    alignas(Packet) T lanes[P];
+    ei::pstore(lanes, ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3])));
+    for (Index k = i; k < size; ++k) lanes[k - i] += d[k];  // the tail: whole columns, from lane 0
+    for (Index t = 0; t < P; ++t) db[t % rows] += lanes[t];
+  } else {
+    thread_local VecT<T> sums;
+    sums.setZero(rows);
+    for (Index j = 0; j < D.cols(); ++j) sums += D.col(j);
+    db += sums;
+  }
+}
+
 /// An activated layer's weight and bias gradients in one pass over its cotangent D [rows x n]:
 /// on entry D is the cotangent of the layer's outputs A = act(Z), on return that of Z (D .* act'(Z),
 /// through Activation::derivative(D, A)); db += D 1 and G += D B^T (G row-major [rows x K], B

@@ -1,8 +1,9 @@
 // NarrowKernel's products against Eigen's on every path: whole packets of rows, packets ending in
 // a partial one, fewer rows than a packet (few_rows_product for 1-3 rows; the weight gradient by
 // B's packets when K fits the kernel), more than the kernel takes; column counts that do and do
-// not fill the kernel's column steps; with and without a bias; float and double. The sanitizer
-// build runs this too: a partial packet must neither read nor write past its matrix.
+// not fill the kernel's column steps; with and without a bias; the bias gradient's row sums; float
+// and double. The sanitizer build runs this too: a partial packet must neither read nor write past
+// its matrix.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -63,6 +64,12 @@ void check_products(double tolerance) {
         if (!by_kernel) G.noalias() += D * B.transpose();
         const RowMajorMatT<T> expected_g = G0 + D * B.transpose();
         EXPECT_LE(max_abs_difference(G, expected_g), tolerance * (n + 1)) << "weight gradient";
+        // Bias gradient: db += D 1 into a vector that already holds values.
+        const VecT<T> db0 = random_matrix<T>(rng, rows, 1);
+        VecT<T> db = db0;
+        detail::add_row_sums<T>(db, D);
+        const VecT<T> expected_db = db0 + D.rowwise().sum();
+        EXPECT_LE(max_abs_difference(db, expected_db), tolerance * (n + 1)) << "bias gradient";
       }
   if (Kernel::kVectorised) {
     EXPECT_GT(kernel_shapes, 0) << "no shape went through the kernel";
