@@ -664,14 +664,32 @@ nlohmann::json CliUci::uci_test_metrics(const fs::path& out, const std::string& 
 }
 
 // Issue 20, item 6: laplace-torch's other structures at the CLI's defaults otherwise, on yacht.
+// Over the whole network (kron) the posterior widens the MAP plug-in's intervals to 0.81-1.0
+// coverage on yacht's first 10 splits. Over the last layer only (12 of 192 parameters) it adds
+// little to the learned noise: its 95% coverage is the MAP's, or one test point more, on each of
+// those splits (0.52-0.90, mean 0.77). What it must show is a better predictive density than the
+// MAP's (lower NLL on all 10; split 0: 6.63 against 7.69), no lower coverage, and bands that the
+// weights' posterior widens by a different amount at each input: the learned noise alone gives
+// every row one sd (so does a posterior collapsed to its mean; on split 0 the sds span 0.0926-0.0975).
 TEST_F(CliUci, KroneckerFactoredAndLastLayerLaplaceFitYacht) {
   if (!fs::exists(fs::path(UQNN_SHARED_DIR) / "data/uci/yacht.csv")) GTEST_SKIP() << "no " << UQNN_SHARED_DIR << "/data/uci";
+  const nlohmann::json map = uci_test_metrics(dir_ / "map", "yacht", 0, "--method map");
+  ASSERT_FALSE(map.is_null());
   for (const std::string flags : {"--laplace-structure kron", "--laplace-subset last-layer", "--laplace-structure kron --laplace-subset last-layer"}) {
     const fs::path out = dir_ / std::to_string(std::hash<std::string>{}(flags));
     const nlohmann::json m = uci_test_metrics(out, "yacht", 0, "--method laplace " + flags);
     ASSERT_FALSE(m.is_null()) << flags;
     EXPECT_LT(m["rmse"].get<double>(), 1.0) << flags;
-    EXPECT_GT(m["coverage_95"].get<double>(), 0.8) << flags;
+    EXPECT_LT(m["nll"].get<double>(), map["nll"].get<double>()) << flags;
+    if (flags.find("last-layer") != std::string::npos) {
+      EXPECT_GE(m["coverage_95"].get<double>(), map["coverage_95"].get<double>()) << flags;
+    } else {
+      EXPECT_GT(m["coverage_95"].get<double>(), 0.8) << flags;
+    }
+    const CsvTable predictions = read_predictions(out / "yacht-0" / "predictions.csv");
+    const Index sd = predictions.find_column("y_sd");
+    ASSERT_GE(sd, 0) << flags;
+    EXPECT_GT(predictions.values.col(sd).maxCoeff(), 1.01 * predictions.values.col(sd).minCoeff()) << flags;
     const auto info = json(out / "yacht-0" / "metrics.json")["info"];
     EXPECT_EQ(info["structure"], flags.find("kron") != std::string::npos ? "kron" : "full") << flags;
     EXPECT_EQ(info["subset"], flags.find("last-layer") != std::string::npos ? "last-layer" : "all") << flags;
