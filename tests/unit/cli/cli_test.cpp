@@ -676,12 +676,13 @@ TEST_F(CliUci, KroneckerFactoredAndLastLayerLaplaceFitYacht) {
   const nlohmann::json map = uci_test_metrics(dir_ / "map", "yacht", 0, "--method map");
   ASSERT_FALSE(map.is_null());
   for (const std::string flags : {"--laplace-structure kron", "--laplace-subset last-layer", "--laplace-structure kron --laplace-subset last-layer"}) {
+    const bool last_layer = flags.find("last-layer") != std::string::npos;
     const fs::path out = dir_ / std::to_string(std::hash<std::string>{}(flags));
     const nlohmann::json m = uci_test_metrics(out, "yacht", 0, "--method laplace " + flags);
     ASSERT_FALSE(m.is_null()) << flags;
     EXPECT_LT(m["rmse"].get<double>(), 1.0) << flags;
     EXPECT_LT(m["nll"].get<double>(), map["nll"].get<double>()) << flags;
-    if (flags.find("last-layer") != std::string::npos) {
+    if (last_layer) {
       EXPECT_GE(m["coverage_95"].get<double>(), map["coverage_95"].get<double>()) << flags;
     } else {
       EXPECT_GT(m["coverage_95"].get<double>(), 0.8) << flags;
@@ -692,9 +693,9 @@ TEST_F(CliUci, KroneckerFactoredAndLastLayerLaplaceFitYacht) {
     EXPECT_GT(predictions.values.col(sd).maxCoeff(), 1.01 * predictions.values.col(sd).minCoeff()) << flags;
     const auto info = json(out / "yacht-0" / "metrics.json")["info"];
     EXPECT_EQ(info["structure"], flags.find("kron") != std::string::npos ? "kron" : "full") << flags;
-    EXPECT_EQ(info["subset"], flags.find("last-layer") != std::string::npos ? "last-layer" : "all") << flags;
+    EXPECT_EQ(info["subset"], last_layer ? "last-layer" : "all") << flags;
     // last-layer: the 10 weights and the bias of the output layer (--arch 10,10), and the learned noise.
-    if (flags.find("last-layer") != std::string::npos) {
+    if (last_layer) {
       EXPECT_EQ(info["active_parameters"], 12) << flags;
     }
     EXPECT_GT(info["tuning"]["log_marginal_likelihood_after"].get<double>(), info["tuning"]["log_marginal_likelihood_before"].get<double>());
