@@ -1,5 +1,5 @@
 // uqnn's side of bench/approx_vs_torch.sh (issue 4 item 10): Bayes-by-backprop VI epochs and
-// deep-ensemble member fits on a benchmark problem of ../shared/BENCHMARKS.md (B2 by default),
+// deep-ensemble member fits on a benchmark problem of data/bench/README.md (B2 by default),
 // through the library's fit_bayes_by_backprop and fit_deep_ensemble (the code path of
 // `uqnn fit --method vi|ens`), one thread.
 //
@@ -32,7 +32,7 @@ struct Options {
 
 void add_options(CLI::App& app, Options& o) {
   app.add_option("method", o.method, "vi | ens")->required()->check(CLI::IsMember({"vi", "ens"}));
-  app.add_option("--problem", o.problem, "B1 | B2 | B3 of ../shared/BENCHMARKS.md")->capture_default_str();
+  app.add_option("--problem", o.problem, "B1 | B2 | B3 of data/bench/README.md")->capture_default_str();
   app.add_option("--epochs", o.epochs)->capture_default_str();
   app.add_option("--batch-size", o.batch_size)->capture_default_str();
   app.add_option("--samples", o.samples, "vi: draws per step")->capture_default_str();
@@ -42,9 +42,9 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 int run(const Options& o) {
-  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
+  const auto dir = bench_data_dir(UQNN_DATA_DIR);
   if (!dir) {
-    std::cerr << "approx_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
+    std::cerr << "approx_bench: no benchmark data in " << UQNN_DATA_DIR << "/bench\n";
     return 2;
   }
   const Problem problem = load_problem(*dir, find_problem_spec(o.problem));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bayes-by-backprop VI epochs and deep-ensemble member fits on B2 (../shared/BENCHMARKS.md):
+"""Bayes-by-backprop VI epochs and deep-ensemble member fits on B2 (data/bench/README.md):
 uqnn (bench/approx_bench, the library's fit_bayes_by_backprop / fit_deep_ensemble) against the same
 training written here in PyTorch, double precision, one thread on one core (issue 4 item 10).
 Driven by bench/approx_vs_torch.sh.
@@ -106,7 +106,7 @@ def torch_member(X, y, widths, epochs, batch, lr, seed):
 def run_torch(args):
     import torch
     torch.set_num_threads(1)
-    Xn, yn = load(os.path.join(args.shared, "bench"), args.problem)
+    Xn, yn = load(os.path.join(args.data, "bench"), args.problem)
     X, y = torch.tensor(Xn), torch.tensor(yn)
     widths, sigma = WIDTHS[args.problem], SIGMA[args.problem]
     out = {}
@@ -126,7 +126,7 @@ def run_torch(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", default="all", choices=["all", "torch"])
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--data", required=True)
     ap.add_argument("--build", default="build")
     ap.add_argument("--problem", default="B2")
     ap.add_argument("--vi-epochs", type=int, default=50)

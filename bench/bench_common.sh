@@ -1,17 +1,17 @@
 # Sourced first by the bench/*.sh scripts: paths, the data check and the C++ build every script needs.
-# Sets $here (bench/), $root (the repository), $shared (../shared or $UQNN_SHARED_DIR), $build
+# Sets $here (bench/), $root (the repository), $data (the repository's data/ or $UQNN_DATA_DIR), $build
 # ($BUILD_DIR or build/) and $results (bench/results, created).
 here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-shared="${UQNN_SHARED_DIR:-$root/../shared}"
+data="${UQNN_DATA_DIR:-$root/data}"
 build="${BUILD_DIR:-$root/build}"
 results="$here/results"
 mkdir -p "$results"
 
-# require_bench_data FILE: exits 0 with a message (a skip, not a failure) when $shared/bench/FILE is absent.
+# require_bench_data FILE: exits 0 with a message (a skip, not a failure) when $data/bench/FILE is absent.
 require_bench_data() {
-  if [[ ! -f "$shared/bench/$1" ]]; then
-    echo "$(basename "${BASH_SOURCE[1]}" .sh): no benchmark data in $shared/bench; skipping" >&2
+  if [[ ! -f "$data/bench/$1" ]]; then
+    echo "$(basename "${BASH_SOURCE[1]}" .sh): no benchmark data in $data/bench; skipping" >&2
     exit 0
   fi
 }

@@ -1,5 +1,5 @@
 #pragma once
-/// @file The benchmark problems B1-B3 of ../shared/BENCHMARKS.md, loaded from ../shared/bench at run
+/// @file The benchmark problems B1-B3 of data/bench/README.md, loaded from data/bench at run
 /// time (never copied into the repository). Used by bench/gradient_bench.cpp,
 /// bench/samplers_bench.cpp, bench/approx_bench.cpp and tests/unit/bench/bench_golden_test.cpp.
 ///
@@ -99,14 +99,14 @@ inline std::vector<double> read_numbers(const std::filesystem::path& path, Index
 
 inline Vec to_vec(const std::vector<double>& v) { return Eigen::Map<const Vec>(v.data(), static_cast<Index>(v.size())); }
 
-/// The shared benchmark directory (UQNN_SHARED_DIR/bench), or nothing when it is absent.
-inline std::optional<std::filesystem::path> shared_bench_dir(const std::filesystem::path& shared_dir) {
-  const auto dir = shared_dir / "bench";
+/// The benchmark problems' directory (data/bench of the repository), or nothing when it is absent.
+inline std::optional<std::filesystem::path> bench_data_dir(const std::filesystem::path& data_dir) {
+  const auto dir = data_dir / "bench";
   if (!std::filesystem::exists(dir / "B1_X.csv")) return std::nullopt;
   return dir;
 }
 
-/// Loads problem `spec` from `dir` (e.g. ../shared/bench); checks the sizes against the spec.
+/// Loads problem `spec` from `dir` (e.g. data/bench); checks the sizes against the spec.
 inline Problem load_problem(const std::filesystem::path& dir, const ProblemSpec& spec) {
   const std::string prefix = std::string(spec.id) + "_";
   Problem p;

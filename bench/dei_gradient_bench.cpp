@@ -6,7 +6,7 @@
 // Run: build/bench/dei_gradient_bench [--benchmark_format=json] [--export DIR]; with --export the
 // training sets, the parameter point and uqnn's float64 log density and gradient are written to DIR
 // (CSV) for bench/dei_gradient_vs_jax.py, which times JAX (NumPyro's gradient) on the same point.
-// Data sets missing from ../shared/data/uci are skipped with a message.
+// Data sets missing from data/uci are skipped with a message.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   }
   int rest_count = static_cast<int>(rest.size());
   if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) return 1;
-  const std::filesystem::path uci = std::filesystem::path(UQNN_SHARED_DIR) / "data" / "uci";
+  const std::filesystem::path uci = std::filesystem::path(UQNN_DATA_DIR) / "uci";
   for (const auto& name : kDataSets) {
     const auto file = uci / (name + ".csv");
     if (!std::filesystem::exists(file)) {

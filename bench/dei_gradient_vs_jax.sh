@@ -4,14 +4,14 @@
 # pinned to one core. Prints a markdown table and saves it to bench/results/dei_gradient.md.
 #
 # Usage: bench/dei_gradient_vs_jax.sh        (env: BUILD_DIR=build, CORE=0, MIN_SECONDS=1,
-#                                             UQNN_SHARED_DIR=<repo>/../shared)
+#                                             UQNN_DATA_DIR=<repo>/data)
 # First run: creates bench/.venv (gitignored); see bench/python_env.sh.
 set -euo pipefail
 
 # shellcheck source=bench_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
-if [[ ! -f "$shared/data/uci/yacht.csv" ]]; then
-  echo "dei_gradient_vs_jax: no UCI data in $shared/data/uci; skipping" >&2
+if [[ ! -f "$data/uci/yacht.csv" ]]; then
+  echo "dei_gradient_vs_jax: no UCI data in $data/uci; skipping" >&2
   exit 0
 fi
 core="${CORE:-0}"

@@ -1,4 +1,4 @@
-// One log-posterior + gradient evaluation on the benchmark problems B1-B3 of ../shared/BENCHMARKS.md
+// One log-posterior + gradient evaluation on the benchmark problems B1-B3 of data/bench/README.md
 // (double through Posterior::log_density_and_grad, float through Mlp::evaluate<float>), one thread,
 // plus the machine rates the FLOP lower bound needs (dgemm on the GEMM shapes of the problems, the
 // element-wise tanh), measured in the same run.
@@ -7,7 +7,7 @@
 // tanh rate (BENCHMARKS.md's definition), ratio_to_bound = CPU time per evaluation / flop_bound_us.
 // All rates and the ratio use CPU time (robust when other processes share the core).
 // Run: build/bench/gradient_bench [--benchmark_format=json]; skipped with a message when the
-// shared data are absent. bench/gradient_vs_torch_jax.sh runs it next to PyTorch and JAX.
+// benchmark data are absent. bench/gradient_vs_torch_jax.sh runs it next to PyTorch and JAX.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -218,9 +218,9 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("cpu_model", uqnn::bench::cpu_model());
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
+  const auto dir = bench_data_dir(UQNN_DATA_DIR);
   if (!dir) {
-    std::fprintf(stderr, "gradient_bench: no benchmark data in %s/bench; skipping the B1-B3 benchmarks\n", UQNN_SHARED_DIR);
+    std::fprintf(stderr, "gradient_bench: no benchmark data in %s/bench; skipping the B1-B3 benchmarks\n", UQNN_DATA_DIR);
   } else {
     for (const auto& spec : problem_specs()) {
       problems().emplace(spec.id, load_problem(*dir, spec));

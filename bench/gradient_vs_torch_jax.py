@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One log-posterior + gradient evaluation on B1-B3 (../shared/BENCHMARKS.md): uqnn (C++, from the
+"""One log-posterior + gradient evaluation on B1-B3 (data/bench/README.md): uqnn (C++, from the
 JSON of bench/gradient_bench) against PyTorch variants and JAX, all in double precision on one thread.
 
 Driven by bench/gradient_vs_torch_jax.sh, which sets up bench/.venv, pins everything to one core and
@@ -271,13 +271,13 @@ def emit_table(table, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shared", required=True, help="the shared directory (holds bench/B1_X.csv ...)")
+    ap.add_argument("--data", required=True, help="the data directory (holds bench/B1_X.csv ...)")
     ap.add_argument("--framework", choices=["torch", "jax"], help="internal: time one framework, print JSON")
     ap.add_argument("--uqnn-json", help="JSON output of gradient_bench")
     ap.add_argument("--out", help="markdown table written here")
     ap.add_argument("--min-seconds", type=float, default=1.0, help="timing budget per variant and problem")
     args = ap.parse_args()
-    shared_bench = os.path.join(args.shared, "bench")
+    shared_bench = os.path.join(args.data, "bench")
 
     if args.framework:
         run = run_torch if args.framework == "torch" else run_jax
@@ -286,7 +286,7 @@ def main():
 
     results = {}
     for fw in ("torch", "jax"):
-        proc = subprocess.run([sys.executable, __file__, "--shared", args.shared, "--framework", fw,
+        proc = subprocess.run([sys.executable, __file__, "--data", args.data, "--framework", fw,
                                "--min-seconds", str(args.min_seconds)],
                               env=single_thread_env(), stdout=subprocess.PIPE, check=True, text=True)
         results[fw] = json.loads(proc.stdout)

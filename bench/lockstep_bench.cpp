@@ -1,7 +1,7 @@
 // Chains in lockstep (issue 19 item 3): CPU time per chain-gradient when a thread's chains evaluate
 // one by one (Posterior::log_density_and_grad, the single-chain kernel) against one batched pass
 // (Posterior::log_density_and_grad_batch, one chain per SIMD lane), on B1 and B2 of
-// ../shared/BENCHMARKS.md and seed 003's Table 3 network on airfoil, in double and float.
+// data/bench/README.md and seed 003's Table 3 network on airfoil, in double and float.
 //
 // A thread's group is what run_chains gives one thread with --lockstep: 4 chains on 2 threads are
 // groups of 2, 12 chains groups of 6; on one thread the whole run is one group. One thread, CPU
@@ -149,15 +149,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::pair<std::string, std::shared_ptr<Posterior>>> posteriors[2];  // [double, float]
-  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
-  if (!dir) std::cerr << "lockstep_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench; skipping B1 and B2\n";
+  const auto dir = bench_data_dir(UQNN_DATA_DIR);
+  if (!dir) std::cerr << "lockstep_bench: no benchmark data in " << UQNN_DATA_DIR << "/bench; skipping B1 and B2\n";
   for (const char* id : {"B1", "B2"}) {
     if (!dir) break;
     const Problem problem = load_problem(*dir, find_problem_spec(id));
     posteriors[0].emplace_back(id, make_posterior(problem, Precision::Float64));
     posteriors[1].emplace_back(id, make_posterior(problem, Precision::Float32));
   }
-  const auto airfoil = std::filesystem::path(UQNN_SHARED_DIR) / "data" / "uci" / "airfoil.csv";
+  const auto airfoil = std::filesystem::path(UQNN_DATA_DIR) / "uci" / "airfoil.csv";
   if (std::filesystem::exists(airfoil)) {
     const Dataset train = dei_training_set(load_dataset(airfoil));
     posteriors[0].emplace_back("airfoil (Table 3 net)", dei_posterior(train, Precision::Float64));

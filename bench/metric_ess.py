@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """NUTS' metrics side by side (issue 19 item 4): bulk ESS per gradient evaluation with Stan's diagonal
 and dense metrics and the metrics from draw/gradient pairs (fisher-diag, nutpie's low-rank), on B1 and
-B2 (../shared/BENCHMARKS.md, through bench/samplers_bench, chains from theta0) and on a Table 3
+B2 (data/bench/README.md, through bench/samplers_bench, chains from theta0) and on a Table 3
 posterior (seed 003: yacht split 0, 2x16 ReLU, heteroscedastic Gaussian, unit prior, through
 `uqnn fit --method nuts`, chains from their MAP fits). Driven by bench/metric_ess.sh.
 
@@ -42,11 +42,11 @@ def run_bench_problem(build, problem, metric, chains, warmup, draws, seed, resul
                 mean_leapfrog=s["mean_leapfrog"], sampler=out["samplers"][0])
 
 
-def run_yacht(uqnn, shared, metric, chains, warmup, draws, seed, work, reuse):
+def run_yacht(uqnn, data, metric, chains, warmup, draws, seed, work, reuse):
     """`uqnn fit` on yacht; with `reuse`, an earlier run's directory (and its cpu.json) is read again."""
     import arviz as az
     out = os.path.join(work, f"yacht_{metric}_{seed}")
-    uci = os.path.join(shared, "data", "uci")
+    uci = os.path.join(data, "uci")
     cmd = [uqnn, "fit", "--quiet", "--data", os.path.join(uci, "yacht.csv"), "--test-indices",
            os.path.join(uci, "splits", "yacht", "test_0.txt"), "--method", "nuts", "--metric", metric, "--chains",
            str(chains), "--warmup", str(warmup), "--draws", str(draws), "--seed", str(seed), "--threads", "2",
@@ -75,7 +75,7 @@ def run_yacht(uqnn, shared, metric, chains, warmup, draws, seed, work, reuse):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", default="build")
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--data", required=True)
     ap.add_argument("--results", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", default="1,2,3")
@@ -96,7 +96,7 @@ def main():
             runs = []
             for seed in seeds:
                 print(f"== {problem} {metric} seed {seed}", file=sys.stderr, flush=True)
-                r = (run_yacht(uqnn, args.shared, metric, chains, warmup, draws, seed, args.results, args.reuse) if problem == "yacht"
+                r = (run_yacht(uqnn, args.data, metric, chains, warmup, draws, seed, args.results, args.reuse) if problem == "yacht"
                      else run_bench_problem(args.build, problem, metric, chains, warmup, draws, seed, args.results))
                 print("   " + json.dumps(r), file=sys.stderr, flush=True)
                 runs.append(r)

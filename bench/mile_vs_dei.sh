@@ -6,7 +6,7 @@
 # threads). Prints a markdown table and saves it to bench/results/mile_vs_dei.md.
 #
 # Usage: bench/mile_vs_dei.sh [--datasets yacht,concrete] [--splits 3] [--methods mile,dei-nuts,bde] [--quick]
-#        (env: BUILD_DIR=build, UQNN_SHARED_DIR=<repo>/../shared, THREADS=2, WORK=bench/results/mile_vs_dei)
+#        (env: BUILD_DIR=build, UQNN_DATA_DIR=<repo>/data, THREADS=2, WORK=bench/results/mile_vs_dei)
 # One method per core, then one table:
 #   THREADS=1 WORK=bench/results/mile_nuts bench/mile_vs_dei.sh --methods dei-nuts &
 #   THREADS=1 WORK=bench/results/mile_bde bench/mile_vs_dei.sh --methods bde; wait
@@ -17,8 +17,8 @@ set -euo pipefail
 
 # shellcheck source=bench_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh"
-if [[ ! -f "$shared/data/uci/yacht.csv" ]]; then
-  echo "mile_vs_dei: no UCI data in $shared/data/uci; skipping" >&2
+if [[ ! -f "$data/uci/yacht.csv" ]]; then
+  echo "mile_vs_dei: no UCI data in $data/uci; skipping" >&2
   exit 0
 fi
 export BENCH_PYTHON_MODULES="bde pandas"
@@ -28,6 +28,6 @@ export BENCH_PYTHON_EXTRA="sklearn-contrib-bde pandas"
 
 build_bench_target uqnn_cli
 work="${WORK:-$results/mile_vs_dei}"
-"$venv/bin/python" "$here/mile_vs_dei.py" --uqnn "$build/uqnn" --data-dir "$shared/data/uci" \
+"$venv/bin/python" "$here/mile_vs_dei.py" --uqnn "$build/uqnn" --data-dir "$data/uci" \
   --work "$work" --threads "${THREADS:-2}" --out "$work.md" "$@"
 echo "(saved to $work.md)" >&2

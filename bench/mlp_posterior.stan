@@ -1,4 +1,4 @@
-// The log posterior of ../shared/BENCHMARKS.md (B1, B2) for bench/samplers_vs_torch_stan_numpyro.sh:
+// The log posterior of data/bench/README.md (B1, B2) for bench/samplers_vs_torch_stan_numpyro.sh:
 // f(x) = W3 tanh(W2 tanh(W1 x + b1) + b2) + b3, theta in PyTorch nn.Linear order (each layer's W,
 // fan_out x fan_in row-major, then b), Gaussian likelihood with fixed sigma, N(0, 1) prior on every
 // parameter, constants dropped (target += keeps lp__ equal to BENCHMARKS.md's log posterior).

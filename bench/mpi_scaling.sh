@@ -11,7 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath "${1:-$here/../build}")
-data=${UQNN_DATA_DIR:-$here/../../shared/data/uci}
+data=${UQNN_DATA_DIR:-$here/../data}/uci
 out=$here/results/mpi_scaling.jsonl
 mkdir -p "$here/results"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python module's overhead on B1 (../shared/BENCHMARKS.md): the same NUTS fit (1-10-10-1 tanh,
+# The Python module's overhead on B1 (data/bench/README.md): the same NUTS fit (1-10-10-1 tanh,
 # noise 0.05, 4 chains x (1000 + 1000), chains from their own MAP fits, one thread, seed 0) through
 # `uqnn fit` and through uqnn.BNN(...).fit, alternating, 5 runs each; reports median wall times, their
 # ratio, and checks that both gave the same draws. Goal: the module adds under 5%.
@@ -11,7 +11,7 @@ build_bench_target uqnn_cli uqnn_python
 runs="${1:-5}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-paste -d, <(echo x; cat "$shared/bench/B1_X.csv") <(echo y; cat "$shared/bench/B1_y.csv") > "$work/b1.csv"
+paste -d, <(echo x; cat "$data/bench/B1_X.csv") <(echo y; cat "$data/bench/B1_y.csv") > "$work/b1.csv"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 PYTHONPATH="$build/python" /usr/bin/python3 - "$build/uqnn" "$work" "$runs" <<'PY'
 import os, statistics, subprocess, sys, time

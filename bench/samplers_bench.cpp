@@ -1,5 +1,5 @@
 // uqnn's side of bench/samplers_vs_torch_stan_numpyro.sh (issue 3 item 8): HMC at fixed L and eps,
-// and NUTS with Stan's warmup, on the benchmark problems B1 / B2 of ../shared/BENCHMARKS.md, through
+// and NUTS with Stan's warmup, on the benchmark problems B1 / B2 of data/bench/README.md, through
 // the library's run_chains driver (the code path of `uqnn fit --method hmc|nuts`).
 //
 // Log posterior: make_posterior (Gaussian likelihood with the problem's sigma, N(0, 1) prior on every
@@ -44,7 +44,7 @@ struct Options {
 
 void add_options(CLI::App& app, Options& o) {
   app.add_option("method", o.method, "hmc | nuts")->required()->check(CLI::IsMember({"hmc", "nuts"}));
-  app.add_option("--problem", o.problem, "B1 | B2 of ../shared/BENCHMARKS.md")->capture_default_str();
+  app.add_option("--problem", o.problem, "B1 | B2 of data/bench/README.md")->capture_default_str();
   app.add_option("--csv", o.csv, "write the draws (lp__, f at the test inputs, sampler statistics) here");
   app.add_option("--chains", o.chains)->capture_default_str();
   app.add_option("--threads", o.threads)->capture_default_str();
@@ -87,9 +87,9 @@ void write_csv(const std::string& path, const RunResult& result, const Problem& 
 }
 
 int run(const Options& o) {
-  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
+  const auto dir = bench_data_dir(UQNN_DATA_DIR);
   if (!dir) {
-    std::cerr << "samplers_bench: no benchmark data in " << UQNN_SHARED_DIR << "/bench\n";
+    std::cerr << "samplers_bench: no benchmark data in " << UQNN_DATA_DIR << "/bench\n";
     return 2;
   }
   const Problem problem = load_problem(*dir, find_problem_spec(o.problem));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Samplers on B1 / B2 (../shared/BENCHMARKS.md), side by side on the same model, data and prior
+"""Samplers on B1 / B2 (data/bench/README.md), side by side on the same model, data and prior
 (issue 3 item 8); driven by bench/samplers_vs_torch_stan_numpyro.sh, which sets up bench/.venv,
 builds bench/samplers_bench, compiles bench/mlp_posterior.stan with rstan and pins the runs.
 
@@ -224,7 +224,7 @@ def fmt(x, digits=3):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", default="all", choices=["all", "torch-hmc", "numpyro"])
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--data", required=True)
     ap.add_argument("--build", default="build")
     ap.add_argument("--problem", default="B1")
     ap.add_argument("--problems", default="B1,B2")
@@ -247,7 +247,7 @@ def main():
     ap.add_argument("--out", default="bench/results/samplers.md")
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
-    shared_bench = os.path.join(args.shared, "bench")
+    shared_bench = os.path.join(args.data, "bench")
     here = os.path.dirname(os.path.abspath(__file__))
 
     if args.part == "torch-hmc":
@@ -283,7 +283,7 @@ def main():
                                                   "--step-size", str(eps), "--steps", str(args.steps), "--seed",
                                                   str(args.seed)])
             u = json.loads(out)
-            out, _, _ = run_timed(one_core + [sys.executable, __file__, "--part", "torch-hmc", "--shared", args.shared,
+            out, _, _ = run_timed(one_core + [sys.executable, __file__, "--part", "torch-hmc", "--data", args.data,
                                               "--problem", pid, "--hmc-draws", str(args.hmc_draws), "--steps",
                                               str(args.steps), "--seed", str(args.seed)])
             t = json.loads(out)
@@ -332,8 +332,8 @@ def main():
             env = dict(os.environ, JAX_PLATFORMS="cpu",
                        XLA_FLAGS=f"--xla_force_host_platform_device_count={C} "
                                  "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
-            out, wall, cpu = run_timed(two_cores + [sys.executable, __file__, "--part", "numpyro", "--shared",
-                                                    args.shared, "--problem", pid, "--chains", str(C),
+            out, wall, cpu = run_timed(two_cores + [sys.executable, __file__, "--part", "numpyro", "--data",
+                                                    args.data, "--problem", pid, "--chains", str(C),
                                                     "--warmup", str(W), "--draws", str(D), "--seed", str(args.seed),
                                                     "--max-depth", str(args.max_depth), "--csv", csv], env=env)
             results["numpyro"] = dict(csv=csv, wall=wall, cpu=cpu)

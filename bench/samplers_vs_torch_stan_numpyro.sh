@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Samplers side by side on B1 / B2 of ../shared/BENCHMARKS.md (issue 3 item 8), same model, data,
+# Samplers side by side on B1 / B2 of data/bench/README.md (issue 3 item 8), same model, data,
 # prior and start (theta0) for every tool:
 #   - HMC at fixed L = 10 and eps (1.5e-3 / 7e-4): uqnn vs a hamiltorch-style PyTorch HMC, one
 #     thread pinned to core $CORE, CPU seconds per draw;
@@ -11,7 +11,7 @@
 # Usage: bench/samplers_vs_torch_stan_numpyro.sh [extra args of samplers_vs_torch_stan_numpyro.py]
 #   defaults: B1 4 chains x (1000 + 1000), B2 2 chains x (30 + 20) (Stan needs ~2 CPU-s per B2 iteration);
 #   e.g. --chains 4 --warmup B1:1000,B2:50 --draws B1:1000,B2:50 --tools uqnn,numpyro --problems B2
-#   env: BUILD_DIR=build, CORE=0, CORES=0,1, UQNN_SHARED_DIR=<repo>/../shared
+#   env: BUILD_DIR=build, CORE=0, CORES=0,1, UQNN_DATA_DIR=<repo>/data
 # First run: apt-get installs r-cran-rstan if Rscript cannot load rstan (needs root), compiles the
 # Stan model once into bench/results/, and adds numpyro, arviz and pandas to bench/.venv.
 set -euo pipefail
@@ -47,7 +47,7 @@ fi
 build_bench_target samplers_bench
 
 cd "$root"
-"$venv/bin/python" "$here/samplers_vs_torch_stan_numpyro.py" --shared "$shared" --build "$build" \
+"$venv/bin/python" "$here/samplers_vs_torch_stan_numpyro.py" --data "$data" --build "$build" \
   --core "${CORE:-0}" --cores "${CORES:-0,1}" --stan-model "$results/mlp_posterior.rds" --results "$results" \
   --out "$results/samplers.md" "$@"
 echo "(saved to $results/samplers.md)" >&2

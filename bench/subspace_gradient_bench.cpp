@@ -1,6 +1,6 @@
 // Time per gradient of the VI-HMC subspace log-density (seed 000 section 3.3) for tau in
 // {1, 0.9, 0.75, 0.5, 0.3}, against the full gradient measured in the same run, on
-//   - B3 (wide10k, 1-100-100-1 tanh, 1000 points) of ../shared/BENCHMARKS.md at theta_ref;
+//   - B3 (wide10k, 1-100-100-1 tanh, 1000 points) of data/bench/README.md at theta_ref;
 //   - the Burgers DeepONet of seed 000 Table A.3 (branch 101 -> 8 x 100 -> 100, trunk 5 -> 8 x 100
 //     -> 100, tanh; 172,401 parameters) on a query grid, with 20 input functions and a 26 x 26
 //     grid (a reduced data size: the network is the paper's).
@@ -66,9 +66,9 @@ void add_cases(const std::string& problem, const std::shared_ptr<const Posterior
 }
 
 void setup_b3() {
-  const auto dir = shared_bench_dir(UQNN_SHARED_DIR);
+  const auto dir = bench_data_dir(UQNN_DATA_DIR);
   if (!dir) {
-    std::printf("B3 skipped: ../shared/bench not found\n");
+    std::printf("B3 skipped: data/bench not found\n");
     return;
   }
   const Problem p = load_problem(*dir, problem_specs()[2]);

@@ -51,7 +51,7 @@ namespace {
 using namespace uqnn;
 
 struct Settings {
-  std::filesystem::path data = std::filesystem::path(UQNN_SHARED_DATA_DIR) / "mushroom.csv";
+  std::filesystem::path data = std::filesystem::path(UQNN_UCI_DIR) / "mushroom.csv";
   std::vector<std::string> agents{"fsgld", "sgld", "vi", "ens", "map"};
   std::vector<double> patterns{0.4, 0.5, 0.6};
   BanditRunParams run;
@@ -122,7 +122,7 @@ int run(int argc, char** argv) {
     check.validate();
   }
   if (!std::filesystem::exists(s.data))
-    throw std::invalid_argument(fmt::format("{} not found: the example reads ../shared/data/uci/mushroom.csv (or --data)", s.data.string()));
+    throw std::invalid_argument(fmt::format("{} not found: the example reads data/uci/mushroom.csv (or --data)", s.data.string()));
 
   const Dataset data = load_dataset(s.data, {"edible"});
   MushroomBandit bandit;

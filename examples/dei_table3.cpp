@@ -3,7 +3,7 @@
 // Fig. 5 (LPPD / RMSE vs chains and draws), Fig. 6 (calibration), Fig. 8/9 (per-layer R-hat,
 // cR-hat, ESS) and Fig. 13 (chain-wise expanding-window LPPD).
 //
-//   ./build/examples/dei_table3 [--data-dir ../shared/data/uci] [--out dei-table3]
+//   ./build/examples/dei_table3 [--data-dir data/uci] [--out dei-table3]
 //       [--datasets airfoil,concrete,energy,yacht] [--reps 3] [--first-rep 0] [--members 12] [--warmup 100]
 //       [--draws 1000] [--epochs 5000] [--dying airfoil,energy] [--dying-warmup 200]
 //       [--dying-draws 200] [--dying-activations relu,tanh] [--threads 2] [--precision float32]
@@ -59,7 +59,7 @@ namespace {
 using uqnn::examples::split_list;
 
 struct Options {
-  fs::path data_dir = UQNN_SHARED_DATA_DIR;
+  fs::path data_dir = UQNN_UCI_DIR;
   fs::path out = "dei-table3";
   std::vector<std::string> datasets{"airfoil", "concrete", "energy", "yacht"};
   std::vector<std::string> dying{"airfoil", "energy"};
@@ -78,7 +78,7 @@ Options parse(int argc, char** argv) {
   Options o;
   std::string dying = "airfoil,energy";
   CLI::App app("dei_table3: seed 003 Table 3 (DEI-MCMC vs LM, DNN, DE) and the dying-sampler comparison");
-  app.add_option("--data-dir", o.data_dir, "UCI data sets (../shared/data/uci)")->capture_default_str();
+  app.add_option("--data-dir", o.data_dir, "UCI data sets (data/uci)")->capture_default_str();
   app.add_option("--out", o.out, "output directory")->capture_default_str();
   std::string datasets = "airfoil,concrete,energy,yacht";
   app.add_option("--datasets", datasets, "Table 3 data sets, or none")->capture_default_str();

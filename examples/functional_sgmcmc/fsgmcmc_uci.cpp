@@ -1,7 +1,7 @@
 // Seed 002 sec. 5.2 / Tables 2-3: UCI regression with SGLD, fSGLD, SGHMC and fSGHMC through the fit
 // service (the same path as `uqnn fit --method ...`).
 //
-// Protocol (App. E): 2 x 10 tanh network; the standard 90/10 splits of ../shared/data/uci/splits
+// Protocol (App. E): 2 x 10 tanh network; the standard 90/10 splits of data/uci/splits
 // (Hernandez-Lobato & Adams; 20 per data set, protein 5), the first S of them; 500 burn-in
 // iterations, then 1500 iterations keeping every 100th (15 samples); eps_0 decayed by 0.9 every 500
 // iterations (the paper gives no period for UCI): eps_0 = EPS_HAMILTONIAN (default the paper's
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const auto datasets = split_list(dataset_list);
   const auto methods = split_list(method_list);
-  const fs::path uci = fs::path(UQNN_SHARED_DIR) / "data" / "uci";
+  const fs::path uci = fs::path(UQNN_UCI_DIR);
   if (!fs::exists(uci)) {
     std::cerr << "skipped: " << uci.string() << " not found\n";
     return 0;

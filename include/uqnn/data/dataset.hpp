@@ -2,7 +2,7 @@
 /// @file Dataset: inputs and targets in the project's column-per-example layout.
 ///
 /// Built from a CsvTable by naming the input and target columns; by default the target is the last
-/// column (the convention of every UCI file in ../shared/data/uci) and the inputs are all others.
+/// column (the convention of every UCI file in data/uci) and the inputs are all others.
 /// Why a plain struct: models, likelihoods and metrics only need the two matrices; the names travel
 /// along so that reports and the standardiser can label columns.
 #include <filesystem>

@@ -3,7 +3,7 @@
 ///
 /// Two sources: a seeded random split by fractions (`random_split`), or the published split files
 /// of the UCI benchmarks (`read_split`, one 0-based row index per line, e.g.
-/// ../shared/data/uci/splits/yacht/train_0.txt). Index lists are sorted ascending in random splits,
+/// data/uci/splits/yacht/train_0.txt). Index lists are sorted ascending in random splits,
 /// and kept in file order when read, so subsets preserve the data's row order.
 /// References: Hernández-Lobato & Adams (2015), ICML (the UCI splits: first round(0.9 n) of a random
 /// permutation for training); Gal & Ghahramani (2016), ICML.

@@ -1,4 +1,4 @@
-// The benchmark problems B1-B3 (../shared/BENCHMARKS.md): our Posterior's log density and gradient at
+// The benchmark problems B1-B3 (data/bench/README.md): our Posterior's log density and gradient at
 // theta_ref against PyTorch float64 golden values, so the timed code computes the right thing.
 #include <gtest/gtest.h>
 
@@ -15,9 +15,7 @@ namespace {
 class BenchGolden : public ::testing::TestWithParam<bench::ProblemSpec> {};
 
 TEST_P(BenchGolden, LogPosteriorAndGradientMatchPyTorch) {
-  const auto dir = bench::shared_bench_dir(UQNN_SHARED_DIR);
-  if (!dir) GTEST_SKIP() << "no benchmark data in " << UQNN_SHARED_DIR << "/bench";
-  const bench::Problem p = bench::load_problem(*dir, GetParam());
+  const bench::Problem p = bench::load_problem(std::filesystem::path(UQNN_DATA_DIR) / "bench", GetParam());
   const auto posterior = bench::make_posterior(p);
   ASSERT_EQ(posterior->dim(), p.P());
 

@@ -646,13 +646,13 @@ namespace {
 
 class CliUci : public Cli {
  protected:
-  /// The fit's test-split metrics on a small UCI set of ../shared: a standard split k where the set
+  /// The fit's test-split metrics on a small UCI set of data/uci: a standard split k where the set
   /// has them (yacht, energy, concrete), else a random 10% test split with seed k (airfoil).
   static nlohmann::json uci_test_metrics(const fs::path& out, const std::string& set, int k, const std::string& flags);
 };
 
 nlohmann::json CliUci::uci_test_metrics(const fs::path& out, const std::string& set, int k, const std::string& flags) {
-  const fs::path uci = fs::path(UQNN_SHARED_DIR) / "data/uci";
+  const fs::path uci = fs::path(UQNN_DATA_DIR) / "uci";
   const fs::path splits = uci / "splits" / set;
   const std::string split = fs::exists(splits) ? fmt::format("--train-indices {} --test-indices {}", (splits / fmt::format("train_{}.txt", k)).string(),
                                                               (splits / fmt::format("test_{}.txt", k)).string())
@@ -672,7 +672,6 @@ nlohmann::json CliUci::uci_test_metrics(const fs::path& out, const std::string& 
 // weights' posterior widens by a different amount at each input: the learned noise alone gives
 // every row one sd (so does a posterior collapsed to its mean; on split 0 the sds span 0.0926-0.0975).
 TEST_F(CliUci, KroneckerFactoredAndLastLayerLaplaceFitYacht) {
-  if (!fs::exists(fs::path(UQNN_SHARED_DIR) / "data/uci/yacht.csv")) GTEST_SKIP() << "no " << UQNN_SHARED_DIR << "/data/uci";
   const nlohmann::json map = uci_test_metrics(dir_ / "map", "yacht", 0, "--method map");
   ASSERT_FALSE(map.is_null());
   for (const std::string flags : {"--laplace-structure kron", "--laplace-subset last-layer", "--laplace-structure kron --laplace-subset last-layer"}) {
@@ -727,7 +726,6 @@ TEST_F(Cli, KroneckerFactoredLaplaceRefusesWhatItCannotFactoriseBeforeTraining) 
 // (noise from twins' held-out rows) cover 90-97% of the test points, averaged over five splits of each
 // small UCI set, and so do issue 18's overfitting 5 x 50 relu members on concrete.
 TEST_F(CliUci, LaplaceAndTheDeepEnsembleAtTheirDefaultsOnTheSmallUciSets) {
-  if (!fs::exists(fs::path(UQNN_SHARED_DIR) / "data/uci/yacht.csv")) GTEST_SKIP() << "no " << UQNN_SHARED_DIR << "/data/uci";
   const nlohmann::json laplace = uci_test_metrics(dir_, "yacht", 0, "--method laplace");
   ASSERT_FALSE(laplace.is_null());
   EXPECT_LT(laplace["rmse"].get<double>(), 1.0);

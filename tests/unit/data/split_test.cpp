@@ -160,9 +160,7 @@ TEST(Split, ReadSplitRejectsOverlap) {
 }
 
 TEST(Split, UciYachtSplitZeroPartitionsAllRows) {
-  const std::filesystem::path uci = std::filesystem::path(UQNN_SHARED_DIR) / "data/uci";
-  if (!std::filesystem::exists(uci / "yacht.csv") || !std::filesystem::exists(uci / "splits/yacht/train_0.txt"))
-    GTEST_SKIP() << "shared UCI data not found under " << uci;
+  const std::filesystem::path uci = std::filesystem::path(UQNN_DATA_DIR) / "uci";
   const Dataset data = load_dataset(uci / "yacht.csv");
   ASSERT_EQ(data.size(), 308);
   ASSERT_EQ(data.input_dim(), 6);

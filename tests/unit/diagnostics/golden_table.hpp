@@ -1,5 +1,5 @@
 #pragma once
-// The golden tables of the diagnostics tests (../shared/reference/diagnostics/expected.csv and
+// The golden tables of the diagnostics tests (tests/reference/stan-diagnostics/expected.csv and
 // tests/reference/diagnostics/{posterior,arviz}.csv): a header `case,param,<column>...`, then one
 // row per case and parameter. Shared by golden_test.cpp and posterior_golden_test.cpp.
 #include <fstream>

@@ -1,4 +1,4 @@
-// Golden values: every column of ../shared/reference/diagnostics/expected.csv (rstan 2.21.7) for
+// Golden values: every column of tests/reference/stan-diagnostics/expected.csv (rstan 2.21.7) for
 // every case and parameter, to 1e-8 relative. rstan 2.21 rank-normalises with the offset 1/2 where
 // posterior and ArviZ (and our defaults) use Blom's 3/8, so the rank-based columns are checked with
 // rank_normalize(x, kRstanOffset); mcse_sd is rstan's older normal-theory formula and is not
@@ -34,16 +34,13 @@ RankNormalizedRhat rstan_rank_rhat(const Mat& draws, int kappa) {
   return {bulk, tail, std::max(bulk, tail)};
 }
 
-const std::string kReferenceDir = std::string(UQNN_SHARED_DIR) + "/reference/diagnostics";
+const std::string kReferenceDir = std::string(UQNN_TEST_REFERENCE_DIR) + "/stan-diagnostics";
 
 using testing::GoldenRow;
 
 class DiagnosticsGolden : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kReferenceDir + "/expected.csv")) {
-      GTEST_SKIP() << "golden values not found in " << kReferenceDir << " (../shared absent)";
-    }
     rows_ = testing::read_golden(kReferenceDir + "/expected.csv");
     ASSERT_FALSE(rows_.empty());
   }
