@@ -123,7 +123,7 @@ void count_exact(const ExactPosterior& exact, const Vec& truth, Tally& t) {
   }
 }
 
-/// "name" or "name:option=value;option=value" (e.g. rms:rms_perturb_targets=true): the fit's options.
+/// "name" or "name:option=value;option=value" (e.g. rms:rms_variant=anchored): the fit's options.
 nlohmann::json method_options(const std::string& spec) {
   const auto colon = spec.find(':');
   nlohmann::json options = {{"method", spec.substr(0, colon)}};
@@ -141,7 +141,7 @@ nlohmann::json method_options(const std::string& spec) {
 
 int run(int argc, char** argv) {
   long replications = 200;
-  std::vector<std::string> methods{"exact", "nuts", "laplace", "vi", "swag", "ens", "rms", "rms:rms_perturb_targets=true"};
+  std::vector<std::string> methods{"exact", "nuts", "laplace", "vi", "swag", "ens", "rms", "rms:rms_variant=anchored"};
   std::filesystem::path out = "coverage_blr";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -149,7 +149,7 @@ int run(int argc, char** argv) {
       std::printf("Usage: coverage_blr [--replications R (200)] [--methods exact,nuts,laplace,vi,swag,ens,rms,...] [--out DIR]\n"
                   "Coverage of each method's 50/90/95%% intervals, at its defaults, on an ill-conditioned Bayesian\n"
                   "linear regression with parameters drawn from the prior; writes DIR/coverage_blr.csv.\n"
-                  "A method may carry options: rms:rms_perturb_targets=true, swag:batch_size=8;swag_steps=200.\n");
+                  "A method may carry options: rms:rms_variant=anchored, swag:batch_size=8;swag_steps=200.\n");
       return 0;
     }
     if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");

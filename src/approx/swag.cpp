@@ -142,19 +142,30 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
 }
 
 double swag_default_learning_rate(const LogDensity& density, const Vec& theta, Index num_data) {
-  Vec v = Vec::LinSpaced(theta.size(), 1.0, 2.0);  // fixed start: the rate is a deterministic function of theta
-  v.normalize();
-  double lambda = 0.0;
-  for (int iteration = 0; iteration < 50; ++iteration) {
-    const Vec hv = -density.hessian_vector_product(theta, v) / static_cast<double>(num_data);
-    lambda = v.dot(hv);
-    const double norm = hv.norm();
-    if (!(norm > 0.0) || !std::isfinite(norm)) break;
-    v = hv / norm;
-  }
-  if (!(std::abs(lambda) > 0.0) || !std::isfinite(lambda))
-    throw std::runtime_error("swag: the curvature at the pre-trained weights is zero or not finite; set --swag-lr");
-  return 1.0 / std::abs(lambda);
+  return 1.0 / stiffest_direction(density, theta, num_data).curvature;
 }
+
+double swag_minibatch_learning_rate(const Objective& objective, const Vec& theta, Index batch_size, double lambda_max, Rng& rng) {
+  const Index N = objective.num_data(), D = theta.size();
+  require(batch_size >= 1 && batch_size <= N, "swag batch size", fmt::format("in [1, {}]", N));
+  constexpr Index kMaxRows = 512;
+  const IndexVec order = rng.permutation(N);
+  const Index M = std::min(N, kMaxRows);
+  // tr(C) = mean over rows of |g_i - g_bar|^2, by Welford's update (one gradient in memory at a time).
+  Vec mean = Vec::Zero(D), g(D);
+  double sum_squares = 0.0;
+  for (Index m = 0; m < M; ++m) {
+    objective.loss_and_grad(theta, IndexVec{order[static_cast<std::size_t>(m)]}, g);
+    const Vec delta = g - mean;
+    mean += delta / static_cast<double>(m + 1);
+    sum_squares += delta.dot(g - mean);
+  }
+  const double trace = M > 1 ? sum_squares / static_cast<double>(M - 1) : 0.0;
+  const double stable = 1.0 / lambda_max;
+  if (!(trace > 0.0) || !std::isfinite(trace)) return stable;  // no gradient noise: nothing to match
+  const double mandt = 2.0 * static_cast<double>(batch_size) / static_cast<double>(N) * static_cast<double>(D) / trace;
+  return std::min(mandt, stable);
+}
+
 
 }  // namespace uqnn

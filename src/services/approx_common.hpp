@@ -81,4 +81,13 @@ inline MethodResult ensemble_result(const std::vector<MemberFit>& fits, const st
 ViResult fit_vi(const FitContext& c, std::shared_ptr<const Prior>& prior, double default_lr_decay);
 
 
+/// An approximation's draws measured against the posterior's curvature at their mean: along the
+/// posterior's stiffest and flattest directions (prob/curvature_directions.hpp) the variance of a
+/// Gaussian posterior is exactly, or at least, 1 / (N x curvature). A warning when the draws' variance
+/// is below half of that along either direction: the intervals over-claim there (mean-field VI on
+/// correlated weights, SWAG's isotropic SGD noise). Nothing when -log posterior is not convex at the
+/// mean (a network between modes), where the curvature is no reference. `remedy` ends the message.
+std::optional<diagnostics::Warning> narrow_spread_warning(const Posterior& posterior, const Draws& draws, const std::string& method,
+                                                          const std::string& remedy);
+
 }  // namespace uqnn::detail

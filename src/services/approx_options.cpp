@@ -1,6 +1,8 @@
 // Options shared by the optimisation-based methods (src/services/approx_common.hpp).
 #include "approx_common.hpp"
 
+#include "uqnn/prob/curvature_directions.hpp"
+
 namespace uqnn::detail {
 
 const OptionSchema<SamplesOptions>& samples_options() {
@@ -77,6 +79,42 @@ const OptionSchema<ViOptions>& vi_options() {
           .above(0)
           .at_most(1);
   return s;
+}
+
+std::optional<diagnostics::Warning> narrow_spread_warning(const Posterior& posterior, const Draws& draws, const std::string& method,
+                                                          const std::string& remedy) {
+  if (draws.size() < 2) return std::nullopt;
+  const Index K = posterior.dim(), N = posterior.num_data();
+  Vec mean = Vec::Zero(K);
+  draws.for_each([&](Index, const Vec& theta) { mean += theta / static_cast<double>(draws.size()); });
+  CurvatureDirection stiff, flat;
+  try {
+    stiff = stiffest_direction(posterior, mean, N);
+    flat = flattest_direction(posterior, mean, N, stiff.curvature);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;  // no finite curvature at the mean: nothing to measure against
+  }
+  if (!(flat.curvature > 0.0)) return std::nullopt;
+  constexpr double kTooNarrow = 0.5;
+  std::string narrow;
+  for (const auto& [name, d] : {std::pair<const char*, const CurvatureDirection*>{"stiffest", &stiff}, {"flattest", &flat}}) {
+    double sum = 0.0, sum_squares = 0.0;
+    draws.for_each([&](Index, const Vec& theta) {
+      const double x = d->direction.dot(theta - mean);
+      sum += x, sum_squares += x * x;
+    });
+    const double n = static_cast<double>(draws.size());
+    const double variance = (sum_squares - sum * sum / n) / (n - 1.0);
+    const double ratio = variance * static_cast<double>(N) * d->curvature;
+    if (ratio < kTooNarrow) narrow += fmt::format("{}{} ({:.2g} of it)", narrow.empty() ? "" : " and ", name, ratio);
+  }
+  if (narrow.empty()) return std::nullopt;
+  return diagnostics::Warning{"narrow_spread",
+                              fmt::format("{}: the draws are too narrow along the posterior's {} direction{}, measured against "
+                                          "its curvature at their mean (a Gaussian posterior's variance there is at least the "
+                                          "inverse curvature): the intervals over-claim. For calibrated intervals use --method "
+                                          "nuts or laplace, {}.",
+                                          method, narrow, narrow.find(" and ") == std::string::npos ? "" : "s", remedy)};
 }
 
 }  // namespace uqnn::detail

@@ -102,8 +102,8 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
 }
 
 /// Writes diagnostics.{json,txt} and the trace figure of an MCMC run; returns the convergence
-/// warnings (diagnostics/warnings.hpp) for metrics.json.
-std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitReport& report) {
+/// warnings and notes (diagnostics/warnings.hpp) for metrics.json.
+diagnostics::ModeAwareConvergence write_mcmc_outputs(const FitOutput& o, FitReport& report) {
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
@@ -111,7 +111,9 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
   const RunSummary summary = summarize_run(post, r.draws, probe_inputs(o.data, o.split.train), o.standardizer, 5,
                                            settings.value("max_depth", 0), divergence_remedy(settings));
   write_json(dir / "diagnostics.json", summary.to_json());
-  atomic_write_text(dir / "diagnostics.txt", summary.format() + diagnostics::format_warnings(summary.warnings));
+  std::string notes;
+  for (const auto& n : summary.notes) notes += "note: " + n.message + "\n";
+  atomic_write_text(dir / "diagnostics.txt", summary.format() + notes + diagnostics::format_warnings(summary.warnings));
   report.files.push_back(dir / "diagnostics.json");
   report.summary_text = summary.format();
 
@@ -139,7 +141,7 @@ std::vector<diagnostics::Warning> write_mcmc_outputs(const FitOutput& o, FitRepo
     const auto path = dir / ("traces." + o.config.figure_format);
     if (!quantities.empty()) draw_figure(report, path, [&] { plot::plot_traces(path, quantities, options); });
   }
-  return summary.warnings;
+  return {summary.warnings, summary.notes};
 }
 
 }  // namespace
@@ -352,8 +354,13 @@ FitReport write_fit_output(const FitOutput& o) {
   write_posterior_nc(o, report);
   // MCMC runs: the convergence summary and trace plots; their warnings go into metrics.json (a
   // user who reads nothing else sees them).
-  std::vector<diagnostics::Warning> warnings;
-  if (o.result.draws.has_stats()) warnings = write_mcmc_outputs(o, report);
+  std::vector<diagnostics::Warning> warnings, notes;
+  if (o.result.draws.has_stats()) {
+    diagnostics::ModeAwareConvergence judgement = write_mcmc_outputs(o, report);
+    warnings = std::move(judgement.warnings);
+    notes = std::move(judgement.notes);
+    for (const auto& n : notes) report.notes.push_back(n.message);
+  }
   if (const auto w = not_finite_warning(o.result.draws, parts)) {
     warnings.insert(warnings.begin(), *w);
     report.not_finite = true;
@@ -369,7 +376,8 @@ FitReport write_fit_output(const FitOutput& o) {
                          {"data", o.data.source},
                          {"standardized", !o.standardizer.is_identity()},
                          {"info", o.result.info},
-                         {"warnings", diagnostics::to_json(warnings)}};
+                         {"warnings", diagnostics::to_json(warnings)},
+                         {"notes", diagnostics::to_json(notes)}};
   for (const auto& p : parts) {
     nlohmann::json m{{"n", p.rows.size()}};
     if (regression) {

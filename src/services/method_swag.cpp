@@ -1,6 +1,7 @@
 // `uqnn fit --method swag`: J members (QUiNN's NN_SWAG is an ensemble: MultiSWAG), each a MAP
 // pre-training from its own initialisation followed by SWAG (seed 001) on the same loss.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -12,32 +13,56 @@ namespace uqnn {
 
 namespace {
 
-/// QUiNN NN_SWAG's defaults (its app's 3 members).
+/// Maddox et al. (2019)'s recipe: minibatch SGD at a constant rate from the pre-trained weights, one
+/// snapshot per epoch, the last k = 10 deviations; QUiNN NN_SWAG's 3 members (MultiSWAG).
 struct SwagOptions {
-  Index swag_steps = 12, swag_every = 1, swag_rank = 10;
+  Index swag_steps = 0;       ///< T; 0 = auto: kSwagSnapshots epochs
+  Index swag_every = 0;       ///< c; 0 = auto: one epoch of minibatches
+  Index swag_batch_size = 0;  ///< S; 0 = auto: kSwagBatch rows, at most a quarter of the data (at least 1)
+  Index swag_rank = 10;
   Index swag_members = 3;            ///< J members, each its own init + SWAG (MultiSWAG, as QUiNN's NN_SWAG)
   std::string swag_cov = "lowrank";  ///< lowrank | diag
-  double swag_lr = 0.0;              ///< 0 = swag_default_learning_rate(): 1 / lambda_max at each member's MAP
+  double swag_lr = 0.0;              ///< 0 = auto: swag_minibatch_learning_rate (Mandt et al. 2017) at each member's MAP
   double swag_momentum = 0.0;
 };
+constexpr Index kSwagSnapshots = 50, kSwagBatch = 32;
+
+/// The SGD phase's minibatch size, snapshot interval and step count for N rows (0 = auto, above).
+struct SwagSchedule {
+  Index batch = 0, every = 0, steps = 0;
+};
+SwagSchedule swag_schedule(const SwagOptions& o, Index num_data) {
+  SwagSchedule s;
+  s.batch = o.swag_batch_size > 0 ? std::min(o.swag_batch_size, num_data) : std::max<Index>(1, std::min(kSwagBatch, num_data / 4));
+  s.every = o.swag_every > 0 ? o.swag_every : (num_data + s.batch - 1) / s.batch;
+  s.steps = o.swag_steps > 0 ? o.swag_steps : kSwagSnapshots * s.every;
+  return s;
+}
 
 const OptionSchema<SwagOptions>& swag_options() {
   using S = SwagOptions;
   static const auto s =
       OptionSchema<S>("swag", "SWAG")
-          .add("swag_steps", &S::swag_steps, "T SGD steps after pre-training")
-          .at_least(1)
+          .add("swag_steps", &S::swag_steps, "T SGD steps after pre-training; 0 = 50 epochs")
+          .at_least(0)
           .cite("Maddox et al. 2019; QUiNN's manual")
-          .add("swag_every", &S::swag_every, "c, a snapshot every c steps")
-          .at_least(1)
+          .add("swag_every", &S::swag_every, "c, a snapshot every c steps; 0 = one per epoch")
+          .at_least(0)
+          .add("swag_batch_size", &S::swag_batch_size,
+               "minibatch rows of the SGD steps, whose gradient noise gives SWAG its spread; 0 = 32, at most a quarter "
+               "of the data")
+          .at_least(0)
           .add("swag_rank", &S::swag_rank, "k, deviation columns kept")
           .at_least(1)
           .add("swag_members", &S::swag_members, "J members, each from its own initialisation (QUiNN's nens; MultiSWAG)")
           .at_least(1)
           .add("swag_cov", &S::swag_cov, "lowrank | diag")
           .one_of({"lowrank", "diag"})
-          .add("swag_lr", &S::swag_lr, "SGD learning rate on -log posterior / N; 0 = 1 / (largest Hessian eigenvalue at the MAP)")
+          .add("swag_lr", &S::swag_lr,
+               "SGD learning rate on -log posterior / N; 0 = Mandt et al. 2017's rate 2 (S / N) K / tr(gradient noise "
+               "covariance), at most 1 / (largest Hessian eigenvalue at the MAP)")
           .at_least(0)
+          .cite("Mandt, Hoffman & Blei 2017")
           .add("swag_momentum", &S::swag_momentum, "SGD momentum")
           .at_least(0)
           .below(1);
@@ -90,12 +115,14 @@ SwagMember swag_member_from_bytes(const std::string& bytes) {
 MethodResult run_swag(const FitContext& c) {
   const SwagOptions o = swag_options().read(c.config.method_settings);
   SwagParams p;
-  p.steps = o.swag_steps;
-  p.snapshot_every = o.swag_every;
+  const Index N = c.posterior->num_data();
+  const SwagSchedule schedule = swag_schedule(o, N);
+  p.steps = schedule.steps;
+  p.snapshot_every = schedule.every;
   p.rank = o.swag_rank;
   p.low_rank = o.swag_cov == "lowrank";
   p.momentum = o.swag_momentum;
-  p.batch_size = c.config.training.batch_size;
+  p.batch_size = schedule.batch;
   if (o.swag_lr > 0) p.learning_rate = o.swag_lr;
   p.validate();
   // Each finished member, and meanwhile a member's pre-training and SGD steps (issue 17).
@@ -109,10 +136,13 @@ MethodResult run_swag(const FitContext& c) {
     if (m.pretraining.interrupted) return m;  // no SGD steps from an unfinished MAP: a resumed run goes on with the MAP
     SwagParams member_params = p;
     member_params.checkpoint = checkpoint.progress(j, "swag");
-    if (o.swag_lr == 0)
-      member_params.learning_rate = swag_default_learning_rate(*c.posterior, m.pretraining.best_theta, c.posterior->num_data());
-    m.learning_rate = member_params.learning_rate;
     NegativeLogPosteriorObjective objective(c.posterior);
+    const CurvatureDirection stiff = stiffest_direction(*c.posterior, m.pretraining.best_theta, N);
+    if (o.swag_lr == 0)
+      member_params.learning_rate = schedule.batch < N
+                                        ? swag_minibatch_learning_rate(objective, m.pretraining.best_theta, schedule.batch, stiff.curvature, rng)
+                                        : 1.0 / stiff.curvature;
+    m.learning_rate = member_params.learning_rate;
     m.swag = fit_swag(objective, m.pretraining.best_theta, member_params, rng);
     m.approximation = m.swag.approximation;
     return m;
@@ -151,7 +181,12 @@ MethodResult run_swag(const FitContext& c) {
             {"clamped_negative_variances", clamped},
             {"deviation_columns", members.front().approximation->deviations().cols()},
             {"swag_lr", learning_rates},
-            {"swag_lr_rule", o.swag_lr > 0 ? "given" : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"},
+            {"swag_lr_rule", o.swag_lr > 0 ? "given"
+                             : schedule.batch < N ? "Mandt et al. 2017's rate, at most 1 / largest eigenvalue of the Hessian of -log posterior / N"
+                                                  : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"},
+            {"swag_batch_size", schedule.batch},
+            {"swag_steps", schedule.steps},
+            {"swag_every", schedule.every},
             {"optimizer", training_info(pretraining)}};
   if (const auto w = not_converged_warning(pretraining, "members' pre-training MAP fits")) r.warnings.push_back(*w);
   // SWAG's spread is the SGD iterates' (and members') spread: full-batch SGD from an optimum that
@@ -164,13 +199,19 @@ MethodResult run_swag(const FitContext& c) {
     largest_between = std::max(largest_between, (m.approximation->mean() - members.front().approximation->mean()).cwiseAbs().maxCoeff());
   }
   const double scale = std::max(1.0, members.front().approximation->mean().cwiseAbs().maxCoeff());
-  if (std::max(largest_sd, largest_between) <= 1e-5 * scale)
+  const bool no_spread = std::max(largest_sd, largest_between) <= 1e-5 * scale;
+  if (no_spread)
     r.warnings.push_back({"no_spread",
                           fmt::format("swag: the draws have no spread (largest sd {:.1e}): the SGD steps did not move from "
                                       "the pre-trained optimum and the members found the same mode; full-batch SGD at an "
-                                      "optimum has no gradient noise. Use a minibatch (--batch-size), more --swag-members, "
+                                      "optimum has no gradient noise. Use a minibatch (--swag-batch-size), more --swag-members, "
                                       "or a method whose spread does not depend on it (--method laplace, nuts)",
                                       largest_sd)});
+  // SGD's stationary spread is set by the rate and the gradient noise, not by the posterior's shape
+  // (Mandt et al. 2017): measured against the posterior's curvature, not assumed.
+  if (!no_spread)
+    if (auto w = detail::narrow_spread_warning(*c.posterior, r.draws, "swag", "or set --swag-lr and --swag-batch-size"))
+      r.warnings.push_back(*w);
   return r;
 }
 

@@ -14,11 +14,13 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
                          Index worst_k, int max_depth, const std::string& divergence_remedy) {
   require(!draws.empty(), "number of draws", ">= 1");
   RunSummary summary;
+  std::vector<diagnostics::ChainDraws> judged;  // lp__, log_lik, f(...): what the run is judged by, not the weights
   const auto add = [&](const std::string& name, const std::vector<double>& values) {
-    const Mat m = draws.by_chain(values);
+    Mat m = draws.by_chain(values);
     summary.num_chains = m.cols();
     summary.num_draws = m.rows();
     summary.rows.push_back(diagnostics::summarize(name, m));
+    judged.push_back({name, std::move(m)});
   };
   const auto S = static_cast<std::size_t>(draws.size());
   std::vector<double> lp = draws.stat_values([](const DrawStats& s) { return s.lp; }), log_lik(S);
@@ -70,7 +72,6 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
     return ra > rb;
   });
   if (!weights.empty()) summary.max_weight_rhat = weights.front().r_hat;
-  const std::vector<diagnostics::Summary> judged = summary.rows;  // lp__, log_lik, f(...): not the weights
   for (Index k = 0; k < std::min<Index>(worst_k, static_cast<Index>(weights.size())); ++k)
     summary.rows.push_back(weights[static_cast<std::size_t>(k)]);
   // Footer: divergences, tree depth and E-BFMI.
@@ -97,7 +98,11 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
   sampler.e_bfmi = summary.e_bfmi;
   if (!divergence_remedy.empty()) sampler.divergence_remedy = divergence_remedy;
   summary.warnings = diagnostics::few_draws_warnings(summary.num_draws);
-  for (auto& w : diagnostics::convergence_warnings(judged, summary.num_chains, sampler)) summary.warnings.push_back(std::move(w));
+  // Within each chain's mode, and between the chains apart: a network's chains in different modes
+  // are a property of its posterior, not a failure (diagnostics/warnings.hpp).
+  diagnostics::ModeAwareConvergence judgement = diagnostics::mode_aware_convergence(judged, sampler);
+  for (auto& w : judgement.warnings) summary.warnings.push_back(std::move(w));
+  summary.notes = std::move(judgement.notes);
   return summary;
 }
 
@@ -120,7 +125,8 @@ nlohmann::json RunSummary::to_json() const {
   return {{"rows", diagnostics::to_json(rows)}, {"num_chains", num_chains}, {"num_draws", num_draws},
           {"divergences", divergences},         {"e_bfmi", e_bfmi},         {"max_weight_rhat", max_weight_rhat},
           {"num_constant_weights", num_constant_weights}, {"max_depth", max_depth},
-          {"draws_at_max_depth", draws_at_max_depth}, {"warnings", diagnostics::to_json(warnings)}};
+          {"draws_at_max_depth", draws_at_max_depth}, {"warnings", diagnostics::to_json(warnings)},
+          {"notes", diagnostics::to_json(notes)}};
 }
 
 std::string RunSummary::format(int decimals) const {

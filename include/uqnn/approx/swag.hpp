@@ -17,6 +17,7 @@
 #include "uqnn/optim/epoch_checkpoint.hpp"
 #include "uqnn/optim/objective.hpp"
 #include "uqnn/core/log_density.hpp"
+#include "uqnn/prob/curvature_directions.hpp"
 
 namespace uqnn {
 
@@ -68,6 +69,13 @@ struct SwagResult {
 /// small-noise posterior make any fixed default (QUiNN's 0.01 on MSE) diverge on one data set and
 /// stand still on another; half the stability limit keeps the iterates moving but bounded.
 double swag_default_learning_rate(const LogDensity& density, const Vec& theta, Index num_data);
+
+/// Constant-rate SGD as approximate Bayesian inference (Mandt, Hoffman & Blei 2017, Theorem 1): on a
+/// mean loss over N examples with minibatches of S, the iterates' stationary covariance is closest in
+/// KL to the posterior's at the rate eps* = 2 (S / N) D / tr(C), C the covariance of the per-example
+/// gradients at the optimum (estimated here on up to 512 rows, a fixed sample drawn from `rng`). The
+/// rate returned is eps* capped at 1 / lambda_max (SGD on a quadratic is stable below 2 / lambda_max).
+double swag_minibatch_learning_rate(const Objective& objective, const Vec& theta, Index batch_size, double lambda_max, Rng& rng);
 
 /// Runs the SGD phase from the pre-trained `theta` on `objective`; minibatches from `rng`.
 SwagResult fit_swag(const Objective& objective, const Vec& theta, const SwagParams& params, Rng& rng);

@@ -13,8 +13,8 @@
 namespace uqnn::diagnostics {
 
 /// One reason not to trust a result. `code` is stable (scripts and tests match on it): "rhat",
-/// "ess_bulk", "divergences", "max_tree_depth", "e_bfmi", "few_draws", "non_finite_draws" or
-/// "overflow".
+/// "ess_bulk", "chain_not_converged", "divergences", "max_tree_depth", "e_bfmi", "few_draws",
+/// "non_finite_draws" or "overflow"; a note (not a failure) "chains_in_different_modes".
 /// `message` is one self-contained sentence or two for people: what is wrong, what it means, what
 /// to change.
 struct Warning {
@@ -41,6 +41,9 @@ struct WarningThresholds {
   double min_ess_bulk_per_chain = 100.0; ///< Vehtari et al. (2021), sec. 4.4: 100 per chain
   double max_tree_depth_fraction = 0.1;  ///< share of draws at the maximum tree depth
   double min_e_bfmi = 0.3;               ///< Betancourt (2016); Stan's `check_energy`
+  /// Chain-wise rank-normalised split R-hat with 4 pieces per chain: Sommer et al. (2024, App. B)
+  /// see values close to or below 1.1 for chains that converged within their mode.
+  double max_chain_rhat = 1.1;
   /// Throws std::invalid_argument naming a threshold outside its range.
   void validate() const;
 };
@@ -61,6 +64,38 @@ struct WarningThresholds {
 std::vector<Warning> convergence_warnings(const std::vector<Summary>& rows, Index num_chains,
                                           const SamplerStatsSummary& stats = {},
                                           const WarningThresholds& thresholds = {});
+
+/// One quantity's draws, [draws, chains] (column = chain), for mode_aware_convergence.
+struct ChainDraws {
+  std::string name;
+  Mat draws;
+};
+
+/// What mode_aware_convergence concludes: `warnings` are reasons not to trust the draws; `notes`
+/// are properties of the posterior a user should know (codes as in Warning).
+struct ModeAwareConvergence {
+  std::vector<Warning> warnings;
+  std::vector<Warning> notes;
+};
+
+/// Convergence judged as a neural network's posterior needs it. Its chains often settle in
+/// different modes (weight-space symmetries and genuinely different fits), so between-chain R-hat
+/// is large even when every chain has converged within its mode; the draws are then a mixture of
+/// the modes the chains found (Sommer et al. 2024, "Connecting the dots", App. B). Each quantity
+/// (lp__, the log likelihood, predictive values) is judged chain by chain:
+/// - "chain_not_converged": a chain whose chain-wise R-hat (rank-normalised, 4 pieces per chain)
+///   exceeds max_chain_rhat on a quantity, or whose draws of a quantity never change (stuck);
+/// - "ess_bulk": the within-mode bulk ESS (the sum of each chain's own bulk ESS) below
+///   min_ess_bulk_per_chain x chains;
+/// - the sampler warnings of convergence_warnings (divergences, tree depth, E-BFMI), except that
+///   the maximum tree depth is a note when the chains passed every other check (an efficiency
+///   matter then, as Stan's guide to its warnings says);
+/// - note "chains_in_different_modes": between-chain R-hat above max_rhat on a quantity while
+///   every chain converged within its own mode.
+/// Chains with fewer than 8 draws are not judged (few_draws_warnings says so). Throws
+/// std::invalid_argument for invalid thresholds.
+ModeAwareConvergence mode_aware_convergence(const std::vector<ChainDraws>& quantities, const SamplerStatsSummary& stats = {},
+                                            const WarningThresholds& thresholds = {});
 
 /// Warnings about the draws themselves, before any diagnostic: "non_finite_draws" when a quantity
 /// holds NaN or an infinity, "overflow" when its draws are finite but so large (|x| near 1e308)

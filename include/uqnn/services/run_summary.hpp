@@ -26,8 +26,11 @@ struct RunSummary {
   int max_depth = 0;               ///< the sampler's maximum tree depth (0: no tree)
   Index draws_at_max_depth = 0;    ///< draws whose tree reached max_depth
   /// Reasons not to trust the run (diagnostics/warnings.hpp), judged on lp__, log_lik and the
-  /// function-space rows, not on the weights (their R-hat misleads for BNNs).
+  /// function-space rows, not on the weights (their R-hat misleads for BNNs), chain by chain
+  /// (diagnostics::mode_aware_convergence).
   std::vector<diagnostics::Warning> warnings;
+  /// Properties of the posterior a user should know, such as chains in different modes.
+  std::vector<diagnostics::Warning> notes;
   nlohmann::json to_json() const;
   /// The table and its footer (divergences, tree depth, E-BFMI); the warnings are not included.
   std::string format(int decimals = 3) const;

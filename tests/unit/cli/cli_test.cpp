@@ -59,6 +59,25 @@ TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   EXPECT_EQ(magic, std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
+// The first thing a user runs: at its defaults the demo's chains converge within their modes (no
+// warning in metrics.json or on the console), and its predictive keeps the demo's point: narrow
+// bands at the data, wide ones in the gap between the two intervals of x.
+TEST_F(Cli, DemoAtItsDefaultsEndsWithoutAWarningAndWidensInTheGap) {
+  const CliRun r = run_cli("demo --quiet --figure none --out " + (dir_ / "demo").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning:"), std::string::npos) << r.output;
+  const auto metrics = json(dir_ / "demo" / "metrics.json");
+  EXPECT_TRUE(metrics["warnings"].empty()) << metrics["warnings"].dump(1);
+  write("gap.csv", "x,y\n-0.6,0\n0,0\n");  // a training-data region, then the middle of the gap
+  const CliRun p = run_cli("predict --model " + (dir_ / "demo").string() + " --data " + (dir_ / "gap.csv").string() + " --out " +
+                           (dir_ / "gap-pred.csv").string());
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const CsvTable pred = read_predictions(dir_ / "gap-pred.csv");
+  const Index sd = pred.find_column("y_sd");
+  ASSERT_GE(sd, 0);
+  EXPECT_GT(pred.values(1, sd), 3.0 * pred.values(0, sd)) << "the gap's band is not wider than the data's";
+}
+
 TEST_F(Cli, FitThenPredictReproducesTheFittedPredictions) {
   std::string csv = "a,b,y\n";
   for (int i = 0; i < 40; ++i) {

@@ -1,4 +1,4 @@
-// Warnings that say when not to trust a result (issue 18 item 6): each threshold on both sides.
+// Warnings that say when not to trust a result: each threshold on both sides.
 #include "uqnn/diagnostics/warnings.hpp"
 
 #include <gtest/gtest.h>
@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+
+#include "uqnn/core/rng.hpp"
 
 namespace uqnn::diagnostics {
 namespace {
@@ -128,6 +130,79 @@ TEST(ConvergenceWarnings, ThresholdsAndChainsAreChecked) {
 DrawsTable table_of(const std::string& csv) {
   std::istringstream in(csv);
   return parse_draws_csv(in, "test.csv");
+}
+
+// A network's chains, judged mode-aware: constructed draws [draws, chains] of lp__ and a predictive
+// value. Each chain is iid N(mode_c, 1), so within its mode it has converged exactly.
+Mat chains_in_modes(const std::vector<double>& modes, Index draws, std::uint64_t seed) {
+  Rng rng(seed);
+  Mat m(draws, static_cast<Index>(modes.size()));
+  for (Index c = 0; c < m.cols(); ++c)
+    for (Index s = 0; s < draws; ++s) m(s, c) = modes[static_cast<std::size_t>(c)] + rng.normal();
+  return m;
+}
+
+TEST(ModeAwareConvergence, ChainsConvergedInTwoModesAreANoteNotAWarning) {
+  // Two chains in each of two modes 5 sds apart: between-chain R-hat far above 1.01.
+  const std::vector<ChainDraws> q = {{"lp__", chains_in_modes({0, 0, 5, 5}, 400, 1)},
+                                     {"f(0.5)", chains_in_modes({1, 1, -4, -4}, 400, 2)}};
+  const ModeAwareConvergence j = mode_aware_convergence(q);
+  EXPECT_TRUE(j.warnings.empty()) << format_warnings(j.warnings);
+  ASSERT_EQ(j.notes.size(), 1u);
+  EXPECT_EQ(j.notes[0].code, "chains_in_different_modes");
+  EXPECT_NE(j.notes[0].message.find("lp__"), std::string::npos) << j.notes[0].message;
+  // The Stan-style view of the same draws fails them: what this judgement exists to avoid.
+  std::vector<Summary> rows;
+  for (const ChainDraws& c : q) rows.push_back(summarize(c.name, c.draws));
+  EXPECT_EQ(codes(convergence_warnings(rows, 4)), (std::vector<std::string>{"rhat", "ess_bulk"}));
+}
+
+TEST(ModeAwareConvergence, OneChainAgreeingWithTheOthersGivesNeither) {
+  const ModeAwareConvergence j = mode_aware_convergence({{"lp__", chains_in_modes({0, 0, 0, 0}, 400, 3)}});
+  EXPECT_TRUE(j.warnings.empty()) << format_warnings(j.warnings);
+  EXPECT_TRUE(j.notes.empty());
+}
+
+TEST(ModeAwareConvergence, AStuckChainIsAWarningNamingIt) {
+  Mat lp = chains_in_modes({0, 0, 3, 0}, 400, 4);
+  lp.col(1).setConstant(-7.5);  // chain 1 never moves (every proposal rejected)
+  const ModeAwareConvergence j = mode_aware_convergence({{"lp__", lp}});
+  EXPECT_EQ(codes(j.warnings), std::vector<std::string>{"chain_not_converged"});
+  EXPECT_NE(j.warnings[0].message.find("Chain 1 has not converged"), std::string::npos) << j.warnings[0].message;
+  EXPECT_NE(j.warnings[0].message.find("lp__ in chain 1 (never changes)"), std::string::npos) << j.warnings[0].message;
+  EXPECT_TRUE(j.notes.empty()) << "a chain that has not converged makes the between-chain view meaningless";
+}
+
+TEST(ModeAwareConvergence, ADriftingChainIsAWarningAndFewEffectiveDrawsAnother) {
+  Mat lp = chains_in_modes({0, 0, 0}, 400, 5);
+  for (Index s = 0; s < lp.rows(); ++s) lp(s, 2) = 0.02 * static_cast<double>(s) + 0.1 * lp(s, 2);  // a trend: not stationary
+  const ModeAwareConvergence j = mode_aware_convergence({{"lp__", lp}});
+  ASSERT_FALSE(j.warnings.empty());
+  EXPECT_EQ(j.warnings[0].code, "chain_not_converged");
+  EXPECT_NE(j.warnings[0].message.find("Chain 2 has not"), std::string::npos) << j.warnings[0].message;
+  // Within-chain ESS: 3 iid chains of 50 draws hold 150 < 300 effective draws.
+  const ModeAwareConvergence few = mode_aware_convergence({{"log_lik", chains_in_modes({0, 4, 8}, 50, 6)}});
+  EXPECT_EQ(codes(few.warnings), std::vector<std::string>{"ess_bulk"});
+  EXPECT_EQ(few.notes.size(), 1u);
+}
+
+TEST(ModeAwareConvergence, SamplerWarningsStillApplyAndTheTreeDepthIsANoteForDrawsThatPass) {
+  SamplerStatsSummary stats;
+  stats.num_draws = 1600;
+  stats.max_depth = 10;
+  stats.draws_at_max_depth = 1600;
+  const ModeAwareConvergence passing = mode_aware_convergence({{"lp__", chains_in_modes({0, 0, 0, 0}, 400, 7)}}, stats);
+  EXPECT_TRUE(passing.warnings.empty()) << format_warnings(passing.warnings);
+  EXPECT_EQ(codes(passing.notes), std::vector<std::string>{"max_tree_depth"});
+  // With a divergence, or chains that have not converged, the depth is part of the trouble: a warning.
+  stats.divergences = 1;
+  const ModeAwareConvergence diverging = mode_aware_convergence({{"lp__", chains_in_modes({0, 0, 0, 0}, 400, 7)}}, stats);
+  EXPECT_EQ(codes(diverging.warnings), (std::vector<std::string>{"divergences", "max_tree_depth"}));
+  stats.divergences = 0;
+  Mat stuck = chains_in_modes({0, 0, 0, 0}, 400, 8);
+  stuck.col(0).setConstant(1.0);
+  const ModeAwareConvergence failing = mode_aware_convergence({{"lp__", stuck}}, stats);
+  EXPECT_EQ(codes(failing.warnings), (std::vector<std::string>{"chain_not_converged", "max_tree_depth"}));
 }
 
 TEST(DrawsWarnings, NonFiniteDrawsAndFewDraws) {
