@@ -88,8 +88,9 @@ void run_job(const Settings& s, const MushroomBandit& base, Job& job) {
 int run(int argc, char** argv) {
   Settings s;
   std::string data_path = s.data.string(), out = s.out.string();
-  CLI::App app("contextual_bandit: Thompson sampling on the Mushroom bandit (seed 002 sec. 5.4); writes DIR/bandit.csv, "
-               "DIR/bandit.md and DIR/regret.png (cumulative regret per agent, one panel per poison probability)");
+  CLI::App app("contextual_bandit: Thompson sampling on the Mushroom bandit (Wu et al. 2024, sec. 5.4); writes "
+               "DIR/bandit.csv, DIR/bandit.md and DIR/regret.png (cumulative regret per agent, one panel per poison "
+               "probability)");
   app.add_option("--data", data_path, "mushroom.csv: 117 one-hot features and `edible`")->capture_default_str();
   app.add_option("--agents", s.agents, "fsgld, sgld, vi, ens, map")->delimiter(',')->capture_default_str();
   app.add_option("--patterns", s.patterns, "poison probabilities p")->delimiter(',')->check(CLI::Range(0.0, 1.0))->capture_default_str();
@@ -101,7 +102,7 @@ int run(int argc, char** argv) {
   app.add_option("--members", s.agent.members, "ens: networks")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--sg-step", s.agent.sg_step_size, "sgld, fsgld: eta (step eta / buffer)")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--fsgld-weight-prior", s.agent.fsgld_weight_prior,
-                 "fsgld: keep the weight prior beside the GP prior (false: seed 002's eq. 6 alone)")
+                 "fsgld: keep the weight prior beside the GP prior (false: eq. 6 of Wu et al. 2024 alone)")
       ->capture_default_str();
   app.add_option("--adam-lr", s.agent.adam_learning_rate, "vi, ens, map: Adam's learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--seed", s.seed, "random seed")->capture_default_str();

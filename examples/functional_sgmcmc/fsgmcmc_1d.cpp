@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   std::string weight_prior = "fanin";
   int prior_noise = 1;
   // Positional, in this order (as earlier versions took them), each optional.
-  CLI::App app("fsgmcmc_1d: seed 002's 1-D regression (Fig. 1), SGLD/SGHMC against their functional versions");
+  CLI::App app("fsgmcmc_1d: the 1-D regression of Wu et al. 2024 (Fig. 1), SGLD/SGHMC against their functional "
+               "versions");
   app.add_option("out", out, "output directory")->capture_default_str();
   app.add_option("seed", seed, "random seed")->capture_default_str();
   app.add_option("chains", chains, "chains per method")->check(CLI::Range(1, 1000))->capture_default_str();
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
     panels.push_back(p);
   }
   plot::SideBySideOptions fig;
-  fig.title = "seed 002 Fig. 1: 1-D extrapolation, mean and +-1/+-2 sd of f (80 samples per chain)";
+  fig.title = "Wu et al. 2024, Fig. 1: 1-D extrapolation, mean and +-1/+-2 sd of f (80 samples per chain)";
   fig.cols = 2;
   plot::plot_side_by_side(out / "fig1_extrapolation.png", panels, fig);
 

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   Index batch = 0, measure = 200;
   double hamiltonian_step = 1e-3, friction = 10.0;
   // Positional, in this order (as earlier versions took them), each optional.
-  CLI::App app("fsgmcmc_uci: seed 002's UCI regression table, SG-MCMC against functional SG-MCMC");
+  CLI::App app("fsgmcmc_uci: the UCI regression table of Wu et al. 2024, SG-MCMC against functional SG-MCMC");
   app.add_option("out", out, "output directory")->capture_default_str();
   app.add_option("datasets", dataset_list, "comma-separated UCI data sets")->capture_default_str();
   app.add_option("splits", splits, "splits per data set")->check(CLI::Range(1, 20))->capture_default_str();

@@ -520,7 +520,7 @@ inline BurgersReport run_burgers_reproduction(const BurgersConfig& cfg, const st
     panel(0, 1, fmt::format("VI-HMC tau {}, best", cfg.taus.front()), vh_draws, best_vh, e_vh[best_vh]);
     panel(1, 0, "VI, worst", vi_draws, worst_vi, e_vi[worst_vi]);
     panel(1, 1, fmt::format("VI-HMC tau {}, worst", cfg.taus.front()), vh_draws, worst_vh, e_vh[worst_vh]);
-    fig.title("Burgers DeepONet at t = 1 (seed 000 Fig. 10)");
+    fig.title("Burgers DeepONet at t = 1 (Thiagarajan et al. 2025, Fig. 10)");
     fig.save(out / "best_worst.png");
   }
   return report;

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   long functions = 0, map_epochs = 0, vi_epochs = 0;
   std::vector<long> batch;
   double map_lr = 0, prior_sd = 0;
-  CLI::App app("vi_hmc_burgers: seed 000's Bayesian DeepONet for Burgers' equation (VI, VI-HMC, full-space HMC)");
+  CLI::App app("vi_hmc_burgers: the Bayesian DeepONet of Thiagarajan et al. 2025 for Burgers' equation (VI, VI-HMC, "
+               "full-space HMC)");
   app.add_option("out", out, "output directory")->capture_default_str();
   app.add_flag("--quick", quick, "a short run: 200 functions, 500 MAP and 100 VI epochs (options below still apply)");
   app.add_option("--functions", functions, "training and test functions each")->check(CLI::PositiveNumber);

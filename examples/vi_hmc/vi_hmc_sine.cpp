@@ -178,14 +178,14 @@ std::string case_one(const std::filesystem::path& out, bool quick) {
   joint(0, "VI", vi_draws);
   joint(1, "VI-HMC", vh_draws);
   joint(2, "HMC", hmc_draws);
-  fig.title("Case I: joint of (phi2, a) (seed 000 Fig. 4)");
+  fig.title("Case I: joint of (phi2, a) (Thiagarajan et al. 2025, Fig. 4)");
   fig.save(out / "parameters.png");
   const Mat grid = grid_1d(-1.2, 1.2, 200);
   plot::plot_side_by_side(out / "bands.png",
                           {predictive("VI", *model, vi_draws, grid, data, &sine_case_i_truth),
                            predictive("HMC", *model, hmc_draws, grid, data, &sine_case_i_truth),
                            predictive("VI-HMC", *model, vh_draws, grid, data, &sine_case_i_truth)},
-                          {"Case I predictive (seed 000 Fig. 3)"});
+                          {"Case I predictive (Thiagarajan et al. 2025, Fig. 3)"});
   return text;
 }
 
@@ -260,7 +260,7 @@ std::string case_two(const std::filesystem::path& out, bool quick) {
                            predictive(fmt::format("VI-HMC (tau 0.9, {} sampled)", vh.num_kept), *model, vh_draws, grid, data, &sine_case_ii_truth),
                            predictive(fmt::format("random {} sampled (control)", random.num_kept), *model, random_draws, grid, data,
                                       &sine_case_ii_truth)},
-                          {"Case II predictive, +-1 and 2 sd of f (seed 000 Fig. 7)", 2});
+                          {"Case II predictive, +-1 and 2 sd of f (Thiagarajan et al. 2025, Fig. 7)", 2});
   return text;
 }
 
@@ -269,12 +269,13 @@ std::string case_two(const std::filesystem::path& out, bool quick) {
 int main(int argc, char** argv) {
   std::filesystem::path out = "vi-hmc-sine";
   bool quick = false;
-  CLI::App app("vi_hmc_sine: seed 000's sine cases I and II (section 4.1), VI, HMC and VI-HMC");
+  CLI::App app("vi_hmc_sine: the sine cases I and II of Thiagarajan et al. 2025 (section 4.1), VI, HMC and VI-HMC");
   app.add_option("out", out, "output directory")->capture_default_str();
   app.add_flag("--quick", quick, "a short run (minutes) instead of the paper's settings");
   CLI11_PARSE(app, argc, argv);
   try {
-    std::string text = "## VI-HMC sine cases (seed 000 section 4.1)" + std::string(quick ? " -- QUICK RUN" : "") + "\n\n";
+    std::string text = "## VI-HMC sine cases (Thiagarajan et al. 2025, section 4.1)" +
+                       std::string(quick ? " -- QUICK RUN" : "") + "\n\n";
     text += case_one(out / "caseI", quick) + "\n";
     std::cout << text << std::flush;
     const std::string two = case_two(out / "caseII", quick);

@@ -190,8 +190,9 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   const Index P = model.num_params();
   const bool nll = params.loss == "nll";
   if (!nll && lik.kind() != "gaussian" && lik.kind() != "gaussian_learned_sigma")
-    throw InputError("deep ensembles minimise the MSE (seed 001), which fits a Gaussian likelihood with one output per "
-                     "target, not '" + lik.kind() + "': use --method rms (which minimises -log posterior)");
+    throw InputError("deep ensembles minimise the MSE (as in QUiNN's solver manual), which fits a Gaussian likelihood "
+                     "with one output per target, not '" +
+                     lik.kind() + "': use --method rms (which minimises -log posterior)");
   const bool noise_from_held_out = params.noise_holdout > 0 && lik.kind() == "gaussian_learned_sigma";
   const std::shared_ptr<const Posterior> train_posterior = training_posterior(posterior, params.lockstep);
   // One network trained on `rows` with `rng` (initialisation, then minibatches) and the member's

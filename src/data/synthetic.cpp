@@ -30,13 +30,15 @@ Dataset two_interval_data(Index n, double noise, std::uint64_t seed, double a, d
 double sine_case_ii_truth(double x) { return 4 * std::sin(4 * x) + 5 * std::sin(-12 * x + std::numbers::pi / 2); }
 
 Dataset sine_case_ii(Index n, double noise, std::uint64_t seed) {
-  return two_interval_data(n, noise, seed, 0.2, 1.0, &sine_case_ii_truth, "sine case II (seed 000, section 4.1.2)");
+  return two_interval_data(n, noise, seed, 0.2, 1.0, &sine_case_ii_truth,
+                           "sine case II (Thiagarajan et al. 2025, section 4.1.2)");
 }
 
 double sine_case_i_truth(double x) { return 0.4 * std::sin(4 * x) + 0.5 * std::sin(-3 * x + 1.57); }
 
 Dataset sine_case_i(Index n, double noise, std::uint64_t seed) {
-  return two_interval_data(n, noise, seed, 0.2, 1.0, &sine_case_i_truth, "sine case I (seed 000, section 4.1.1)");
+  return two_interval_data(n, noise, seed, 0.2, 1.0, &sine_case_i_truth,
+                           "sine case I (Thiagarajan et al. 2025, section 4.1.1)");
 }
 
 double extrapolation_curve_truth(double x) {
@@ -46,7 +48,7 @@ double extrapolation_curve_truth(double x) {
 
 Dataset extrapolation_curve(Index n, double noise, std::uint64_t seed) {
   return two_interval_data(n, noise, seed, 0.25, 0.75, &extrapolation_curve_truth,
-                           "1-D extrapolation curve (seed 002, section 5.1)");
+                           "1-D extrapolation curve (Wu et al. 2024, section 5.1)");
 }
 
 }  // namespace uqnn

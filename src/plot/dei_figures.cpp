@@ -190,12 +190,13 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
     }
     if (figure_format != "none") {
       figures.push_back(dir / ("rhat." + figure_format));
-      plot_rhat_histograms(figures.back(), series, "R-hat^(2) across the kept chains (seed 003 Fig. 10)");
+      plot_rhat_histograms(figures.back(), series, "R-hat^(2) across the kept chains (Sommer et al. 2024, Fig. 10)");
     }
   }
   if (figure_format != "none") {
     figures.push_back(dir / ("lppd_traces." + figure_format));
-    plot_lppd_traces(figures.back(), traces, converged, dying, "chain-wise expanding-window LPPD (seed 003 eq. 8)");
+    plot_lppd_traces(figures.back(), traces, converged, dying,
+                     "chain-wise expanding-window LPPD (Sommer et al. 2024, eq. 8)");
   }
   // Per-layer view from draws.csv: consecutive columns "block[...]" form one block.
   const auto draws_path = dir / "draws.csv";
@@ -234,7 +235,7 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
                            l.rhat_max, l.chain_rhat_mean, l.ess_bulk_mean);
       if (figure_format != "none") {
         figures.push_back(dir / ("layers." + figure_format));
-        plot_layer_diagnostics(figures.back(), layers, "per-layer convergence (seed 003 Figs. 8, 9)");
+        plot_layer_diagnostics(figures.back(), layers, "per-layer convergence (Sommer et al. 2024, Figs. 8, 9)");
       }
     } else {
       out << "\nper layer: needs >= 2 kept chains with >= 16 draws\n";

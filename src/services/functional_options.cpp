@@ -34,7 +34,7 @@ const OptionSchema<FunctionalOptions>& functional_options() {
           .at_least(0)
           .add("keep_weight_prior", &F::keep_weight_prior,
                "keep the weight prior (--prior) beside the GP prior: weights that neither the GP nor the data pin down "
-               "stay bounded instead of random-walking (default: the GP prior alone, seed 002's eq. 6)");
+               "stay bounded instead of random-walking (default: the GP prior alone, eq. 6 of Wu et al. 2024)");
   return s;
 }
 
