@@ -87,34 +87,45 @@ std::optional<diagnostics::Warning> narrow_spread_warning(const Posterior& poste
   const Index K = posterior.dim(), N = posterior.num_data();
   Vec mean = Vec::Zero(K);
   draws.for_each([&](Index, const Vec& theta) { mean += theta / static_cast<double>(draws.size()); });
-  CurvatureDirection stiff, flat;
+  // The stiffest direction and the flattest few: mean field misses a correlated pair's flat
+  // direction, which need not be the flattest of all (a weight set by its prior alone can be).
+  constexpr Index kFlatDirections = 6;
+  std::vector<std::pair<std::string, CurvatureDirection>> directions;
   try {
-    stiff = stiffest_direction(posterior, mean, N);
-    flat = flattest_direction(posterior, mean, N, stiff.curvature);
+    const CurvatureDirection stiff = stiffest_direction(posterior, mean, N);
+    directions.emplace_back("stiffest", stiff);
+    const auto flat = flattest_directions(posterior, mean, N, stiff.curvature, kFlatDirections);
+    for (std::size_t i = 0; i < flat.size(); ++i)
+      directions.emplace_back(i == 0 ? std::string("flattest")
+                                     : fmt::format("{}{}-flattest", i + 1, i == 1 ? "nd" : i == 2 ? "rd" : "th"), flat[i]);
   } catch (const std::runtime_error&) {
     return std::nullopt;  // no finite curvature at the mean: nothing to measure against
   }
-  if (!(flat.curvature > 0.0)) return std::nullopt;
   constexpr double kTooNarrow = 0.5;
-  std::string narrow;
-  for (const auto& [name, d] : {std::pair<const char*, const CurvatureDirection*>{"stiffest", &stiff}, {"flattest", &flat}}) {
+  std::vector<std::string> narrow;
+  for (const auto& [name, d] : directions) {
+    if (!(d.curvature > 0.0)) return std::nullopt;  // -log posterior not convex at the mean: no reference
     double sum = 0.0, sum_squares = 0.0;
     draws.for_each([&](Index, const Vec& theta) {
-      const double x = d->direction.dot(theta - mean);
+      const double x = d.direction.dot(theta - mean);
       sum += x, sum_squares += x * x;
     });
     const double n = static_cast<double>(draws.size());
     const double variance = (sum_squares - sum * sum / n) / (n - 1.0);
-    const double ratio = variance * static_cast<double>(N) * d->curvature;
-    if (ratio < kTooNarrow) narrow += fmt::format("{}{} ({:.2g} of it)", narrow.empty() ? "" : " and ", name, ratio);
+    const double ratio = variance * static_cast<double>(N) * d.curvature;
+    if (ratio < kTooNarrow) narrow.push_back(fmt::format("{} ({:.2g} of it)", name, ratio));
   }
+  if (narrow.empty()) return std::nullopt;
+  std::string list;
+  for (std::size_t i = 0; i < narrow.size(); ++i)
+    list += (i == 0 ? "" : (i + 1 == narrow.size() ? " and " : ", ")) + narrow[i];
   if (narrow.empty()) return std::nullopt;
   return diagnostics::Warning{"narrow_spread",
                               fmt::format("{}: the draws are too narrow along the posterior's {} direction{}, measured against "
                                           "its curvature at their mean (a Gaussian posterior's variance there is at least the "
                                           "inverse curvature): the intervals over-claim. For calibrated intervals use --method "
                                           "nuts or laplace, {}.",
-                                          method, narrow, narrow.find(" and ") == std::string::npos ? "" : "s", remedy)};
+                                          method, list, narrow.size() == 1 ? "" : "s", remedy)};
 }
 
 }  // namespace uqnn::detail

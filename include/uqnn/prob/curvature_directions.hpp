@@ -6,6 +6,8 @@
 #include "uqnn/core/log_density.hpp"
 #include "uqnn/core/types.hpp"
 
+#include <vector>
+
 namespace uqnn {
 
 struct CurvatureDirection {
@@ -18,11 +20,12 @@ struct CurvatureDirection {
 /// curvature is zero or not finite.
 CurvatureDirection stiffest_direction(const LogDensity& density, const Vec& theta, Index num_data, int iterations = 50);
 
-/// The smallest eigenvalue of H / num_data and its eigenvector, by power iteration on
-/// stiffest I - H / num_data. Not converged (a small spectral gap), the direction's Rayleigh quotient
-/// is above the smallest eigenvalue, and 1 / (num_data * curvature) is still a floor of the
-/// posterior's variance along it. The curvature is <= 0 where -log p is not convex there.
-CurvatureDirection flattest_direction(const LogDensity& density, const Vec& theta, Index num_data, double stiffest,
-                                      int iterations = 100);
+/// The `count` smallest eigenvalues of H / num_data and their eigenvectors, flattest first, by
+/// orthogonal (subspace) iteration on stiffest I - H / num_data and a Rayleigh-Ritz step. Not
+/// converged (a small spectral gap), a direction's Rayleigh quotient is above the eigenvalue it
+/// approximates, and 1 / (num_data * curvature) is still a floor of the posterior's variance along
+/// it. A curvature <= 0 means -log p is not convex there.
+std::vector<CurvatureDirection> flattest_directions(const LogDensity& density, const Vec& theta, Index num_data, double stiffest,
+                                                    Index count, int iterations = 100);
 
 }  // namespace uqnn

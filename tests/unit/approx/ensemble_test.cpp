@@ -374,7 +374,9 @@ TEST(NarrowSpread, ExactDrawsPassAndShrunkDrawsAreWarnedAbout) {
   EXPECT_FALSE(detail::narrow_spread_warning(*target.posterior, exact, "test", "or not").has_value());
   const auto w = detail::narrow_spread_warning(*target.posterior, shrunk, "test", "or not");
   ASSERT_TRUE(w.has_value());
-  EXPECT_NE(w->message.find("stiffest (0.16 of it) and flattest (0.16 of it) directions"), std::string::npos) << w->message;
+  // 400 draws estimate a variance ratio of 0.16 to within about +-0.03 (sd sqrt(2 / 399) relative).
+  EXPECT_NE(w->message.find("stiffest (0.1"), std::string::npos) << w->message;
+  EXPECT_NE(w->message.find(", flattest (0.1"), std::string::npos) << w->message;
 }
 
 // rms at the fit's defaults is randomize-then-optimize with 30 members: exact posterior draws of the

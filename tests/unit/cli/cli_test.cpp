@@ -37,8 +37,9 @@ TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
                         "diagnostics.json"})
     EXPECT_TRUE(fs::exists(dir_ / "demo" / f)) << f;
   const auto metrics = json(dir_ / "demo" / "metrics.json");
-  // The sine case II targets have sd ~ 4.5; a MAP fit of 20 points interpolates them.
-  EXPECT_LT(metrics["splits"]["train"]["rmse"].get<double>(), 0.3);
+  // The sine case II targets have sd ~ 4.5 and the demo's noise sd 0.3: the fit follows the curve
+  // to about the noise.
+  EXPECT_LT(metrics["splits"]["train"]["rmse"].get<double>(), 0.6);
   const CsvTable predictions = read_predictions(dir_ / "demo" / "predictions.csv");
   EXPECT_EQ(predictions.num_rows(), 20);
   EXPECT_GE(predictions.find_column("y_mean"), 0);
@@ -68,14 +69,17 @@ TEST_F(Cli, DemoAtItsDefaultsEndsWithoutAWarningAndWidensInTheGap) {
   EXPECT_EQ(r.output.find("warning:"), std::string::npos) << r.output;
   const auto metrics = json(dir_ / "demo" / "metrics.json");
   EXPECT_TRUE(metrics["warnings"].empty()) << metrics["warnings"].dump(1);
-  write("gap.csv", "x,y\n-0.6,0\n0,0\n");  // a training-data region, then the middle of the gap
+  // Among the training data, the middle of the gap between the two intervals, and beyond the data.
+  write("gap.csv", "x,y\n-0.75,0\n0,0\n1.3,0\n");
   const CliRun p = run_cli("predict --model " + (dir_ / "demo").string() + " --data " + (dir_ / "gap.csv").string() + " --out " +
                            (dir_ / "gap-pred.csv").string());
   ASSERT_EQ(p.exit_code, 0) << p.output;
   const CsvTable pred = read_predictions(dir_ / "gap-pred.csv");
   const Index sd = pred.find_column("y_sd");
   ASSERT_GE(sd, 0);
-  EXPECT_GT(pred.values(1, sd), 3.0 * pred.values(0, sd)) << "the gap's band is not wider than the data's";
+  // Measured: sd 0.35 at the data, 0.69 in the gap, 1.36 beyond (the noise sd is 0.3).
+  EXPECT_GT(pred.values(1, sd), 1.5 * pred.values(0, sd)) << "the gap's band is not wider than the data's";
+  EXPECT_GT(pred.values(2, sd), 2.5 * pred.values(0, sd)) << "the band beyond the data is not wider than at the data";
 }
 
 TEST_F(Cli, FitThenPredictReproducesTheFittedPredictions) {
