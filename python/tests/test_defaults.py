@@ -128,11 +128,12 @@ def test_a_default_fit_records_the_declared_defaults_through_every_door(sine, tm
     toml_dir = tmp_path / "toml"
     lines = [f"data = {json.dumps(str(data))}", f"out = {json.dumps(str(toml_dir))}"]
     spelled = 0
-    for name, value in declared(DEFAULT_METHOD).items():
-        if name in ("data", "out") or value is None or value == "" and name in ("valid", "train_indices", "test_indices"):
-            continue
-        lines.append(f"{name} = {_toml_value(value)}")
-        spelled += 1
+    for g in _core.fit_option_groups(DEFAULT_METHOD):
+        for o in g["options"]:
+            if o["name"] in ("data", "out") or o["default"] is None or (o["type"] == "path" and o["default"] == ""):
+                continue
+            lines.append(f"{o['name']} = {_toml_value(o['default'])}")
+            spelled += 1
     config = tmp_path / "fit.toml"
     config.write_text("\n".join(lines) + "\n")
     subprocess.run([CLI, "fit", "--config", str(config)], check=True, capture_output=True)

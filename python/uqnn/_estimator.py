@@ -44,11 +44,11 @@ def _as_table(a, default_prefix: str, what: str | None = None, require_2d: bool 
         a = a.to_numpy()
     arr = np.asarray(a)
     if np.iscomplexobj(arr):
-        raise ValueError(f"{what}: complex data not supported")
+        raise ValueError(f"{what}: Complex data not supported")
     if arr.ndim == 1:
         if require_2d:
-            raise ValueError(f"{what}: expected a 2D array, got a 1D array instead; reshape it with {what}.reshape(-1, 1) "
-                             f"for a single feature or {what}.reshape(1, -1) for a single sample")
+            raise ValueError(f"{what}: expected a 2D array, got a 1D array instead. Reshape your data with "
+                             f"{what}.reshape(-1, 1) for a single feature or {what}.reshape(1, -1) for a single sample")
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2:
         raise ValueError(f"{what}: expected a 1-D or 2-D array, got shape {arr.shape}")
@@ -180,8 +180,8 @@ class BNN(BaseEstimator):
 
     def _options(self) -> dict:
         """The fit's options as ``uqnn fit`` names them; the C++ side checks them."""
-        hidden = self.hidden
-        o = {"arch": [int(h) for h in hidden] if isinstance(hidden, (list, tuple, np.ndarray)) else hidden,
+        hidden = self.hidden  # the C++ side checks the widths (2.5 is an error, not 2)
+        o = {"arch": list(hidden) if isinstance(hidden, (list, tuple, np.ndarray)) else hidden,
              "activation": self.activation, **self._likelihood_options(), "prior": self.prior,
              "prior_sigma": self.prior_sigma, "standardize": self.standardize, "method": self.method, "seed": self.seed,
              "threads": self.threads, "quiet": not self.progress, "figure": "none"}
@@ -555,7 +555,8 @@ class BNNClassifier(ClassifierMixin, BNN):
 
     def predict(self, X) -> np.ndarray:
         """The most probable label at each row of X."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        p = self.predict_proba(X)
+        return self.classes_[np.argmax(p, axis=1)]
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"binary_only": False, "multioutput": False}
