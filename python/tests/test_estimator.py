@@ -157,7 +157,7 @@ def test_unknown_and_invalid_options_raise_value_error_at_fit(sine):
     # scikit-learn's rule: the constructor stores its parameters, fit checks them.
     X, y = sine
     for kwargs, message in [(dict(chainz=3), "chainz: there is no such option"),
-                            (dict(chains=0), r"chains: 0 is invalid: it must be an integer >= 1"),
+                            (dict(method="nuts", chains=0), r"chains: 0 is invalid: it must be an integer >= 1"),
                             (dict(method="nuts", ens_members=3), "ens_members: does not apply to --method nuts"),
                             (dict(method="nutz"), "method 'nutz' is not known"),
                             (dict(activation="swish"), "activation")]:
@@ -274,7 +274,7 @@ def test_flow_vi_fits_and_records_its_family(sine):
     assert est.metrics_["info"]["family"] == "flow" and est.metrics_["info"]["flow"]["coupling_layers"] == 2
     assert np.all(np.isfinite(est.predict(X)))
     with pytest.raises(ValueError, match="vi_family"):
-        uqnn.BNN(method="vi", vi_family="realnvp")
+        uqnn.BNN(method="vi", vi_family="realnvp", progress=False).fit(X, y)
 
 
 def test_acquisition_scores_rank_far_points_first(nuts_fit):
