@@ -377,3 +377,36 @@ def test_to_inference_data_without_arviz_says_how_to_install_it(nuts_fit, monkey
     r = uqnn.sample(lambda x: (-0.5 * float(x @ x), -x), np.zeros(2), chains=1, warmup=20, draws=20, progress=False)
     with pytest.raises(ImportError, match=r"ArviZ.*pip install arviz"):
         r.to_inference_data()
+
+
+def test_the_estimators_work_without_scikit_learn():
+    # scikit-learn is optional: without it the estimators stand on uqnn's small base classes.
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.modules["sklearn"] = None  # import sklearn now raises ImportError
+import numpy as np, uqnn
+from uqnn import _sklearn_compat
+assert not _sklearn_compat.HAVE_SKLEARN
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 2))
+y = X[:, 0] - X[:, 1]
+reg = uqnn.BNNRegressor(progress=False, epochs=300)
+assert reg.get_params()["method_options"] == {"epochs": 300}
+reg.set_params(hidden=(5,), lr=0.01)
+assert reg.hidden == (5,) and reg.method_options == {"epochs": 300, "lr": 0.01}
+assert reg.fit(X, y).score(X, y) > 0.9
+labels = np.where(y > 0, "a", "b")
+clf = uqnn.BNNClassifier(progress=False).fit(X, labels)
+assert list(clf.classes_) == ["a", "b"] and clf.score(X, labels) > 0.9
+try:
+    uqnn.BNNRegressor().predict(X)
+    raise SystemExit("predict before fit did not raise")
+except ValueError as e:
+    assert "not fitted" in str(e)
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -79,10 +79,9 @@ def _check_finite(arr: np.ndarray, what: str, names: list[str]) -> None:
 
 def _declared_defaults() -> dict[str, Any]:
     """Each option's default as C++ declares it (the one declaration the CLI, TOML files and
-    model.json also read): the fit's own options, with the default method's values for its options."""
-    everything = {o["name"]: o["default"] for g in _core.all_option_groups() for o in g["options"]}
-    defaults = {o["name"]: o["default"] for g in _core.fit_option_groups(everything["method"]) for o in g["options"]}
-    return {**everything, **defaults}
+    model.json also read), for a fit with the default method."""
+    method = next(o["default"] for g in _core.all_option_groups() for o in g["options"] if o["name"] == "method")
+    return {o["name"]: o["default"] for g in _core.fit_option_groups(method) for o in g["options"]}
 
 
 _DEFAULTS = _declared_defaults()
