@@ -304,9 +304,11 @@ class BNN(BaseEstimator):
         if fitted_names is not None and names is not None and list(names) != list(fitted_names):
             raise ValueError(_feature_names_mismatch(list(fitted_names), list(names)))
         if fitted_names is not None and names is None:
-            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} was fitted with feature names", UserWarning)
+            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} was fitted with feature names", UserWarning,
+                          stacklevel=3)
         elif fitted_names is None and names is not None and hasattr(self, "n_features_in_") and getattr(self, "_X_train", None) is not None:
-            warnings.warn(f"X has feature names, but {type(self).__name__} was fitted without feature names", UserWarning)
+            warnings.warn(f"X has feature names, but {type(self).__name__} was fitted without feature names", UserWarning,
+                          stacklevel=3)
         x, _ = _as_table(X, "x", what="X", require_2d=self._require_2d)
         expected = getattr(self, "n_features_in_", None)
         if expected is not None and x.shape[1] != expected:
