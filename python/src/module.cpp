@@ -306,6 +306,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("method_names", &method_names, "every --method of `uqnn fit`");
   m.def("sample_method_names", &sample_method_names, "the methods uqnn.sample runs on a log density");
   m.def("fit_option_groups", [](const std::string& method) { return option_groups_list(fit_option_groups(method)); });
+  // Every option declared (the fit's own groups first, then each method family's once): the
+  // estimators' keyword defaults (hidden, activation, method, ...) are read from these.
+  m.def("all_option_groups", [] { return option_groups_list(all_option_groups()); });
   m.def("sample_option_groups", [](const std::string& method) { return option_groups_list(sample_option_groups(method)); });
 
   m.def("check_fit_options", [](const py::dict& options) {

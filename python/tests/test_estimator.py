@@ -153,23 +153,25 @@ def test_every_method_fits(method, sine):
     assert est.draws.ndim == 3 and est.draws.shape[2] == len(est.param_names)
 
 
-def test_unknown_and_invalid_options_raise_value_error():
-    with pytest.raises(ValueError, match="chainz: there is no such option"):
-        uqnn.BNN(chainz=3)
-    with pytest.raises(ValueError, match=r"chains: 0 is invalid: it must be an integer >= 1"):
-        uqnn.BNN(chains=0)
-    with pytest.raises(ValueError, match="ens_members: does not apply to --method nuts"):
-        uqnn.BNN(method="nuts", ens_members=3)
-    with pytest.raises(ValueError, match="method 'nutz' is not known"):
-        uqnn.BNN(method="nutz")
-    with pytest.raises(ValueError, match="activation"):
-        uqnn.BNN(activation="swish")
+def test_unknown_and_invalid_options_raise_value_error_at_fit(sine):
+    # scikit-learn's rule: the constructor stores its parameters, fit checks them.
+    X, y = sine
+    for kwargs, message in [(dict(chainz=3), "chainz: there is no such option"),
+                            (dict(method="nuts", chains=0), r"chains: 0 is invalid: it must be an integer >= 1"),
+                            (dict(method="nuts", ens_members=3), "ens_members: does not apply to --method nuts"),
+                            (dict(method="nutz"), "method 'nutz' is not known"),
+                            (dict(activation="swish"), "activation")]:
+        est = uqnn.BNN(progress=False, **kwargs)
+        with pytest.raises(ValueError, match=message):
+            est.fit(X, y)
 
 
 def test_options_are_documented_from_the_declarations():
     text = uqnn.BNN.options("ens")
     assert "ens_members" in text and "max_depth" not in text
-    assert "max_depth" in uqnn.BNN.__doc__
+    default_method = next(o["default"] for g in _core.all_option_groups() for o in g["options"] if o["name"] == "method")
+    assert f"Options of the default method ({default_method})" in uqnn.BNN.__doc__
+    assert uqnn.BNN.options(default_method) in uqnn.BNN.__doc__
 
 
 def test_save_load_and_the_cli_read_the_same_files(nuts_fit, sine, tmp_path):
@@ -272,7 +274,7 @@ def test_flow_vi_fits_and_records_its_family(sine):
     assert est.metrics_["info"]["family"] == "flow" and est.metrics_["info"]["flow"]["coupling_layers"] == 2
     assert np.all(np.isfinite(est.predict(X)))
     with pytest.raises(ValueError, match="vi_family"):
-        uqnn.BNN(method="vi", vi_family="realnvp")
+        uqnn.BNN(method="vi", vi_family="realnvp", progress=False).fit(X, y)
 
 
 def test_acquisition_scores_rank_far_points_first(nuts_fit):
@@ -331,3 +333,80 @@ def test_a_stopped_chain_run_resumes_from_its_checkpoint_bitwise(sine, tmp_path)
     assert not (run / "checkpoint").exists()
     with pytest.raises(ValueError, match="resume=True needs the out directory"):
         uqnn.BNN(**kw).fit(X, y, resume=True)
+
+
+@pytest.mark.parametrize("value, kind", [(np.nan, "NaN"), (np.inf, "inf"), (-np.inf, "-inf")])
+def test_fit_refuses_nan_and_inf_naming_row_and_column(value, kind, sine):
+    X, y = sine
+    X2 = np.column_stack([X, X ** 2])
+    X2[7, 1] = value
+    with pytest.raises(ValueError, match=rf"X contains {kind} at row 7, column 1 \('x1'\)"):
+        uqnn.BNN(hidden=(3,), progress=False).fit(X2, y)
+    y2 = y.copy()
+    y2[4] = value
+    y2[9] = value
+    with pytest.raises(ValueError, match=rf"y contains {kind} at row 4, column 0 \('y'\), and 1 more"):
+        uqnn.BNN(hidden=(3,), progress=False).fit(X, y2)
+
+
+def test_fit_names_a_frame_column_holding_nan(sine):
+    pd = pytest.importorskip("pandas")
+    X, y = sine
+    frame = pd.DataFrame({"depth": X[:, 0], "speed": X[:, 0] ** 2})
+    frame.loc[12, "speed"] = np.nan
+    with pytest.raises(ValueError, match=r"X contains NaN at row 12, column 1 \('speed'\)"):
+        uqnn.BNN(hidden=(3,), progress=False).fit(frame, y)
+
+
+def test_predict_refuses_nan_naming_row_and_column(sine):
+    X, y = sine
+    est = uqnn.BNN(hidden=(3,), progress=False).fit(X, y)
+    Xq = np.array([[0.0], [1.0], [np.nan], [2.0]])
+    for call in (est.predict, est.predict_interval, est.sample_predictive, est.acquisition):
+        with pytest.raises(ValueError, match=r"X contains NaN at row 2, column 0"):
+            call(Xq)
+    assert np.all(np.isfinite(est.predict(Xq[[0, 1, 3]])))
+
+
+def test_to_inference_data_without_arviz_says_how_to_install_it(nuts_fit, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "arviz", None)  # import arviz now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install arviz"):
+        nuts_fit.to_inference_data()
+    r = uqnn.sample(lambda x: (-0.5 * float(x @ x), -x), np.zeros(2), chains=1, warmup=20, draws=20, progress=False)
+    with pytest.raises(ImportError, match=r"ArviZ.*pip install arviz"):
+        r.to_inference_data()
+
+
+def test_the_estimators_work_without_scikit_learn():
+    # scikit-learn is optional: without it the estimators stand on uqnn's small base classes.
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.modules["sklearn"] = None  # import sklearn now raises ImportError
+import numpy as np, uqnn
+from uqnn import _sklearn_compat
+assert not _sklearn_compat.HAVE_SKLEARN
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 2))
+y = X[:, 0] - X[:, 1]
+reg = uqnn.BNNRegressor(progress=False, epochs=300)
+assert reg.get_params()["method_options"] == {"epochs": 300}
+reg.set_params(hidden=(5,), lr=0.01)
+assert reg.hidden == (5,) and reg.method_options == {"epochs": 300, "lr": 0.01}
+assert reg.fit(X, y).score(X, y) > 0.9
+labels = np.where(y > 0, "a", "b")
+clf = uqnn.BNNClassifier(progress=False).fit(X, labels)
+assert list(clf.classes_) == ["a", "b"] and clf.score(X, labels) > 0.9
+try:
+    uqnn.BNNRegressor().predict(X)
+    raise SystemExit("predict before fit did not raise")
+except ValueError as e:
+    assert "not fitted" in str(e)
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

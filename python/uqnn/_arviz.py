@@ -6,16 +6,21 @@ import os
 import numpy as np
 
 from . import _core
+from ._common import import_arviz
 
 
 def to_inference_data(est, X=None, y=None):
-    import arviz as az
-
+    az = import_arviz()
     f = est._require_fit()
     if X is None:
-        X, y = est._X_train, est._y_train
-    x = est._x(X)
-    t = np.ascontiguousarray(np.asarray(y, dtype=np.float64).reshape(len(x), -1))
+        if getattr(est, "_X_train", None) is None:
+            raise ValueError("to_inference_data: this run was loaded from files, which hold no training data; pass X and y")
+        x, t = est._X_train, est._y_train
+    else:
+        if y is None:
+            raise ValueError("to_inference_data: give y with X")
+        x, t = est._x(X), est._targets(y)
+    t = np.ascontiguousarray(t.reshape(len(x), -1))
     draws = est.draws  # (chains, draws, K)
     C, D, K = draws.shape
     names = est.param_names

@@ -75,6 +75,16 @@ class Interrupted(KeyboardInterrupt):
         self.result = result
 
 
+def import_arviz():
+    """The arviz module, or an ImportError saying how to install it."""
+    try:
+        import arviz
+    except ImportError as e:
+        raise ImportError("this needs ArviZ, which is not installed: pip install arviz (in a virtual environment; "
+                          "uqnn's tests make one with it, build/pyenv, through python/tests/run-pytest)") from e
+    return arviz
+
+
 def summary_frame(draws: np.ndarray, names: list[str]):
     """ArviZ's ``az.summary`` columns for draws of shape (chains, draws, K), computed by uqnn's C++
     diagnostics (rank-normalised split R-hat, bulk and tail ESS as Stan and ArviZ compute them)."""

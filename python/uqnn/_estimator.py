@@ -1,16 +1,19 @@
-"""uqnn.BNN: a Bayesian neural network estimator in scikit-learn style over uqnn's fit service."""
+"""uqnn.BNN, uqnn.BNNRegressor, uqnn.BNNClassifier: Bayesian neural network estimators following
+scikit-learn's API over uqnn's fit service."""
 from __future__ import annotations
 
 import json
 import os
 import shutil
 import tempfile
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from . import _core
 from ._common import Interrupted, Reporter, log, option_doc, summary_frame
+from ._sklearn_compat import BaseEstimator, ClassifierMixin, DataConversionWarning, NotFittedError, RegressorMixin
 
 
 def method_names() -> list[str]:
@@ -18,9 +21,20 @@ def method_names() -> list[str]:
     return list(_core.method_names())
 
 
-def _as_table(a, default_prefix: str) -> tuple[np.ndarray, list[str]]:
+def _is_sparse(a) -> bool:
+    return type(a).__module__.startswith("scipy.sparse")
+
+
+def _as_table(a, default_prefix: str, what: str | None = None, require_2d: bool = False) -> tuple[np.ndarray, list[str]]:
     """NumPy array, pandas DataFrame or Series -> (C-contiguous float64 (n, d), column names).
-    Copies only when the input is not already C-contiguous float64."""
+    Copies only when the input is not already C-contiguous float64. Refuses what a fit cannot use
+    (sparse, complex, empty, NaN or inf), naming the row and column of a non-finite value.
+    require_2d: a 1-D array is an error (scikit-learn's rule) rather than one column."""
+    what = what or default_prefix.upper()
+    if a is None:
+        raise ValueError(f"{what} is None" if what != "y" else "this estimator requires y to be passed, but the target y is None")
+    if _is_sparse(a):
+        raise TypeError(f"{what}: sparse input is not supported; pass a dense array (e.g. {what}.toarray())")
     names = None
     if hasattr(a, "columns"):  # DataFrame
         names = [str(c) for c in a.columns]
@@ -29,25 +43,84 @@ def _as_table(a, default_prefix: str) -> tuple[np.ndarray, list[str]]:
         names = [str(a.name) if a.name is not None else default_prefix]
         a = a.to_numpy()
     arr = np.asarray(a)
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{what}: Complex data not supported")
     if arr.ndim == 1:
+        if require_2d:
+            raise ValueError(f"{what}: expected a 2D array, got a 1D array instead. Reshape your data with "
+                             f"{what}.reshape(-1, 1) for a single feature or {what}.reshape(1, -1) for a single sample")
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2:
-        raise ValueError(f"{default_prefix}: expected a 1-D or 2-D array, got shape {arr.shape}")
+        raise ValueError(f"{what}: expected a 1-D or 2-D array, got shape {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.shape[0] == 0:
+        raise ValueError(f"{what}: found array with 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{what}: 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
     if names is None:
         names = [default_prefix] if arr.shape[1] == 1 and default_prefix == "y" else [f"{default_prefix}{j}" for j in range(arr.shape[1])]
+    _check_finite(arr, what, names)
     return arr, names
 
+
+def _check_finite(arr: np.ndarray, what: str, names: list[str]) -> None:
+    """ValueError naming the first NaN or inf of arr (row and column, 0-based) and how many there are."""
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return
+    i, j = (int(k) for k in np.argwhere(bad)[0])
+    v = arr[i, j]
+    kind = "NaN" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    more = int(bad.sum()) - 1
+    raise ValueError(f"{what} contains {kind} at row {i}, column {j} ({names[j]!r})"
+                     + (f", and {more} more NaN or inf value(s)" if more else "")
+                     + ": uqnn does not impute missing values; drop or impute them first")
+
+
+def _declared_defaults() -> dict[str, Any]:
+    """Each option's default as C++ declares it (the one declaration the CLI, TOML files and
+    model.json also read), for a fit with the default method."""
+    method = next(o["default"] for g in _core.all_option_groups() for o in g["options"] if o["name"] == "method")
+    return {o["name"]: o["default"] for g in _core.fit_option_groups(method) for o in g["options"]}
+
+
+_DEFAULTS = _declared_defaults()
+# The estimators' keyword defaults, read from the declarations (``arch`` is ``hidden`` here, a tuple).
+DEFAULT_HIDDEN: tuple = tuple(_DEFAULTS["arch"])
+DEFAULT_ACTIVATION: str = _DEFAULTS["activation"]
+DEFAULT_LIKELIHOOD: str = _DEFAULTS["likelihood"]
+DEFAULT_NOISE = _DEFAULTS["noise"]
+DEFAULT_PRIOR: str = _DEFAULTS["prior"]
+DEFAULT_PRIOR_SIGMA: float = _DEFAULTS["prior_sigma"]
+DEFAULT_STANDARDIZE: bool = _DEFAULTS["standardize"]
+DEFAULT_METHOD: str = _DEFAULTS["method"]
+DEFAULT_SEED: int = _DEFAULTS["seed"]
+DEFAULT_THREADS: int = _DEFAULTS["threads"]
+DEFAULT_PROGRESS: bool = not _DEFAULTS["quiet"]
 
 SHRINKAGE_PRIORS = ("horseshoe", "regularized-horseshoe", "ard")
 
 
-class BNN:
+def _store(est, params: dict) -> None:
+    """__init__'s parameters stored unchanged (scikit-learn's rule); keywords beyond them are
+    method options (``BNN(ens_members=5)``), kept in ``method_options``."""
+    extra = params.pop("options")
+    params.pop("self")
+    params.pop("__class__", None)
+    for name, value in params.items():
+        setattr(est, name, value)
+    if extra:
+        est.method_options = {**(est.method_options or {}), **extra}
+
+
+class BNN(BaseEstimator):
     """A Bayesian neural network: a posterior (or its approximation) over the weights of an MLP.
+
+    Every default is the one ``uqnn fit`` has (read from the same option declarations).
 
     Parameters
     ----------
-    hidden : widths of the hidden layers; () gives the Linear model.
+    hidden : widths of the hidden layers (the CLI's ``--arch``); () gives the Linear model.
     activation : tanh, relu, silu, sigmoid, sine or identity.
     likelihood : gaussian, heteroscedastic, bernoulli or categorical.
     noise : the Gaussian noise sd in y's units; None learns it.
@@ -64,45 +137,69 @@ class BNN:
     progress : a progress bar (tqdm when installed; log lines through ``logging`` otherwise). Messages
         and warnings always go to the ``logging`` logger "uqnn".
     out : directory for the run's files (model.json, draws.csv, ...); default: a temporary one.
-    **method_options : any option of ``uqnn fit`` with underscores for dashes (chains, warmup, draws,
-        ens_members, laplace_curvature, epochs, lr, ...): see ``BNN.options(method)``. An unknown
-        option, or a value outside its valid range, raises ValueError naming it.
+    method_options : dict of any other option of ``uqnn fit`` with underscores for dashes (chains,
+        warmup, draws, ens_members, laplace_curvature, epochs, lr, ...): see ``BNN.options(method)``.
+        They may also be given as keywords, ``BNN(method="ens", ens_members=5)``, or to
+        ``set_params``; they are then kept in ``method_options``. An unknown option, or a value
+        outside its valid range, raises ValueError naming it, at ``fit``.
 
     After ``fit``: ``draws`` (chains, draws, K), ``param_names``, ``predict``, ``predict_interval``,
-    ``sample_predictive``, ``diagnostics()``, ``metrics(X, y)``, ``to_inference_data()``, ``save``.
+    ``sample_predictive``, ``diagnostics()``, ``metrics(X, y)``, ``to_inference_data()``, ``save``;
+    ``n_features_in_``, ``feature_names_in_`` (frames with string column names) and ``metrics_``.
+    ``uqnn.BNNRegressor`` and ``uqnn.BNNClassifier`` are its scikit-learn regressor and classifier.
     """
 
-    def __init__(self, hidden: Sequence[int] = (50,), activation: str = "relu", likelihood: str = "gaussian",
-                 noise: float | None = None, prior: str = "gaussian", prior_sigma: float = 1.0, standardize: bool = True,
-                 method: str = "nuts", seed: int = 0, threads: int = 0, progress: bool = True, out: str | os.PathLike | None = None,
-                 **method_options: Any):
-        self.hidden = tuple(int(h) for h in hidden)
-        self.activation, self.likelihood, self.noise = activation, likelihood, noise
-        self.prior, self.prior_sigma, self.standardize = prior, prior_sigma, standardize
-        self.method, self.seed, self.threads, self.progress, self.out = method, seed, threads, progress, out
-        self.method_options = dict(method_options)
-        self._fitted = None
-        self._tmp = None
-        self._start = None
-        self.metrics_: dict | None = None
-        _core.check_fit_options(self._options())  # ValueError now rather than at fit()
+    # A 1-D X is one column here (documented); the scikit-learn estimators refuse it, as scikit-learn does.
+    _require_2d = False
+
+    def __init__(self, hidden: Sequence[int] = DEFAULT_HIDDEN, activation: str = DEFAULT_ACTIVATION,
+                 likelihood: str = DEFAULT_LIKELIHOOD, noise: float | None = DEFAULT_NOISE, prior: str = DEFAULT_PRIOR,
+                 prior_sigma: float = DEFAULT_PRIOR_SIGMA, standardize: bool = DEFAULT_STANDARDIZE,
+                 method: str = DEFAULT_METHOD, seed: int = DEFAULT_SEED, threads: int = DEFAULT_THREADS,
+                 progress: bool = DEFAULT_PROGRESS, out: str | os.PathLike | None = None,
+                 method_options: dict | None = None, **options: Any):
+        _store(self, locals())
+
+    def set_params(self, **params):
+        """Sets parameters; a name that is not one (``ens_members=5``) is a method option and goes
+        into ``method_options`` (so ``GridSearchCV(param_grid={"epochs": [...]})`` works)."""
+        valid = self.get_params(deep=False)
+        extra = {k: params.pop(k) for k in list(params) if k not in valid and "__" not in k}
+        if extra:
+            self.method_options = {**(self.method_options or {}), **extra}
+        return super().set_params(**params)
 
     @staticmethod
-    def options(method: str = "nuts") -> str:
+    def options(method: str = DEFAULT_METHOD) -> str:
         """Every option a fit with ``method`` reads: name, default, valid values and meaning."""
         return option_doc(_core.fit_option_groups(method))
 
+    def _likelihood_options(self) -> dict:
+        return {"likelihood": self.likelihood, "noise": self.noise}
+
     def _options(self) -> dict:
-        o = {"arch": list(self.hidden), "activation": self.activation, "likelihood": self.likelihood, "noise": self.noise,
-             "prior": self.prior, "prior_sigma": self.prior_sigma, "standardize": self.standardize, "method": self.method,
-             "seed": self.seed, "threads": self.threads, "quiet": not self.progress, "figure": "none"}
-        o.update(self.method_options)
+        """The fit's options as ``uqnn fit`` names them; the C++ side checks them."""
+        hidden = self.hidden  # the C++ side checks the widths (2.5 is an error, not 2)
+        o = {"arch": list(hidden) if isinstance(hidden, (list, tuple, np.ndarray)) else hidden,
+             "activation": self.activation, **self._likelihood_options(), "prior": self.prior,
+             "prior_sigma": self.prior_sigma, "standardize": self.standardize, "method": self.method, "seed": self.seed,
+             "threads": self.threads, "quiet": not self.progress, "figure": "none"}
+        if self.method_options is not None:
+            if not isinstance(self.method_options, dict):
+                raise ValueError(f"method_options: expected a dict of option names to values, got {type(self.method_options).__name__}")
+            o.update(self.method_options)
         return o
 
     # -- fitting ---------------------------------------------------------------------------------
+    def _fit_targets(self, y) -> tuple[np.ndarray, list[str], dict]:
+        """y as the fit's target table, its names, and options the targets decide (classes)."""
+        t, names = _as_table(y, "y", what="y")
+        return t, names, {}
+
     def fit(self, X, y, resume: bool = False) -> "BNN":
         """Fits the network to X (n, d) and y (n,) or (n, t): NumPy arrays or pandas frames/series,
-        float32 or float64, C or Fortran order. Returns self.
+        float32 or float64, C or Fortran order. Returns self. NaN or inf in X or y raise ValueError
+        naming the row and column (uqnn does not impute).
 
         resume=True continues a chain run that was stopped (Ctrl-C, SIGTERM, a killed job) from the
         checkpoint in ``out``: same estimator settings and data, bitwise the draws of a run that was
@@ -110,28 +207,40 @@ class BNN:
         ``checkpoint_every=N`` iterations (or ``"10m"``) when asked."""
         if resume and self.out is None:
             raise ValueError("resume=True needs the out directory of the stopped run (BNN(..., out=DIR))")
-        x, input_names = _as_table(X, "x")
-        t, target_names = _as_table(y, "y")
-        options = self._options()
+        feature_names = _feature_names(X)
+        x, input_names = _as_table(X, "x", what="X", require_2d=self._require_2d)
+        t, target_names, target_options = self._fit_targets(y)
+        if t.shape[0] != x.shape[0]:
+            raise ValueError(f"X has {x.shape[0]} rows but y has {t.shape[0]}: they must have the same number of samples")
+        if x.shape[0] < 2:
+            raise ValueError(f"n_samples = {x.shape[0]}: a fit needs at least 2 rows (standardising needs a spread)")
+        options = {**self._options(), **target_options}
         if self.out is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="uqnn-")
-            out = self._tmp.name
+            tmp = tempfile.TemporaryDirectory(prefix="uqnn-")
+            out = tmp.name
         else:
-            out = os.fspath(self.out)
+            tmp, out = None, os.fspath(self.out)
         options["out"] = out
-        self._X_train, self._y_train = x, t
         start = None
-        if self._start is not None and self.prior in SHRINKAGE_PRIORS:
+        given_start = getattr(self, "_start", None)
+        if given_start is not None and self.prior in SHRINKAGE_PRIORS:
             raise ValueError(f"prior {self.prior!r}: a torch network's weights cannot start the fit (its parameters are "
                              "standardised weights and their scales); use from_torch with prior 'gaussian' or 'fan-in'")
-        if self._start is not None:
+        if given_start is not None:
             # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
             ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
-            start = np.concatenate([self._start, ld.initial_point(0)[len(self._start):]])
+            start = np.concatenate([given_start, ld.initial_point(0)[len(given_start):]])
         metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress), resume)
-        self.metrics_ = metrics
+        # Fitted state only once the fit has run (scikit-learn's check_is_fitted looks for these).
+        self._tmp, self._dir = tmp, out
+        self._X_train, self._y_train = x, t
         self._fitted = _core.FittedModel.load(out)
-        self._dir = out
+        self.metrics_ = metrics
+        self.n_features_in_ = x.shape[1]
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         log.info("uqnn %s: %d parameters, %d draws, %.2f s", self.method, metrics["num_params"], metrics["num_draws"], metrics["seconds"])
         # Reasons not to trust the result (R-hat, ESS, divergences, ...), as the CLI prints them.
         for w in metrics.get("warnings", []):
@@ -155,19 +264,22 @@ class BNN:
         """Active learning's score of each row of X: ``"bald"``, the mutual information between its
         label and the weights (Houlsby et al. 2011; the predictive mixture's entropy taken as a
         Gaussian's), or ``"max-variance"``, the epistemic variance. Label the highest first."""
-        x, _ = _as_table(X, "x")
-        return self._require_fit().acquisition(x, strategy)
+        f = self._require_fit()
+        return f.acquisition(self._x(X), strategy)
 
     def to_torch_state_dicts(self) -> list:
         """The draws as PyTorch ``nn.Sequential`` state dicts (Linear layers at 0, 2, 4, ...)."""
         from ._torch import state_dicts
 
         f = self._require_fit()
-        return state_dicts(f.network_weights, self.hidden, len(f.input_names), len(f.target_names))
+        return state_dicts(f.network_weights, tuple(self.hidden), len(f.input_names), len(f.target_names))
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_fitted", None) is not None
 
     def _require_fit(self):
-        if self._fitted is None:
-            raise RuntimeError("this BNN is not fitted yet: call fit(X, y) or uqnn.load(dir)")
+        if getattr(self, "_fitted", None) is None:
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) or uqnn.load(dir)")
         return self._fitted
 
     # -- draws -----------------------------------------------------------------------------------
@@ -185,8 +297,22 @@ class BNN:
         return flat.reshape(f.posterior_chains, -1, flat.shape[1])
 
     # -- predictions -----------------------------------------------------------------------------
-    def _x(self, X):
-        x, _ = _as_table(X, "x")
+    def _x(self, X) -> np.ndarray:
+        """X for predictions: the fit's number of columns (and names, when fitted with names), finite."""
+        names = _feature_names(X)
+        fitted_names = getattr(self, "feature_names_in_", None)
+        if fitted_names is not None and names is not None and list(names) != list(fitted_names):
+            raise ValueError(_feature_names_mismatch(list(fitted_names), list(names)))
+        if fitted_names is not None and names is None:
+            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} was fitted with feature names", UserWarning,
+                          stacklevel=3)
+        elif fitted_names is None and names is not None and hasattr(self, "n_features_in_") and getattr(self, "_X_train", None) is not None:
+            warnings.warn(f"X has feature names, but {type(self).__name__} was fitted without feature names", UserWarning,
+                          stacklevel=3)
+        x, _ = _as_table(X, "x", what="X", require_2d=self._require_2d)
+        expected = getattr(self, "n_features_in_", None)
+        if expected is not None and x.shape[1] != expected:
+            raise ValueError(f"X has {x.shape[1]} features, but {type(self).__name__} is expecting {expected} features as input.")
         return x
 
     @staticmethod
@@ -195,8 +321,10 @@ class BNN:
 
     def predict(self, X, return_std: bool = False):
         """Posterior predictive mean at X (in y's units); with return_std also the total predictive
-        sd (epistemic + noise). Classification: class probabilities."""
-        p = self._require_fit().predict(self._x(X), [], self.seed)
+        sd (epistemic + noise). Classification: class probabilities. NaN or inf in X raise
+        ValueError naming the row and column."""
+        f = self._require_fit()
+        p = f.predict(self._x(X), [], self.seed)
         mean = self._squeeze(p["mean"])
         return (mean, self._squeeze(p["sd"])) if return_std else mean
 
@@ -204,7 +332,8 @@ class BNN:
         """Central predictive interval (lower, upper) at X, from samples of the predictive mixture."""
         if not 0 < level < 1:
             raise ValueError(f"level: {level} must be in (0, 1)")
-        p = self._require_fit().predict(self._x(X), [float(level)], self.seed)
+        f = self._require_fit()
+        p = f.predict(self._x(X), [float(level)], self.seed)
         lower, upper = p["intervals"][float(level)]
         return self._squeeze(lower), self._squeeze(upper)
 
@@ -216,17 +345,22 @@ class BNN:
         s = f.sample_predictive(self._x(X), index, int(rng.integers(0, 2**63)))
         return s[:, :, 0] if s.shape[2] == 1 else s
 
+    def _targets(self, y) -> np.ndarray:
+        """y as the fitted model's targets (a classifier's labels become class indices)."""
+        t, _ = _as_table(y, "y", what="y")
+        return t
+
     def metrics(self, X, y) -> dict:
         """Regression: RMSE, NLL, LPPD (seed 003, eq. 7) and 50/90/95% coverage on (X, y), in y's
         units. Classification: accuracy, NLL (= -LPPD), Brier score and ECE (15 bins), as
         metrics.json of the CLI."""
         f = self._require_fit()
-        t, _ = _as_table(y, "y")
-        if self.likelihood in ("bernoulli", "categorical"):
-            p = f.predict(self._x(X), [], self.seed)
-            return _core.classification_metrics(p["mean"], t, self.likelihood == "categorical")
-        ll = f.pointwise_log_likelihood(self._x(X), t)
-        p = f.predict(self._x(X), [0.5, 0.9, 0.95], self.seed)
+        x, t = self._x(X), self._targets(y)
+        if f.likelihood in ("bernoulli", "categorical"):
+            p = f.predict(x, [], self.seed)
+            return _core.classification_metrics(p["mean"], t, f.likelihood == "categorical")
+        ll = f.pointwise_log_likelihood(x, t)
+        p = f.predict(x, [0.5, 0.9, 0.95], self.seed)
         err = p["mean"] - t
         m = {"n": int(t.shape[0]), "rmse": float(np.sqrt(np.mean(err**2)))}
         var = p["sd"] ** 2
@@ -245,7 +379,8 @@ class BNN:
     def to_inference_data(self, X=None, y=None):
         """An ``arviz.InferenceData``: posterior (chain, draw, param), sample_stats (MCMC methods),
         and, on the training data or the given (X, y): observed_data, log_likelihood (pointwise,
-        for az.loo / az.compare) and posterior_predictive (one draw of y per posterior draw)."""
+        for az.loo / az.compare) and posterior_predictive (one draw of y per posterior draw).
+        Needs ArviZ (``pip install arviz``): ImportError saying so otherwise."""
         from ._arviz import to_inference_data
 
         return to_inference_data(self, X, y)
@@ -259,27 +394,190 @@ class BNN:
         if os.path.abspath(path) != os.path.abspath(self._dir):
             shutil.copytree(self._dir, path, dirs_exist_ok=True)
 
-    def __repr__(self) -> str:
-        state = "fitted" if self._fitted is not None else "not fitted"
-        return f"uqnn.BNN(method={self.method!r}, hidden={self.hidden}, activation={self.activation!r}, {state})"
+    # -- pickling (joblib, GridSearchCV(n_jobs=...), copy.deepcopy) -------------------------------
+    def __getstate__(self):
+        """A fitted estimator pickles with its run's files (the compiled model is reloaded from them)."""
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        state.pop("_fitted", None)
+        state.pop("_tmp", None)
+        if getattr(self, "_fitted", None) is not None:
+            files = {}
+            for root, _, names in os.walk(self._dir):
+                for name in names:
+                    full = os.path.join(root, name)
+                    with open(full, "rb") as fh:
+                        files[os.path.relpath(full, self._dir)] = fh.read()
+            state["_run_files"] = files
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        files = state.pop("_run_files", None)
+        if hasattr(super(), "__setstate__"):
+            super().__setstate__(state)
+        else:
+            self.__dict__.update(state)
+        if files is not None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="uqnn-")
+            for rel, data in files.items():
+                full = os.path.join(self._tmp.name, rel)
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                with open(full, "wb") as fh:
+                    fh.write(data)
+            self._dir = self._tmp.name
+            self._fitted = _core.FittedModel.load(self._dir)
+
+
+def _feature_names_mismatch(fitted: list, given: list) -> str:
+    """scikit-learn's message for a frame whose columns are not those of the fit."""
+    def listed(title, names):
+        return title + "\n" + "".join(f"- {n}\n" for n in names[:5]) + ("- ...\n" if len(names) > 5 else "")
+
+    unseen = sorted(set(given) - set(fitted))
+    missing = sorted(set(fitted) - set(given))
+    msg = "The feature names should match those that were passed during fit.\n"
+    if unseen:
+        msg += listed("Feature names unseen at fit time:", unseen)
+    if missing:
+        msg += listed("Feature names seen at fit time, yet now missing:", missing)
+    if not unseen and not missing:
+        msg += "Feature names must be in the same order as they were in fit.\n"
+    return msg
+
+
+def _feature_names(X):
+    """A frame's column names when all are strings (scikit-learn's feature_names_in_), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    names = list(columns)
+    if names and all(isinstance(c, str) for c in names):
+        return np.asarray(names, dtype=object)
+    return None
+
+
+class BNNRegressor(RegressorMixin, BNN):
+    """``uqnn.BNN`` as a scikit-learn regressor: likelihood gaussian (default) or heteroscedastic;
+    ``predict`` gives the posterior predictive mean and ``score`` R^2. One target (n,) or several
+    (n, t). X must be 2-D. Same parameters, defaults and methods as ``uqnn.BNN``."""
+
+    _require_2d = True
+
+    def __init__(self, hidden: Sequence[int] = DEFAULT_HIDDEN, activation: str = DEFAULT_ACTIVATION,
+                 likelihood: str = DEFAULT_LIKELIHOOD, noise: float | None = DEFAULT_NOISE, prior: str = DEFAULT_PRIOR,
+                 prior_sigma: float = DEFAULT_PRIOR_SIGMA, standardize: bool = DEFAULT_STANDARDIZE,
+                 method: str = DEFAULT_METHOD, seed: int = DEFAULT_SEED, threads: int = DEFAULT_THREADS,
+                 progress: bool = DEFAULT_PROGRESS, out: str | os.PathLike | None = None,
+                 method_options: dict | None = None, **options: Any):
+        _store(self, locals())
+
+    def _fit_targets(self, y):
+        if self.likelihood in ("bernoulli", "categorical"):
+            raise ValueError(f"likelihood {self.likelihood!r} is a classifier's: use uqnn.BNNClassifier (or uqnn.BNN)")
+        return super()._fit_targets(y)
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"multioutput": True}
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class BNNClassifier(ClassifierMixin, BNN):
+    """``uqnn.BNN`` as a scikit-learn classifier: any labels (numbers or strings, ``classes_``);
+    two classes fit the bernoulli likelihood, more the categorical one. ``predict_proba`` gives
+    the posterior predictive class probabilities (n, classes), ``predict`` the most probable label
+    and ``score`` the accuracy. X must be 2-D. Same parameters, defaults and methods as
+    ``uqnn.BNN`` but ``likelihood`` and ``noise``, which the labels decide."""
+
+    _require_2d = True
+
+    def __init__(self, hidden: Sequence[int] = DEFAULT_HIDDEN, activation: str = DEFAULT_ACTIVATION,
+                 prior: str = DEFAULT_PRIOR, prior_sigma: float = DEFAULT_PRIOR_SIGMA,
+                 standardize: bool = DEFAULT_STANDARDIZE, method: str = DEFAULT_METHOD, seed: int = DEFAULT_SEED,
+                 threads: int = DEFAULT_THREADS, progress: bool = DEFAULT_PROGRESS,
+                 out: str | os.PathLike | None = None, method_options: dict | None = None, **options: Any):
+        _store(self, locals())
+
+    def _likelihood_options(self) -> dict:
+        return {}  # the labels decide: fit's target options
+
+    def _labels(self, y) -> np.ndarray:
+        if y is None:
+            raise ValueError("this estimator requires y to be passed, but the target y is None")
+        if hasattr(y, "to_numpy"):
+            y = y.to_numpy()
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
+                          "(n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y: expected one label per row (a 1-D array), got shape {y.shape}; multi-label "
+                             "classification is not supported")
+        if y.dtype.kind in "fc":
+            _check_finite(y.reshape(-1, 1).astype(np.float64), "y", ["y"])
+            if np.any(y != np.round(y)):
+                raise ValueError("Unknown label type: continuous. BNNClassifier needs class labels (integers or "
+                                 "strings); use BNNRegressor for a continuous target")
+        return y
+
+    def _fit_targets(self, y):
+        labels = self._labels(y)
+        if len(labels) == 0:
+            raise ValueError("y: found array with 0 sample(s) while a minimum of 1 is required")
+        classes, index = np.unique(labels, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}): a classifier needs at least 2 classes")
+        self.classes_ = classes
+        t = np.ascontiguousarray(index.reshape(-1, 1), dtype=np.float64)
+        target = {"likelihood": "bernoulli"} if len(classes) == 2 else {"likelihood": "categorical", "classes": len(classes)}
+        return t, ["y"], target
+
+    def _targets(self, y) -> np.ndarray:
+        labels = self._labels(y)
+        index = np.searchsorted(self.classes_, labels)
+        index = np.clip(index, 0, len(self.classes_) - 1)
+        unknown = self.classes_[index] != labels
+        if np.any(unknown):
+            raise ValueError(f"y contains labels not seen in fit: {sorted(set(labels[unknown].tolist()))}")
+        return np.ascontiguousarray(index.reshape(-1, 1), dtype=np.float64)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Posterior predictive probability of each class (columns in ``classes_`` order)."""
+        f = self._require_fit()
+        p = f.predict(self._x(X), [], self.seed)["mean"]
+        if len(self.classes_) == 2:  # bernoulli: the probability of classes_[1]
+            p = np.column_stack([1.0 - p[:, 0], p[:, 0]])
+        return p
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable label at each row of X."""
+        p = self.predict_proba(X)
+        return self.classes_[np.argmax(p, axis=1)]
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"binary_only": False, "multioutput": False}
 
 
 def load(path: str | os.PathLike) -> BNN:
     """A fitted BNN from a run directory written by ``uqnn fit`` or ``BNN.save``."""
     f = _core.FittedModel.load(os.fspath(path))
     settings = f.model_json.get("settings", {}).get("settings", {})
-    est = BNN.__new__(BNN)
-    est.hidden = tuple(settings.get("arch", ()))
-    est.activation = settings.get("activation", "")
-    est.likelihood = f.likelihood
-    est.noise, est.prior = settings.get("noise"), settings.get("prior", "gaussian")
-    est.prior_sigma, est.standardize = settings.get("prior_sigma", 1.0), settings.get("standardize", True)
-    est.method, est.seed, est.threads = f.method, int(settings.get("seed", 0)), int(settings.get("threads", 0))
-    est.progress, est.out, est.method_options = True, os.fspath(path), {}
+    est = BNN(hidden=tuple(settings.get("arch", ())), activation=settings.get("activation", ""), likelihood=f.likelihood,
+              noise=settings.get("noise"), prior=settings.get("prior", DEFAULT_PRIOR),
+              prior_sigma=settings.get("prior_sigma", DEFAULT_PRIOR_SIGMA), standardize=settings.get("standardize", DEFAULT_STANDARDIZE),
+              method=f.method, seed=int(settings.get("seed", DEFAULT_SEED)), threads=int(settings.get("threads", DEFAULT_THREADS)),
+              out=os.fspath(path))
     est._fitted, est._tmp, est._dir = f, None, os.fspath(path)
+    est._X_train = est._y_train = None
+    est.n_features_in_ = len(f.input_names)
     metrics_path = os.path.join(path, "metrics.json")
     est.metrics_ = json.load(open(metrics_path)) if os.path.exists(metrics_path) else None
     return est
 
 
-BNN.__doc__ += "\n    Options of the default method (nuts):\n" + option_doc(_core.fit_option_groups("nuts"))
+BNN.__doc__ += f"\n    Options of the default method ({DEFAULT_METHOD}):\n" + option_doc(_core.fit_option_groups(DEFAULT_METHOD))

@@ -11,8 +11,9 @@ class LogDensity:
     """The log posterior of a BNN on (X, y), in the parameters ``uqnn fit`` samples (network weights
     in standardised units, then likelihood extras such as log sigma), with its gradient.
 
-    ``LogDensity(X, y, hidden=(50,), activation="relu", ..., **options)`` takes BNN's model,
-    likelihood, prior and data options. ``ld(theta)`` returns (log p, gradient) — the signature
+    ``LogDensity(X, y, hidden=..., activation=..., ..., **options)`` takes BNN's model, likelihood,
+    prior and data options, with its defaults (those of ``uqnn fit``). ``ld(theta)`` returns
+    (log p, gradient) — the signature
     ``uqnn.sample`` takes; ``ld.logp(theta)`` only the value. ``dim``, ``param_names`` and
     ``initial_point(seed)`` (the network initialisation uqnn's chains start from) describe it.
     """

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _core
-from ._common import Interrupted, Reporter, log, summary_frame
+from ._common import Interrupted, Reporter, import_arviz, log, summary_frame
 
 STAT_NAMES = ["lp", "acceptance_rate", "step_size", "tree_depth", "n_steps", "diverging", "energy"]
 
@@ -31,8 +31,9 @@ class SampleResult:
         return summary_frame(draws, ["lp"] + self.param_names)
 
     def to_inference_data(self):
-        """An ``arviz.InferenceData`` with ``posterior`` (x: chain, draw, x_dim_0) and ``sample_stats``."""
-        import arviz as az
+        """An ``arviz.InferenceData`` with ``posterior`` (x: chain, draw, x_dim_0) and ``sample_stats``.
+        Needs ArviZ (``pip install arviz``): ImportError saying so otherwise."""
+        az = import_arviz()
 
         stats = {k: v.astype(bool) if k == "diverging" else v for k, v in self.sample_stats.items()}
         for k in ("tree_depth", "n_steps"):
