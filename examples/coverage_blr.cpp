@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,6 +67,8 @@ struct Tally {
   std::vector<long> hits = std::vector<long>(kLevels.size(), 0);
   long trials = 0;
   std::vector<std::string> warnings;
+  long fits_warned = 0;
+  std::map<std::string, long> fits_by_code;  // fits that gave each warning code
   // Against the exact posterior, per parameter, summed over replications: |mean error| in exact
   // posterior sds, and log(sd / exact sd).
   Vec abs_mean_error = Vec::Zero(5), log_sd_ratio = Vec::Zero(5);
@@ -199,6 +203,10 @@ int run(int argc, char** argv) {
       count_draws(draws, truth, tallies[m]);
       compare_moments(draws, exact, tallies[m]);
       for (const auto& w : result.warnings) tallies[m].warnings.push_back(w.message);
+      tallies[m].fits_warned += result.warnings.empty() ? 0 : 1;
+      std::set<std::string> codes;
+      for (const auto& w : result.warnings) codes.insert(w.code);
+      for (const auto& code : codes) ++tallies[m].fits_by_code[code];
     }
     if ((r + 1) % 20 == 0) std::fprintf(stderr, "replication %ld of %ld\n", r + 1, replications);
   }
@@ -229,9 +237,12 @@ int run(int argc, char** argv) {
     std::printf("%s\n", row.c_str());
   }
   for (std::size_t m = 0; m < methods.size(); ++m)
-    if (!tallies[m].warnings.empty())
-      std::printf("\n%s warned in %zu fits; the first: %s\n", methods[m].c_str(), tallies[m].warnings.size(),
+    if (!tallies[m].warnings.empty()) {
+      std::string codes;
+      for (const auto& [code, n] : tallies[m].fits_by_code) codes += fmt::format("{}{} {}", codes.empty() ? "" : ", ", code, n);
+      std::printf("\n%s warned in %ld fits (%s); the first: %s\n", methods[m].c_str(), tallies[m].fits_warned, codes.c_str(),
                   tallies[m].warnings.front().c_str());
+    }
   atomic_write_text(out / "coverage_blr.csv", csv);
   std::printf("wrote %s\n", (out / "coverage_blr.csv").c_str());
   return 0;

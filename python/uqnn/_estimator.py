@@ -351,7 +351,7 @@ class BNN(BaseEstimator):
         return t
 
     def metrics(self, X, y) -> dict:
-        """Regression: RMSE, NLL, LPPD (seed 003, eq. 7) and 50/90/95% coverage on (X, y), in y's
+        """Regression: RMSE, NLL, LPPD (Sommer et al. 2024, eq. 7) and 50/90/95% coverage on (X, y), in y's
         units. Classification: accuracy, NLL (= -LPPD), Brier score and ECE (15 bins), as
         metrics.json of the CLI."""
         f = self._require_fit()
