@@ -34,7 +34,11 @@ struct SwagSchedule {
 SwagSchedule swag_schedule(const SwagOptions& o, Index num_data) {
   SwagSchedule s;
   s.batch = o.swag_batch_size > 0 ? std::min(o.swag_batch_size, num_data) : std::max<Index>(1, std::min(kSwagBatch, num_data / 4));
-  s.every = o.swag_every > 0 ? o.swag_every : (num_data + s.batch - 1) / s.batch;
+  const Index epoch = (num_data + s.batch - 1) / s.batch;
+  // Auto: a snapshot per epoch over kSwagSnapshots epochs; given steps, up to kSwagSnapshots of them.
+  s.every = o.swag_every > 0 ? o.swag_every
+            : o.swag_steps > 0 ? std::max<Index>(1, std::min(epoch, o.swag_steps / kSwagSnapshots))
+                               : epoch;
   s.steps = o.swag_steps > 0 ? o.swag_steps : kSwagSnapshots * s.every;
   return s;
 }

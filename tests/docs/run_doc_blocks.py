@@ -60,7 +60,10 @@ def main():
         sys.exit(__doc__)
     repo, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     files = sys.argv[3:] or [os.path.join(repo, "README.md")] + sorted(glob.glob(os.path.join(repo, "docs", "*.md")))
-    python = os.environ.get("UQNN_DOCS_PYTHON", sys.executable)
+    # The Python a user runs after the set-up command: Debian's python3 (with the venv the Python
+    # tests make beside the build, which adds ArviZ to Debian's packages, when it is there).
+    candidates = [os.environ.get("UQNN_DOCS_PYTHON"), os.path.join(build, "pyenv", "bin", "python"), "/usr/bin/python3", sys.executable]
+    python = next(c for c in candidates if c and os.path.exists(c))
     env = dict(os.environ, PATH=build + os.pathsep + os.environ.get("PATH", ""),
                PYTHONPATH=os.path.join(build, "python"), MPLBACKEND="Agg")
     failures, ran, skipped = [], 0, 0
