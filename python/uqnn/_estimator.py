@@ -463,14 +463,7 @@ class BNNRegressor(RegressorMixin, BNN):
     (n, t). X must be 2-D. Same parameters, defaults and methods as ``uqnn.BNN``."""
 
     _require_2d = True
-
-    def __init__(self, hidden: Sequence[int] = DEFAULT_HIDDEN, activation: str = DEFAULT_ACTIVATION,
-                 likelihood: str = DEFAULT_LIKELIHOOD, noise: float | None = DEFAULT_NOISE, prior: str = DEFAULT_PRIOR,
-                 prior_sigma: float = DEFAULT_PRIOR_SIGMA, standardize: bool = DEFAULT_STANDARDIZE,
-                 method: str = DEFAULT_METHOD, seed: int = DEFAULT_SEED, threads: int = DEFAULT_THREADS,
-                 progress: bool = DEFAULT_PROGRESS, out: str | os.PathLike | None = None,
-                 method_options: dict | None = None, **options: Any):
-        _store(self, locals())
+    # __init__ is BNN's: scikit-learn reads the parameters from its signature.
 
     def _fit_targets(self, y):
         if self.likelihood in ("bernoulli", "categorical"):
