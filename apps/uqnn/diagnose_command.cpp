@@ -12,6 +12,7 @@
 #include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/plot/dei_figures.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/io/user_file.hpp"
 
 namespace uqnn::cli {
 namespace {
@@ -61,6 +62,9 @@ Command add_diagnose(CLI::App& app) {
       paths = {path.string()};
       run_directory = true;
     }
+    // Each file a regular one whose lines are bounded, checked in bounded memory before the reader
+    // (which holds a line whole) sees it: /dev/zero grew without limit, a FIFO blocked for ever.
+    for (const auto& p : paths) check_text_lines(p, p);
     // lp__ and the parameters are summarised; the sampler's columns (divergent__, treedepth__,
     // energy__) feed the warnings.
     const auto with_sampler = diagnostics::read_draws_csv(paths);

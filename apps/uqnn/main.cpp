@@ -32,12 +32,31 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_sensitivity);
   add(&uqnn::cli::add_merge);
   uqnn::cli::set_command_line(argc, argv);
+  // The command first: `uqnn evaluate --help` printed the top-level help and exited 0, and
+  // `uqnn evaluate` said only "A subcommand is required".
+  std::string names;
+  for (const auto& [sub, run] : commands) names += (names.empty() ? "" : ", ") + sub->get_name();
+  if (argc < 2) {
+    std::cerr << "error: give a command: one of " << names << " (uqnn --help describes them)\n";
+    return 2;
+  }
+  if (const std::string first = argv[1]; !first.empty() && first[0] != '-') {
+    bool known = false;
+    for (const auto& [sub, run] : commands) known = known || sub->get_name() == first;
+    if (!known) {
+      std::cerr << "error: '" << first << "' is not a uqnn command: the commands are " << names << " (uqnn --help describes them)\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, as any other bad input.
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const uqnn::InputError& e) {  // a flag's value of the wrong type (checked while parsing)
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {  // never std::terminate: whatever a parser threw is a usage error
     std::cerr << "error: " << e.what() << '\n';
     return 2;
   }
@@ -52,7 +71,10 @@ int main(int argc, char** argv) {
     return uqnn::report_failure(e.what(), 2);
   } catch (const std::exception& e) {
     // Stopped by a signal before anything could be written: 128 + it, as if it had killed us.
-    return uqnn::report_failure(e.what(), uqnn::stop_signal() != 0 ? 128 + uqnn::stop_signal() : 1);
+    if (uqnn::stop_signal() != 0) return uqnn::report_failure(e.what(), 128 + uqnn::stop_signal());
+    // Training or sampling that diverged to NaN or infinity (e.g. --lr 1e308): no result, as for
+    // non-finite draws, exit 3; other failures 1.
+    return uqnn::report_failure(e.what(), uqnn::cli::is_divergence(e.what()) ? 3 : 1);
   }
   return 0;
 }

@@ -1,4 +1,5 @@
 #include "uqnn/io/csv.hpp"
+#include "uqnn/io/user_file.hpp"
 
 #include <fmt/format.h>
 
@@ -314,6 +315,8 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
 
 CsvTable read_csv(const std::filesystem::path& path) {
   const std::string source = path.string();
+  // Before opening: a FIFO without a writer blocks open(2) beyond any signal's reach, a device never ends.
+  check_user_file(path, source);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;
