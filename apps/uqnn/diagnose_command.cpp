@@ -39,7 +39,7 @@ Command add_diagnose(CLI::App& app) {
                 "max_depth comment, else Stan's 10)")
       ->check(CLI::Range(1, 100));
   c->add_option("--json", *json_out, "also write the table with full precision to this JSON file");
-  c->add_option("--decimals", *decimals, "decimals in the printed table")->capture_default_str();
+  c->add_option("--decimals", *decimals, "decimals in the printed table")->capture_default_str()->check(CLI::Range(0, 17));
   auto all = std::make_shared<bool>(false);
   c->add_flag("--all", *all, "for a run directory: also the table of every parameter (weight-space R-hat misleads for BNNs)");
   return [sources, json_out, decimals, all, max_depth]() {
