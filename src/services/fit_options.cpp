@@ -342,6 +342,16 @@ FitConfig make_fit_config(const FitRequest& request) {
     if (!part.whole() && !method_runs_in_parts(method))
       throw InputError(fmt::format("{}: --method {} cannot run in parts; methods that can: {}", where, method,
                                    join_names(methods_with_parts())));
+    // Part k runs chains (members) k-1, k-1+n, ...: with fewer than k it has none to run.
+    for (const char* count : {"chains", "ens_members", "members", "swag_members"}) {
+      if (part.whole() || !applies.count(count) || !settings.at(count).is_number_integer()) continue;
+      const auto total = settings.at(count).get<long long>();
+      if (part.k > total)
+        throw InputError(fmt::format("{}: part {} of {} runs {} k-1, k-1+n, ...: with {} {} it has none; give n parts "
+                                     "with n <= {}",
+                                     where, part.k, part.n, count, applies.at(count)->flag(), total, total));
+      break;
+    }
   }
   cfg.data = data_schema().read(settings);
   cfg.model = model_schema().read(settings);

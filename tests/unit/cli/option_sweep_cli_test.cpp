@@ -7,7 +7,7 @@
 // option check and before any work ("is a file, not a directory"). So a value the checks accept
 // ends there, in a few milliseconds, and a refused value never reaches it; nothing may be written
 // either way. The accepted values are then run for real, one per option (the largest accepted),
-// on a 12-row data set with the method's sizes at their smallest.
+// on a 12-row data set with the method's sizes at their smallest, when it is an extreme (1e308, -1).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -53,7 +53,10 @@ std::vector<SweepResult> run_all(const std::vector<SweepCase>& cases, const fs::
   const auto worker = [&]() {
     for (std::size_t i = next++; i < cases.size(); i = next++) {
       results[i].c = cases[i];
-      results[i].run = testing::run_command(fmt::format("cd '{}' && timeout -s KILL 60 {} {}", cwd.string(), UQNN_CLI_PATH, cases[i].args));
+      // Open MPI's singleton start probes the network (0.4 s a process): these runs are one process.
+      results[i].run = testing::run_command(
+          fmt::format("cd '{}' && OMPI_MCA_ess_singleton_isolated=1 OMPI_MCA_btl=self OMPI_MCA_pml=ob1 timeout -s KILL 60 {} {}",
+                      cwd.string(), UQNN_CLI_PATH, cases[i].args));
     }
   };
   std::thread a(worker), b(worker);
@@ -161,17 +164,18 @@ TEST_F(OptionSweepCli, EveryOptionOfEveryCommandRefusesBadValuesByNameAndWritesN
   for (const auto& e : fs::recursive_directory_iterator(dir_)) after[e.path().string()] = e.is_regular_file() ? e.file_size() : 0;
   EXPECT_EQ(after, before);
 
-  // Option values that every check accepts are run for real: one per option, the largest.
+  // Option values that every check accepts are run for real: one per option, the most extreme.
   std::vector<SweepCase> real;
   for (const auto& [option, values] : accepted) {
     if (option == "out" || option == "data" || option == "method") continue;
+    // The extremes: a value of 0, a text or an empty one is what the options' own tests run.
     std::string value;
-    for (const std::string v : {"1e308", "0", "-1", "", "text", "nan"})
+    for (const std::string v : {"1e308", "-1"})
       if (values.count(v)) {
         value = v;
         break;
       }
-    if (value.empty()) value = *values.begin();
+    if (value.empty()) continue;
     const SweepCase& any = *std::find_if(cases.begin(), cases.end(), [&](const SweepCase& c) { return c.option == option; });
     const std::string out = (dir_ / "real" / option).string();
     std::string args = fmt::format("fit --quiet --figure none --method {} --data {} --out {} {}={}", any.method, data, out,

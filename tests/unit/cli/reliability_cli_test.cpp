@@ -195,7 +195,7 @@ TEST_F(Reliability, ConflictingOptionsAreRefusedNamingBoth) {
   const std::string valid = (dir_ / "valid.csv").string();
   CliRun r = run_cli(fit("--method map --epochs 2 --valid " + valid + " --valid-fraction 0.2"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--valid-fraction and --valid cannot be given together")) << r.output;
+  EXPECT_TRUE(output_has(r, "--valid and --valid-fraction cannot be given together")) << r.output;
   r = run_cli(fit("--method map --epochs 2 --standardize --no-standardize"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(output_has(r, "--standardize and --no-standardize contradict each other")) << r.output;
