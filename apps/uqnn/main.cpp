@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "fit_flags.hpp"
@@ -48,8 +51,28 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // "--lr=" is an empty value, as "--lr ''" is (CLI11 said ": 1 required TEXT missing", naming no
+  // option); a flag's "--quiet=" stays as it is.
+  std::vector<std::string> args;
+  CLI::App* command = nullptr;
+  for (const auto& [sub, run] : commands)
+    if (sub->get_name() == argv[1]) command = sub;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto equals = arg.find('=');
+    if (command && i > 1 && arg.rfind("--", 0) == 0 && equals == arg.size() - 1) {
+      const CLI::Option* option = command->get_option_no_throw(arg.substr(0, equals));
+      if (option && option->get_items_expected_min() > 0) {
+        args.push_back(arg.substr(0, equals));
+        args.emplace_back();
+        continue;
+      }
+    }
+    args.push_back(arg);
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, as any other bad input.
     return app.exit(e) == 0 ? 0 : 2;

@@ -180,10 +180,25 @@ FitSize fit_size(const ModelConfig& c, const Model& model, const Dataset& data, 
 
 }  // namespace
 
+/// load_dataset, its column errors naming the flags (--target, --inputs) rather than the roles.
+static Dataset load_fit_dataset(const std::filesystem::path& path, const std::vector<std::string>& targets,
+                         const std::vector<std::string>& inputs) {
+  try {
+    return load_dataset(path, targets, inputs);
+  } catch (const InputError& e) {
+    std::string message = e.what();
+    for (const auto& [role, flag] : {std::pair<std::string, std::string>{"as target", "by --target"}, {"as input", "by --inputs"}})
+      for (const std::string& form : {"(requested " + role + ")", "listed twice " + role})
+        if (const auto at = message.find(form); at != std::string::npos)
+          message.replace(at, form.size(), form[0] == '(' ? "(requested " + flag + ")" : "listed twice " + flag);
+    throw InputError(message);
+  }
+}
+
 FitProblem make_fit_problem(const FitConfig& cfg) {
   FitProblem p;
   // Data, split, standardisation (fitted on the training rows only).
-  p.data = cfg.data.dataset ? *cfg.data.dataset : load_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
+  p.data = cfg.data.dataset ? *cfg.data.dataset : load_fit_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
   // A wide table of a few rows (a transposed file) made a fit of millions of weights run for
   // minutes on nothing: beyond 1000 inputs, at most as many inputs as rows.
   if (!cfg.data.dataset && p.data.input_dim() > std::max<Index>(1000, p.data.size()))
@@ -213,7 +228,7 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   if (!p.split.validation.empty()) p.validation_std = standardizer.transform(p.data.subset(p.split.validation));
   if (!cfg.data.validation_path.empty()) {
     // A held-out file (--valid): same columns, standardised with the training rows' statistics.
-    const Dataset held_out = load_dataset(cfg.data.validation_path, p.data.target_names, p.data.input_names);
+    const Dataset held_out = load_fit_dataset(cfg.data.validation_path, p.data.target_names, p.data.input_names);
     p.validation_std = standardizer.transform(held_out);
   }
   return p;
