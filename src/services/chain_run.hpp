@@ -86,7 +86,7 @@ inline const OptionSchema<ChainOptions>& chain_options() {
                             .add("warmup", &ChainOptions::warmup, "warmup (adaptation) or burn-in iterations per chain")
                             .at_least(0)
                             .add("draws", &ChainOptions::draws, "sampling iterations per chain")
-                            .at_least(1)
+                            .at_least(0)
                             .add("thin", &ChainOptions::thin, "keep every thin-th draw")
                             .at_least(1)
                             .add("checkpoint_every", &ChainOptions::checkpoint_every, kCheckpointEveryHelp)

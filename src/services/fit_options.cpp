@@ -264,6 +264,11 @@ void check_combinations(const FitRequest& request, const std::map<std::string, c
                                    shown(spec->at_most_option, high), applies.at(spec->at_most_option)->flag()));
     }
   }
+  // A run of no draws has no result: it failed after the chains ran ("returned no draws", exit 1).
+  // (The chains group declares draws >= 0 in chain_run.hpp; dei-nuts declares >= 1.)
+  if (applies.count("draws") && settings.at("draws").is_number_integer() && settings.at("draws").get<long long>() < 1)
+    throw InputError(fmt::format("{}: {} is invalid: it must be an integer >= 1",
+                                 given.count("draws") ? given.at("draws") : "--draws", settings.at("draws").dump()));
   const double valid = settings.value("valid_fraction", 0.0), test = settings.value("test_fraction", 0.0);
   if (valid + test >= 1.0) {
     const std::string v = given.count("valid_fraction") ? given.at("valid_fraction") : "--valid-fraction";
