@@ -108,7 +108,7 @@ const OptionSchema<DeiOptions>& dei_options() {
         .at_least(0)
         .cite("Sommer et al., App. C.4")
         .add_nested("draws", [](O& o) -> long& { return o.params.draws; }, "kept draws per chain")
-        .at_least(1)
+        .at_least(0)
         .add_nested("max_depth", [](O& o) -> int& { return o.params.nuts.kernel.max_depth; }, "NUTS maximum tree depth")
         .at_least(1)
         .at_most(30)
