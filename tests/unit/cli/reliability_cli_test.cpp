@@ -55,7 +55,8 @@ TEST_F(Reliability, ABooleanFlagGivenAValueIsCheckedNeverAnAbort) {
     EXPECT_FALSE(fs::exists(dir_ / "out")) << flag;
   }
   // The valid spellings still work.
-  const CliRun r = run_cli(fit("--method map --epochs 2 --standardize=false --quiet=true"));
+  const CliRun r = run_cli(fmt::format("fit --figure none --data {} --out {} --method map --epochs 2 --standardize=false --quiet=true",
+                                       write_sine_csv(20), (dir_ / "out").string()));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(json(dir_ / "out" / "model.json")["settings"]["settings"]["standardize"].get<bool>());
 }
@@ -147,7 +148,7 @@ TEST_F(Reliability, MergeHelpIsFormattedLikeTheOtherCommands) {
 /// Runs `args` three times: into a missing --out, into the --out of a finished run, and into one
 /// holding a stopped run's checkpoint; each must be refused (exit 2) or fail, and leave it as it was.
 void expect_nothing_left(const fs::path& dir, const std::string& data, const std::string& args,
-                         const std::string& message) {
+                         const std::string& message, const std::string& good_data = "") {
   SCOPED_TRACE(args);
   const fs::path out = dir / "out";
   fs::remove_all(out);
@@ -158,7 +159,8 @@ void expect_nothing_left(const fs::path& dir, const std::string& data, const std
   EXPECT_TRUE(output_has(r, message)) << r.output;
   EXPECT_EQ(reliability_snapshot(dir), base) << "a refused run left files (checkpoint/, staging)";
   // A finished run's directory.
-  r = run_cli(fmt::format("fit --quiet --figure none --data {} --out {} --method map --epochs 2", data, out.string()));
+  r = run_cli(fmt::format("fit --quiet --figure none --data {} --out {} --method map --epochs 2", good_data.empty() ? data : good_data,
+                          out.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto before = reliability_snapshot(dir);
   r = run_cli(command);
@@ -185,7 +187,8 @@ TEST_F(Reliability, ARefusedRunLeavesTheOutputDirectoryAsItWas) {
                       "--vi-rho-init-lower -3 is above --vi-rho-init-upper -4");
   // A header that is not UTF-8 (Latin-1 "é").
   write("latin1.csv", "x\xe9,y\n0,1\n1,2\n2,3\n3,4\n4,5\n");
-  expect_nothing_left(dir_, (dir_ / "latin1.csv").string(), "--method nuts " + chains + "--draws 5", "latin1.csv");
+  expect_nothing_left(dir_, (dir_ / "latin1.csv").string(), "--method nuts " + chains + "--draws 5",
+                      "latin1.csv:1: header: the 1st column name is not UTF-8", data);
 }
 
 // --- silent conflicts ---------------------------------------------------------------------------
