@@ -25,10 +25,11 @@ constexpr double kMaxModelParams = 1e9;
 /// non-centred models) checked before any is allocated: whole numbers in range, never 6.5 read as
 /// 6 or 1e12 handed to an allocation (std::bad_alloc). Throws InputError naming the field.
 void check_model_sizes(const nlohmann::json& d, const std::string& where) {
-  static const std::map<std::string, double> kMinimum{{"input_dim", 1},  {"output_dim", 1},   {"hidden", 1},
-                                                      {"width", 1},      {"num_layers", 1},   {"branch_input", 1},
-                                                      {"trunk_input", 1}, {"branch_hidden", 1}, {"trunk_hidden", 1},
-                                                      {"latent", 1},     {"depth", 0},        {"weight_order", -1}};
+  // (A size of 0 is left to the model's own range check, which names the model kind.)
+  static const std::map<std::string, double> kMinimum{{"input_dim", 0},  {"output_dim", 0},   {"hidden", 0},
+                                                      {"width", 0},      {"num_layers", 0},   {"branch_input", 0},
+                                                      {"trunk_input", 0}, {"branch_hidden", 0}, {"trunk_hidden", 0},
+                                                      {"latent", 0},     {"depth", 0},        {"weight_order", -1}};
   if (!d.is_object()) return;
   const auto whole = [&](const nlohmann::json& v, const std::string& field, double minimum) {
     const bool ok = v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&

@@ -267,7 +267,7 @@ TEST_F(Reliability, AModelJsonOfUncheckedSizesOrTypesIsAnInputError) {
     std::string message;
   };
   const std::vector<Case> cases{
-      {[](nlohmann::json& j) { j["model"]["hidden"] = {1e9, 10}; }, "model.hidden[0]: 1000000000.0 is invalid: it must be a whole number in [1, 1e+06]"},
+      {[](nlohmann::json& j) { j["model"]["hidden"] = {1e9, 10}; }, "model.hidden[0]: 1000000000.0 is invalid: it must be a whole number in [0, 1e+06]"},
       {[](nlohmann::json& j) { j["model"]["input_dim"] = 1e12; }, "model.input_dim: 1000000000000.0 is invalid"},
       {[](nlohmann::json& j) { j["model"]["input_dim"] = 6.5; }, "model.input_dim: 6.5 is invalid"},
       {[](nlohmann::json& j) { j["model"]["hidden"] = {100000, 100000}; }, "a network of 1e+10 parameters"},
