@@ -123,6 +123,11 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
         cli.given.push_back({o.only_when_option, o.only_when_values.front(), "--" + o.only_when_option});
         also = o.only_when_option + " = \"" + o.only_when_values.front() + "\"\n";
       }
+      // A range's lower end (--vi-rho-init-lower) below its upper end.
+      if (!o.at_most_option.empty()) {
+        cli.given.push_back({o.at_most_option, 1e9, "--" + o.at_most_option});
+        also += o.at_most_option + " = 1e9\n";
+      }
       const FitConfig a = make_fit_config(cli);
       // The TOML door: the same option in a file.
       const fs::path toml = dir_ / "fit.toml";
@@ -136,6 +141,7 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
       // ... and it is not the default, so the option really reached the config.
       nlohmann::json defaults_of = {{"method", method}};
       if (!o.only_when_option.empty()) defaults_of[o.only_when_option] = o.only_when_values.front();
+      if (!o.at_most_option.empty()) defaults_of[o.at_most_option] = 1e9;
       EXPECT_NE(sa, fit_config_from_options(defaults_of).record.at("settings").at(o.name)) << o.name;
       ++checked;
     }
