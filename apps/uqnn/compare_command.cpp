@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
@@ -6,6 +7,21 @@
 #include "uqnn/services/compare.hpp"
 
 namespace uqnn::cli {
+
+namespace {
+
+/// Every compared method's options checked (make_fit_config), as run_compare does before any fit.
+bool run_compare_checks(const CompareConfig& cfg) {
+  for (const auto& method : cfg.methods) {
+    FitRequest r = cfg.request;
+    r.given.push_back({"method", method, "--methods " + method});
+    r.also_accept_methods = cfg.methods;
+    (void)make_fit_config(r);
+  }
+  return true;
+}
+
+}  // namespace
 
 Command add_compare(CLI::App& app) {
   auto* c = app.add_subcommand("compare", "fit several methods on one data set; write their bands side by side and a metrics table");
@@ -21,6 +37,15 @@ Command add_compare(CLI::App& app) {
     CompareConfig cfg;
     cfg.request = flags->request({{"out", "uqnn-compare"}});
     cfg.methods = *methods;
+    // As `uqnn fit`: a file in --out's place is an error before any work (not a filesystem_error
+    // after the options are checked, exit 1).
+    std::filesystem::path out = "uqnn-compare";
+    for (const GivenOption& g : cfg.request.given)
+      if (g.name == "out" && g.value.is_string()) out = g.value.get<std::string>();
+    if (std::error_code ec; std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec)) {
+      (void)run_compare_checks(cfg);  // the options' own errors first, as `uqnn fit` gives them
+      throw InputError("--out '" + out.string() + "' is a file, not a directory: choose another --out");
+    }
     const CompareReport report = run_compare(cfg);
     std::cout << "uqnn compare:\n";
     for (const auto& [method, row] : report.table.items()) {

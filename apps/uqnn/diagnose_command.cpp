@@ -12,6 +12,7 @@
 #include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/plot/dei_figures.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/io/user_file.hpp"
 
 namespace uqnn::cli {
 namespace {
@@ -38,7 +39,7 @@ Command add_diagnose(CLI::App& app) {
                 "max_depth comment, else Stan's 10)")
       ->check(CLI::Range(1, 100));
   c->add_option("--json", *json_out, "also write the table with full precision to this JSON file");
-  c->add_option("--decimals", *decimals, "decimals in the printed table")->capture_default_str();
+  c->add_option("--decimals", *decimals, "decimals in the printed table")->capture_default_str()->check(CLI::Range(0, 17));
   auto all = std::make_shared<bool>(false);
   c->add_flag("--all", *all, "for a run directory: also the table of every parameter (weight-space R-hat misleads for BNNs)");
   return [sources, json_out, decimals, all, max_depth]() {
@@ -61,6 +62,9 @@ Command add_diagnose(CLI::App& app) {
       paths = {path.string()};
       run_directory = true;
     }
+    // Each file a regular one whose lines are bounded, checked in bounded memory before the reader
+    // (which holds a line whole) sees it: /dev/zero grew without limit, a FIFO blocked for ever.
+    for (const auto& p : paths) check_text_lines(p, p);
     // lp__ and the parameters are summarised; the sampler's columns (divergent__, treedepth__,
     // energy__) feed the warnings.
     const auto with_sampler = diagnostics::read_draws_csv(paths);

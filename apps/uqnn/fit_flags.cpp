@@ -67,7 +67,9 @@ std::shared_ptr<FitFlags> FitFlags::add(CLI::App& c, const std::set<std::string>
   self->exclude_ = exclude;
   c.set_help_flag();  // our own --help, grouped and per method
   c.add_flag("-h,--help", self->help_, "print the options (with --method X: only those X reads) and exit");
-  c.add_option("--config", self->config_, "TOML file with any of these options (keys = option names, e.g. ens_members = 12)");
+  c.add_option("--config", self->config_,
+               "TOML file with any of these options (keys = option names, e.g. ens_members = 12); the command line "
+               "wins over the file, the file over the defaults");
   // One flag per option name: several methods may declare the same option (e.g. --warmup).
   std::map<std::string, OptionSpec> unique;
   for (const OptionGroup& g : all_option_groups())
@@ -79,33 +81,72 @@ std::shared_ptr<FitFlags> FitFlags::add(CLI::App& c, const std::set<std::string>
     const OptionSpec spec = entry.second;
     const std::string flag = spec.flag();
     if (spec.type == OptionType::Flag) {
+      // Two plain flags, each collecting what was typed: CLI11's own flag values go through stoll
+      // (an abort on "--quiet=99999999999999999999") and read "2" as true; finish() checks the
+      // texts, refuses a repetition and --x with --no-x.
       const std::string negated = "--no-" + flag.substr(2);
-      c.add_flag_function(flag + ",!" + negated,
-                          [self, name, flag, negated](std::int64_t n) { self->given_.push_back({name, n > 0, n > 0 ? flag : negated}); },
-                          spec.help)
-          ->group("");
-    } else if (spec.type == OptionType::TextList) {
-      c.add_option_function<std::vector<std::string>>(
-           flag, [self, name, flag](const std::vector<std::string>& v) { self->given_.push_back({name, v, flag}); }, spec.help)
-          ->delimiter(',')
-          ->group("");
+      FlagTexts& texts = self->flag_texts_[name];
+      texts.flag = flag;
+      texts.negated = negated;
+      texts.positive_option = c.add_flag(flag, texts.positive, spec.help);
+      texts.positive_option->group("");
+      texts.negative_option = c.add_flag(negated, texts.negative, spec.help);
+      texts.negative_option->group("");
     } else {
-      c.add_option_function<std::string>(
+      // Lists too take the text as typed ("10,10"): parse_text splits it. A repetition is refused
+      // in finish() (CLI11 would say ": At Most 1 required but received 2" without the flag).
+      CLI::Option* option = c.add_option_function<std::string>(
            flag, [self, name, flag, spec](const std::string& text) { self->given_.push_back({name, spec.parse_text(text, flag), flag}); },
-           spec.help)
-          ->group("");
+           spec.help);
+      option->group("")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      self->counted_.emplace_back(flag, option);
     }
   }
   return flags;
 }
 
 const GivenOption* FitFlags::given(const std::string& name) const {
+  finish();
   for (auto it = given_.rbegin(); it != given_.rend(); ++it)
     if (it->name == name) return &*it;
   return nullptr;
 }
 
+void FitFlags::finish() const {
+  if (finished_) return;
+  finished_ = true;
+  // A repeated option: which value was meant? Refused, naming it (not CLI11's "At Most 1 ...").
+  for (const auto& [flag, option] : counted_)
+    if (option->count() > 1)
+      throw InputError(fmt::format("{} is given {} times: give it once", flag, option->count()));
+  for (auto& [name, texts] : flag_texts_) {
+    const std::size_t times = texts.positive.size() + texts.negative.size();
+    if (times == 0) continue;
+    if (!texts.positive.empty() && !texts.negative.empty())
+      throw InputError(fmt::format("{} and {} contradict each other: give one", texts.flag, texts.negated));
+    if (times > 1)
+      throw InputError(fmt::format("{} is given {} times: give it once", texts.positive.empty() ? texts.negated : texts.flag, times));
+    if (!texts.negative.empty()) {
+      if (texts.negative.front() != "true")  // "--no-x=VALUE": CLI11 gives "true" for the bare flag
+        throw InputError(fmt::format("{}='{}' is invalid: {} takes no value (give {}=false or {}=true instead)", texts.negated,
+                                     texts.negative.front(), texts.negated, texts.flag, texts.flag));
+      given_.push_back({name, false, texts.negated});
+      continue;
+    }
+    const std::string& text = texts.positive.front();
+    if (text == "true") {
+      given_.push_back({name, true, texts.flag});
+    } else if (text == "false") {
+      given_.push_back({name, false, texts.flag});
+    } else {
+      throw InputError(fmt::format("{}='{}' is invalid: it must be true or false (or the bare flag {}, or {})", texts.flag, text,
+                                   texts.flag, texts.negated));
+    }
+  }
+}
+
 FitRequest FitFlags::request(const nlohmann::json& preset) const {
+  finish();
   FitRequest r;
   if (!config_.empty()) {
     for (GivenOption& g : read_toml_options(config_)) {
@@ -134,7 +175,10 @@ void FitFlags::print_help(std::ostream& out, const CLI::App& command) const {
     for (const OptionGroup* g : m->groups) methods_of_group[g->name].push_back(m->name);
   out << command.get_description() << "\n\nUsage: uqnn " << command.get_name() << " [OPTIONS]\n\n"
       << "  -h, --help            these options; with --method X, only those X reads\n"
-      << "  --config PATH         TOML file with any option below (key = name with '_', e.g. ens_members = 12)\n";
+      << "  --config PATH         TOML file with any option below (key = name with '_', e.g. ens_members = 12; at the\n"
+      << "                        top or in a table named after its group, e.g. [training]); an option given on the\n"
+      << "                        command line wins over the file, the file over the defaults; an option given twice\n"
+      << "                        in one of them, or two options that choose the same thing, are refused\n";
   for (const auto& option : command.get_options())
     if (!option->get_group().empty() && option->get_name() != "--config" && option->get_name() != "-h,--help" &&
         option->get_name() != "--help")

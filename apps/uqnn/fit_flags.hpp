@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -29,7 +30,21 @@ class FitFlags {
   const GivenOption* given(const std::string& name) const;
 
  private:
-  std::vector<GivenOption> given_;
+  /// What was typed for a flag (--x and --no-x collected apart), checked by finish().
+  struct FlagTexts {
+    std::string flag, negated;
+    std::vector<std::string> positive, negative;
+    CLI::Option* positive_option = nullptr;
+    CLI::Option* negative_option = nullptr;
+  };
+  /// After parsing: checks repetitions and the flags' texts, and adds the flags to given_; throws
+  /// InputError naming the flag as typed.
+  void finish() const;
+
+  mutable std::vector<GivenOption> given_;
+  mutable bool finished_ = false;
+  std::map<std::string, FlagTexts> flag_texts_;
+  std::vector<std::pair<std::string, CLI::Option*>> counted_;
   std::string config_;
   bool help_ = false;
   std::set<std::string> exclude_;

@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "fit_flags.hpp"
@@ -32,12 +35,51 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_sensitivity);
   add(&uqnn::cli::add_merge);
   uqnn::cli::set_command_line(argc, argv);
+  // The command first: `uqnn evaluate --help` printed the top-level help and exited 0, and
+  // `uqnn evaluate` said only "A subcommand is required".
+  std::string names;
+  for (const auto& [sub, run] : commands) names += (names.empty() ? "" : ", ") + sub->get_name();
+  if (argc < 2) {
+    std::cerr << "error: give a command: one of " << names << " (uqnn --help describes them)\n";
+    return 2;
+  }
+  if (const std::string first = argv[1]; !first.empty() && first[0] != '-') {
+    bool known = false;
+    for (const auto& [sub, run] : commands) known = known || sub->get_name() == first;
+    if (!known) {
+      std::cerr << "error: '" << first << "' is not a uqnn command: the commands are " << names << " (uqnn --help describes them)\n";
+      return 2;
+    }
+  }
+  // "--lr=" is an empty value, as "--lr ''" is (CLI11 said ": 1 required TEXT missing", naming no
+  // option); a flag's "--quiet=" stays as it is.
+  std::vector<std::string> args;
+  CLI::App* command = nullptr;
+  for (const auto& [sub, run] : commands)
+    if (sub->get_name() == argv[1]) command = sub;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto equals = arg.find('=');
+    if (command && i > 1 && arg.rfind("--", 0) == 0 && equals == arg.size() - 1) {
+      const CLI::Option* option = command->get_option_no_throw(arg.substr(0, equals));
+      if (option && option->get_items_expected_min() > 0) {
+        args.push_back(arg.substr(0, equals));
+        args.emplace_back();
+        continue;
+      }
+    }
+    args.push_back(arg);
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, as any other bad input.
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const uqnn::InputError& e) {  // a flag's value of the wrong type (checked while parsing)
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {  // never std::terminate: whatever a parser threw is a usage error
     std::cerr << "error: " << e.what() << '\n';
     return 2;
   }
@@ -52,7 +94,10 @@ int main(int argc, char** argv) {
     return uqnn::report_failure(e.what(), 2);
   } catch (const std::exception& e) {
     // Stopped by a signal before anything could be written: 128 + it, as if it had killed us.
-    return uqnn::report_failure(e.what(), uqnn::stop_signal() != 0 ? 128 + uqnn::stop_signal() : 1);
+    if (uqnn::stop_signal() != 0) return uqnn::report_failure(e.what(), 128 + uqnn::stop_signal());
+    // Training or sampling that diverged to NaN or infinity (e.g. --lr 1e308): no result, as for
+    // non-finite draws, exit 3; other failures 1.
+    return uqnn::report_failure(e.what(), uqnn::cli::is_divergence(e.what()) ? 3 : 1);
   }
   return 0;
 }

@@ -1,4 +1,5 @@
 #include "uqnn/io/csv.hpp"
+#include "uqnn/io/user_file.hpp"
 
 #include <fmt/format.h>
 
@@ -214,6 +215,20 @@ class StreamedRecords {
 
 /// The table of the records `next_record` gives; `size_hint` (bytes of text, 0 if unknown) sizes the
 /// value buffer.
+/// The offset of the first byte that does not begin a valid UTF-8 sequence, or npos.
+std::size_t invalid_utf8_at(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || (length == 2 && c < 0xC2) || i + length > s.size()) return i;
+    for (std::size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
 CsvTable parse_records(const NextRecord& next_record, const std::string& source, std::size_t size_hint) {
   CsvTable table;
   table.source = source;
@@ -255,6 +270,12 @@ CsvTable parse_records(const NextRecord& next_record, const std::string& source,
     if (name.empty())
       throw InputError(where() + "header: the " + ordinal(static_cast<Index>(j) + 1) +
                        " column name is empty; every column needs a name");
+    // Names go into model.json and NetCDF: a Latin-1 "é" failed only when those were written.
+    if (const std::size_t bad = invalid_utf8_at(name); bad != std::string_view::npos)
+      throw InputError(where() + fmt::format("header: the {} column name is not UTF-8 (byte 0x{:02X} at its {} byte): save "
+                                             "the file as UTF-8",
+                                             ordinal(static_cast<Index>(j) + 1), static_cast<unsigned char>(name[bad]),
+                                             ordinal(static_cast<Index>(bad) + 1)));
     const auto [it, inserted] = seen.emplace(name, j);
     if (!inserted)
       throw InputError(where() + "header: column name '" + std::string(name) + "' appears twice (" +
@@ -314,6 +335,8 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
 
 CsvTable read_csv(const std::filesystem::path& path) {
   const std::string source = path.string();
+  // Before opening: a FIFO without a writer blocks open(2) beyond any signal's reach, a device never ends.
+  check_user_file(path, source);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;

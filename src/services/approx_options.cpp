@@ -54,6 +54,7 @@ const OptionSchema<ViOptions>& vi_options() {
           .add("vi_mu_init", &ViOptions::vi_mu_init, "mu initialised U(-a, a)")
           .at_least(0)
           .add("vi_rho_init_lower", &ViOptions::vi_rho_init_lower, "rho initialised U(lower, upper), sigma = softplus(rho)")
+          .at_most_option("vi_rho_init_upper")
           .add("vi_rho_init_upper", &ViOptions::vi_rho_init_upper, "see --vi-rho-init-lower")
           .add("vi_kl", &ViOptions::vi_kl, "analytic (closed form, Gaussian prior) | mc (QUiNN's manual's log q - log p)")
           .one_of({"analytic", "mc"})

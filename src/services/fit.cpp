@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -179,10 +180,31 @@ FitSize fit_size(const ModelConfig& c, const Model& model, const Dataset& data, 
 
 }  // namespace
 
+/// load_dataset, its column errors naming the flags (--target, --inputs) rather than the roles.
+static Dataset load_fit_dataset(const std::filesystem::path& path, const std::vector<std::string>& targets,
+                         const std::vector<std::string>& inputs) {
+  try {
+    return load_dataset(path, targets, inputs);
+  } catch (const InputError& e) {
+    std::string message = e.what();
+    for (const auto& [role, flag] : {std::pair<std::string, std::string>{"as target", "by --target"}, {"as input", "by --inputs"}})
+      for (const std::string& form : {"(requested " + role + ")", "listed twice " + role})
+        if (const auto at = message.find(form); at != std::string::npos)
+          message.replace(at, form.size(), form[0] == '(' ? "(requested " + flag + ")" : "listed twice " + flag);
+    throw InputError(message);
+  }
+}
+
 FitProblem make_fit_problem(const FitConfig& cfg) {
   FitProblem p;
   // Data, split, standardisation (fitted on the training rows only).
-  p.data = cfg.data.dataset ? *cfg.data.dataset : load_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
+  p.data = cfg.data.dataset ? *cfg.data.dataset : load_fit_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
+  // A wide table of a few rows (a transposed file) made a fit of millions of weights run for
+  // minutes on nothing: beyond 1000 inputs, at most as many inputs as rows.
+  if (!cfg.data.dataset && p.data.input_dim() > std::max<Index>(1000, p.data.size()))
+    throw InputError(fmt::format("{}: {} input columns for {} rows: beyond 1000 columns a data set needs at least as many "
+                                 "rows as input columns (is the table transposed? --inputs chooses columns)",
+                                 cfg.data.path.string(), p.data.input_dim(), p.data.size()));
   p.split = choose_split(cfg.data, p.data.size());
   // One copy of the training rows outlives this function, the posterior's (large data: every copy
   // of the rows counts).
@@ -206,7 +228,7 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   if (!p.split.validation.empty()) p.validation_std = standardizer.transform(p.data.subset(p.split.validation));
   if (!cfg.data.validation_path.empty()) {
     // A held-out file (--valid): same columns, standardised with the training rows' statistics.
-    const Dataset held_out = load_dataset(cfg.data.validation_path, p.data.target_names, p.data.input_names);
+    const Dataset held_out = load_fit_dataset(cfg.data.validation_path, p.data.target_names, p.data.input_names);
     p.validation_std = standardizer.transform(held_out);
   }
   return p;
@@ -289,6 +311,59 @@ void prepare_checkpoint_dir(const FitConfig& cfg, const Posterior& posterior) {
                                 .dump(2));
 }
 
+/// A fresh run's OUT/checkpoint, undone when the run fails: the previous run's checkpoint (a
+/// stopped run's state) is moved aside, beside OUT under the staging directories' prefix (so that
+/// the next run removes it if this one is killed), and moved back; a directory OUT this run made
+/// is removed again when nothing else was put in it.
+class CheckpointRollback {
+ public:
+  CheckpointRollback() = default;
+  CheckpointRollback(const CheckpointRollback&) = delete;
+  CheckpointRollback& operator=(const CheckpointRollback&) = delete;
+  ~CheckpointRollback() { discard_saved(); }
+
+  void arm(const std::filesystem::path& out_dir, const std::filesystem::path& checkpoint_dir) {
+    std::error_code ec;
+    out_ = out_dir;
+    dir_ = checkpoint_dir;
+    out_existed_ = std::filesystem::exists(out_dir, ec);
+    if (std::filesystem::exists(checkpoint_dir, ec)) {
+      saved_ = std::filesystem::absolute(out_dir, ec).lexically_normal().parent_path() /
+               fmt::format(".{}.uqnn-staging-{}.checkpoint", out_dir.filename().string(), ::getpid());
+      std::filesystem::remove_all(saved_, ec);
+      std::filesystem::rename(checkpoint_dir, saved_, ec);
+      if (ec) saved_.clear();  // left in place: prepare_checkpoint_dir replaces it as before
+    }
+    armed_ = true;
+  }
+  /// The run's files are in place: the previous checkpoint is no longer wanted.
+  void disarm() {
+    armed_ = false;
+    discard_saved();
+  }
+  /// The run failed: OUT as it was.
+  void restore() {
+    if (!armed_) return;
+    armed_ = false;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    if (!saved_.empty()) {
+      std::filesystem::rename(saved_, dir_, ec);
+      if (!ec) saved_.clear();
+    }
+    if (!out_existed_ && std::filesystem::is_empty(out_, ec)) std::filesystem::remove(out_, ec);
+  }
+
+ private:
+  void discard_saved() {
+    std::error_code ec;
+    if (!saved_.empty()) std::filesystem::remove_all(saved_, ec);
+    saved_.clear();
+  }
+  std::filesystem::path out_, dir_, saved_;
+  bool out_existed_ = true, armed_ = false;
+};
+
 }  // namespace
 
 FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
@@ -336,8 +411,13 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   const bool checkpoints = !method && find_method(cfg.method).checkpoints;
   if (cfg.resume && !checkpoints)
     throw InputError(fmt::format("--resume: --method {} keeps no checkpoint", cfg.method));
+  // All or nothing: a fresh run that is refused (a method's own checks), fails or cannot write
+  // leaves --out as it was, without the checkpoint it began (a stopped run keeps it, to resume).
+  CheckpointRollback rollback;
+  if (checkpoints) cfg.checkpoint_dir = given.out_dir / "checkpoint";
+  if (checkpoints && root && !cfg.resume) rollback.arm(given.out_dir, cfg.checkpoint_dir);
+  try {
   if (checkpoints) {
-    cfg.checkpoint_dir = given.out_dir / "checkpoint";
     if (root) prepare_checkpoint_dir(cfg, *posterior);
     (void)layout.world->all_gather("");  // no rank writes a chain's state before rank 0 cleared old ones
   }
@@ -367,6 +447,7 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   FitReport report = write_fit_output(output);
   out->commit();
+  rollback.disarm();
   for (auto& file : report.files) file = out->final_path(file);
   if (checkpoints) {
     if (result.info.value("interrupted", false)) {
@@ -377,6 +458,11 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
     }
   }
   return report;
+  } catch (...) {
+    // Stopped by a signal: the checkpoint is the run's state, for --resume.
+    if (!stop_requested()) rollback.restore();
+    throw;
+  }
 }
 
 }  // namespace uqnn

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -60,11 +61,14 @@ const OptionSchema<DataConfig>& data_schema() {
           .add("valid_fraction", &DataConfig::validation_fraction, "fraction of rows held out for validation (model selection)")
           .at_least(0)
           .below(1)
+          .conflicts_with({"valid", "train_indices", "test_indices"})
           .add("valid", &DataConfig::validation_path, "held-out CSV (same columns) used as validation data (dei-nuts: LPPD monitoring)")
           .existing()
+          .conflicts_with({"valid_fraction"})
           .add("test_fraction", &DataConfig::test_fraction, "fraction of rows held out for testing")
           .at_least(0)
           .below(1)
+          .conflicts_with({"train_indices", "test_indices"})
           .add("split_seed", &DataConfig::split_seed, "seed of the random split")
           .at_least(0)
           .add("train_indices", &DataConfig::train_indices, "file of 0-based training row indices (one per line)")
@@ -116,6 +120,7 @@ const OptionSchema<ProbabilityConfig>& probability_schema() {
                "standardised units")
           .add("classes", &ProbabilityConfig::num_classes, "number of classes (categorical)")
           .at_least(2)
+          .only_when("likelihood", {"categorical"})
           .add("prior", &ProbabilityConfig::prior,
                "prior on the weights: fan-in is sigma / sqrt(fan_in) per layer; flat is improper (p = 1, Stan's default), "
                "for models whose likelihood alone is proper such as a full-rank linear regression")
@@ -221,6 +226,57 @@ std::vector<std::string> methods_reading(const std::string& name) {
   return out;
 }
 
+/// The rules options declare about each other (OptionSpec::conflicts_with, only_when_option), and
+/// the fractions' sum: each refusal names the options as the user gave them. A later source
+/// (the command line after a TOML file) overriding an earlier one is not a conflict: the last
+/// value given for a name is the one checked.
+void check_combinations(const FitRequest& request, const std::map<std::string, const OptionSpec*>& applies,
+                        const nlohmann::json& settings) {
+  std::map<std::string, std::string> given;  // name -> where it was last given
+  for (const GivenOption& g : request.given)
+    if (applies.count(g.name)) given[g.name] = g.where;
+  for (const auto& [name, where] : given) {
+    const OptionSpec& spec = *applies.at(name);
+    for (const std::string& other : spec.conflicts_with)
+      if (given.count(other))
+        throw InputError(fmt::format("{} and {} cannot be given together (each chooses the same thing another way): give one",
+                                     where, given.at(other)));
+    if (!spec.only_when_option.empty()) {
+      const nlohmann::json& value = settings.at(spec.only_when_option);
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      if (std::find(spec.only_when_values.begin(), spec.only_when_values.end(), text) == spec.only_when_values.end()) {
+        const std::string flag = applies.at(spec.only_when_option)->flag();
+        const std::string other = given.count(spec.only_when_option) ? given.at(spec.only_when_option) + " " + text
+                                                                     : "the default " + flag + " " + text;
+        throw InputError(fmt::format("{}: is read only with {} {}, not with {}: remove it, or give {} {}", where, flag,
+                                     join_names(spec.only_when_values), other, flag, join_names(spec.only_when_values)));
+      }
+    }
+  }
+  for (const auto& [name, spec] : applies) {
+    if (spec->at_most_option.empty() || !settings.at(name).is_number() || !settings.at(spec->at_most_option).is_number()) continue;
+    const double low = settings.at(name).get<double>(), high = settings.at(spec->at_most_option).get<double>();
+    if (low > high) {
+      const auto shown = [&](const std::string& n, double v) {
+        return given.count(n) ? fmt::format("{} {:g}", given.at(n), v) : fmt::format("the default {} {:g}", applies.at(n)->flag(), v);
+      };
+      throw InputError(fmt::format("{} is above {}: it must be at most {}", shown(name, low),
+                                   shown(spec->at_most_option, high), applies.at(spec->at_most_option)->flag()));
+    }
+  }
+  // A run of no draws has no result: it failed after the chains ran ("returned no draws", exit 1).
+  // (The chains group declares draws >= 0 in chain_run.hpp; dei-nuts declares >= 1.)
+  if (applies.count("draws") && settings.at("draws").is_number_integer() && settings.at("draws").get<long long>() < 1)
+    throw InputError(fmt::format("{}: {} is invalid: it must be an integer >= 1",
+                                 given.count("draws") ? given.at("draws") : "--draws", settings.at("draws").dump()));
+  const double valid = settings.value("valid_fraction", 0.0), test = settings.value("test_fraction", 0.0);
+  if (valid + test >= 1.0) {
+    const std::string v = given.count("valid_fraction") ? given.at("valid_fraction") : "--valid-fraction";
+    const std::string t = given.count("test_fraction") ? given.at("test_fraction") : "--test-fraction";
+    throw InputError(fmt::format("{} {:g} and {} {:g} leave no training rows: their sum must be below 1", v, valid, t, test));
+  }
+}
+
 }  // namespace
 
 std::vector<OptionGroup> fit_option_groups(const std::string& method) {
@@ -279,6 +335,7 @@ FitConfig make_fit_config(const FitRequest& request) {
   for (const auto& [name, value] : request.preset.items())
     if (applies.count(name)) apply(name, value, "preset " + name);
   for (const GivenOption& g : request.given) apply(g.name, g.value, g.where);
+  check_combinations(request, applies, settings);
 
   FitConfig cfg = output_schema().read(settings);
   cfg.method = method;
@@ -290,6 +347,16 @@ FitConfig make_fit_config(const FitRequest& request) {
     if (!part.whole() && !method_runs_in_parts(method))
       throw InputError(fmt::format("{}: --method {} cannot run in parts; methods that can: {}", where, method,
                                    join_names(methods_with_parts())));
+    // Part k runs chains (members) k-1, k-1+n, ...: with fewer than k it has none to run.
+    for (const char* count : {"chains", "ens_members", "members", "swag_members"}) {
+      if (part.whole() || !applies.count(count) || !settings.at(count).is_number_integer()) continue;
+      const auto total = settings.at(count).get<long long>();
+      if (part.k > total)
+        throw InputError(fmt::format("{}: part {} of {} runs {} k-1, k-1+n, ...: with {} {} it has none; give n parts "
+                                     "with n <= {}",
+                                     where, part.k, part.n, count, applies.at(count)->flag(), total, total));
+      break;
+    }
   }
   cfg.data = data_schema().read(settings);
   cfg.model = model_schema().read(settings);

@@ -4,15 +4,71 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/io/user_file.hpp"
 #include "uqnn/services/fit_output.hpp"
 
 namespace uqnn {
 
 namespace {
 
+/// model.json is at most this large (an nngp run keeps its training inputs in it).
+constexpr std::uintmax_t kMaxModelJsonBytes = std::uintmax_t{1} << 30;
+/// A layer's width, an input or output dimension: at most the CSV reader's column bound.
+constexpr double kMaxModelWidth = 1e6;
+/// Parameters of a network read from model.json (8 GB per draw at the bound).
+constexpr double kMaxModelParams = 1e9;
+
+/// The sizes a model description holds (model.json's "model", nested for linearized and
+/// non-centred models) checked before any is allocated: whole numbers in range, never 6.5 read as
+/// 6 or 1e12 handed to an allocation (std::bad_alloc). Throws InputError naming the field.
+void check_model_sizes(const nlohmann::json& d, const std::string& where) {
+  // (A size of 0 is left to the model's own range check, which names the model kind.)
+  static const std::map<std::string, double> kMinimum{{"input_dim", 0},  {"output_dim", 0},   {"hidden", 0},
+                                                      {"width", 0},      {"num_layers", 0},   {"branch_input", 0},
+                                                      {"trunk_input", 0}, {"branch_hidden", 0}, {"trunk_hidden", 0},
+                                                      {"latent", 0},     {"depth", 0},        {"weight_order", -1}};
+  if (!d.is_object()) return;
+  const auto whole = [&](const nlohmann::json& v, const std::string& field, double minimum) {
+    const bool ok = v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
+                    v.get<double>() >= minimum && v.get<double>() <= kMaxModelWidth;
+    if (!ok)
+      throw InputError(fmt::format("{}.{}: {} is invalid: it must be a whole number in [{:g}, {:g}]", where, field, v.dump(),
+                                   minimum, kMaxModelWidth));
+    return v.get<double>();
+  };
+  std::map<std::string, std::vector<double>> sizes;
+  for (const auto& [key, value] : d.items()) {
+    const auto it = kMinimum.find(key);
+    if (it == kMinimum.end()) {
+      if (value.is_object()) check_model_sizes(value, where + "." + key);
+      continue;
+    }
+    if (value.is_array()) {
+      if (value.size() > 10000) throw InputError(fmt::format("{}.{}: {} layers, more than 10000", where, key, value.size()));
+      for (std::size_t i = 0; i < value.size(); ++i) sizes[key].push_back(whole(value[i], fmt::format("{}[{}]", key, i), it->second));
+    } else {
+      sizes[key].push_back(whole(value, key, it->second));
+    }
+  }
+  // A dense network's parameters: (fan-in + 1) x fan-out per layer.
+  if (sizes.count("input_dim") && sizes.count("output_dim")) {
+    std::vector<double> widths{sizes["input_dim"].front()};
+    for (double h : sizes["hidden"]) widths.push_back(h);
+    if (sizes.count("width")) widths.push_back(sizes["width"].front());
+    widths.push_back(sizes["output_dim"].front());
+    double params = 0;
+    for (std::size_t l = 1; l < widths.size(); ++l) params += (widths[l - 1] + 1) * widths[l];
+    if (params > kMaxModelParams)
+      throw InputError(fmt::format("{}: a network of {:.3g} parameters, more than the {:g} uqnn reads", where, params, kMaxModelParams));
+  }
+}
+
 nlohmann::json read_model_json(const std::filesystem::path& path, const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(path)) throw InputError(path.string() + ": cannot open (is " + dir.string() + " a `uqnn fit` output directory?)");
+  check_user_file(path, path.string(), kMaxModelJsonBytes);  // a directory, a FIFO, a device
   std::ifstream in(path);
   if (!in) throw InputError(path.string() + ": cannot open (is " + dir.string() + " a `uqnn fit` output directory?)");
   nlohmann::json j;
@@ -47,6 +103,12 @@ FittedModel FittedModel::load_model(const std::filesystem::path& dir) {
   f.dir_ = dir;
   const auto model_path = dir / "model.json";
   f.json_ = read_model_json(model_path, dir);
+  for (const char* field : {"model", "likelihood", "input_names", "target_names"})
+    if (!f.json_.contains(field)) throw InputError(fmt::format("{}: field '{}' is missing", model_path.string(), field));
+  if (const auto it = f.json_.find("num_draws");
+      it != f.json_.end() && !(it->is_number_unsigned() || (it->is_number_integer() && it->get<std::int64_t>() >= 0)))
+    throw InputError(fmt::format("{}: num_draws: {} is invalid: it must be a whole number >= 0", model_path.string(), it->dump()));
+  check_model_sizes(f.json_.at("model"), model_path.string() + ": model");
   try {
     f.method_ = f.json_.value("method", std::string());
     f.model_ = make_model(f.json_.at("model"));

@@ -157,6 +157,16 @@ nlohmann::json merged_info(const std::vector<PartRun>& parts, const MethodResult
 }  // namespace
 
 FitReport run_merge(const MergeConfig& config) {
+  // The merged run replaces its directory's files: a part there would be lost (`uqnn merge p1 p1 p2`).
+  for (const auto& dir : config.part_dirs) {
+    std::error_code ec;
+    const bool same = std::filesystem::equivalent(config.out_dir, dir, ec) ||
+                      std::filesystem::weakly_canonical(config.out_dir, ec) == std::filesystem::weakly_canonical(dir, ec);
+    if (same)
+      throw InputError(fmt::format("uqnn merge: the output directory {} is also a part ({}): the merge would replace the part; "
+                                   "choose another --out",
+                                   config.out_dir.string(), dir.string()));
+  }
   std::vector<PartRun> parts;
   for (const auto& dir : config.part_dirs) parts.push_back(read_part(dir));
   parts = check_parts(std::move(parts));

@@ -39,8 +39,28 @@ std::vector<std::string> split_commas(const std::string& text) {
   return items;
 }
 
-/// A number written by a user: the whole text must be the number.
+/// A number written by a user: the whole text must be a decimal number ("1e-3", "-2", ".5"): no
+/// hexadecimal ("0x10" was read as 16), no "nan" or "inf", no blanks.
 std::optional<double> parse_number(const std::string& text) {
+  std::size_t i = 0;
+  const auto digits = [&]() {
+    const std::size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  std::size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return std::nullopt;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return std::nullopt;
+  }
+  if (i != text.size()) return std::nullopt;
   try {
     std::size_t used = 0;
     const double v = std::stod(text, &used);
@@ -81,6 +101,15 @@ std::string OptionSpec::valid_values() const {
   return "";
 }
 
+/// A value as a user would write it: JSON shows NaN and infinity as "null".
+static std::string shown_option_value(const nlohmann::json& value) {
+  if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    const double v = value.get<double>();
+    return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+  }
+  return value.dump();
+}
+
 nlohmann::json OptionSpec::check(const nlohmann::json& value, const std::string& where) const {
   const auto fail = [&](const std::string& got) -> nlohmann::json {
     throw InputError(fmt::format("{}: {} is invalid: it must be {}", where, got, valid_values() + (nullable ? " (or unset)" : "")));
@@ -106,11 +135,11 @@ nlohmann::json OptionSpec::check(const nlohmann::json& value, const std::string&
       return fail(value.dump());
     case OptionType::Integer: {
       const auto v = integer(value);
-      if (!v || !in_range(static_cast<double>(*v))) return fail(value.dump());
+      if (!v || !in_range(static_cast<double>(*v))) return fail(shown_option_value(value));
       return *v;
     }
     case OptionType::Real: {
-      if (!value.is_number() || !in_range(value.get<double>())) return fail(value.dump());
+      if (!value.is_number() || !in_range(value.get<double>())) return fail(shown_option_value(value));
       return value.get<double>();
     }
     case OptionType::Text:
@@ -118,8 +147,18 @@ nlohmann::json OptionSpec::check(const nlohmann::json& value, const std::string&
       // A checked text may be given as a number (Python's checkpoint_every=500, TOML's 500).
       if (type == OptionType::Text && text_check && value.is_number_integer()) return check(nlohmann::json(value.dump()), where);
       if (!value.is_string()) return fail(value.dump());
-      if (type == OptionType::Path && must_exist && !std::filesystem::exists(value.get<std::string>()))
-        throw InputError(fmt::format("{}: {} does not exist", where, value.get<std::string>()));
+      if (type == OptionType::Path && must_exist) {
+        std::error_code ec;
+        const auto status = std::filesystem::status(value.get<std::string>(), ec);
+        if (!std::filesystem::exists(status)) throw InputError(fmt::format("{}: {} does not exist", where, value.get<std::string>()));
+        // A FIFO without a writer would block the reader's open(2) beyond any signal; a device never
+        // ends. (A directory is for the reader to judge: --dei-init takes a run directory.)
+        if (!std::filesystem::is_regular_file(status) && !std::filesystem::is_directory(status))
+          throw InputError(fmt::format("{}: {} is {}, not a file: give a regular file", where, value.get<std::string>(),
+                                       std::filesystem::is_fifo(status) ? "a FIFO (named pipe)"
+                                       : std::filesystem::is_socket(status) ? "a socket"
+                                                                            : "a device"));
+      }
       if (text_check) text_check(value.get<std::string>(), where);
       return value;
     case OptionType::Choice:

@@ -42,6 +42,15 @@ struct OptionSpec {
   /// Text: a check of the value's form beyond its type (e.g. --checkpoint-every's "500" or "10m");
   /// throws InputError "<where>: ...".
   std::function<void(const std::string& text, const std::string& where)> text_check;
+  /// Options that cannot be given together with this one (each says the same thing another way,
+  /// e.g. --valid FILE and --valid-fraction): giving both is refused, never one silently winning.
+  std::vector<std::string> conflicts_with;
+  /// This option is read only when option `only_when_option` has one of `only_when_values`
+  /// (e.g. --classes with --likelihood categorical): given otherwise, it is refused.
+  std::string only_when_option;
+  std::vector<std::string> only_when_values;
+  /// A number that must not exceed option `at_most_option`'s value (a range's lower end).
+  std::string at_most_option;
 
   /// "--ens-members".
   std::string flag() const;
@@ -131,6 +140,19 @@ class OptionSchema {
   OptionSchema& checked_by(std::function<void(const std::string&, const std::string&)> check) {
     return set([check](OptionSpec& s) { s.text_check = check; });
   }
+  /// Refuses this option given together with any of `names` (see OptionSpec::conflicts_with).
+  OptionSchema& conflicts_with(std::initializer_list<const char*> names) {
+    return set([names](OptionSpec& s) { s.conflicts_with.assign(names.begin(), names.end()); });
+  }
+  /// Refuses this option unless option `name` has one of `values` (see OptionSpec::only_when_option).
+  OptionSchema& only_when(const char* name, std::initializer_list<const char*> values) {
+    return set([name, values](OptionSpec& s) {
+      s.only_when_option = name;
+      s.only_when_values.assign(values.begin(), values.end());
+    });
+  }
+  /// This number must not exceed option `name`'s value (see OptionSpec::at_most_option).
+  OptionSchema& at_most_option(const char* name) { return set([name](OptionSpec& s) { s.at_most_option = name; }); }
   OptionSchema& cite(const std::string& reference) { return set([&reference](OptionSpec& s) { s.reference = reference; }); }
 
   const OptionGroup& group() const { return group_; }

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "unit/cli/cli_fixture.hpp"
+#include "uqnn/core/rng.hpp"
+#include "uqnn/core/types.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/io/csv.hpp"
 

@@ -1,8 +1,12 @@
 #include "uqnn/io/csv.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include <fmt/format.h>
@@ -156,13 +160,43 @@ TEST(Csv, AFileIsReadInBlocksAndGivesWhatTheWholeTextGives) {
 }
 
 TEST(Csv, AFileWithoutLineBreaksStopsAtTheLineBound) {
-  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
-  try {
-    read_csv("/dev/zero");
-    FAIL() << "/dev/zero was read";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "/dev/zero:1: line longer than 64 MiB: is this a CSV file?");
+  // A regular file of 65 MiB without a line break (a device such as /dev/zero is refused first).
+  const auto path = std::filesystem::temp_directory_path() / ("uqnn_long_line_" + std::to_string(::getpid()) + ".csv");
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string block(std::size_t{1} << 20, 'x');
+    for (int i = 0; i < 65; ++i) out << block;
   }
+  try {
+    read_csv(path);
+    FAIL() << "a 65 MiB line was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ":1: line longer than 64 MiB: is this a CSV file?");
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(Csv, DevicesFifosAndDirectoriesAreRefusedBeforeTheyAreOpened) {
+  // A FIFO without a writer blocked in open(2), beyond the reach of SIGINT and SIGTERM; /dev/zero
+  // never ends. Both are refused without being opened (this test would hang on the FIFO otherwise).
+  const auto fifo = std::filesystem::temp_directory_path() / ("uqnn_fifo_" + std::to_string(::getpid()) + ".csv");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto message = [](const std::filesystem::path& p) {
+    try {
+      read_csv(p);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  EXPECT_EQ(message(fifo), fifo.string() + ": is a FIFO (named pipe), not a file: give a regular file");
+  std::filesystem::remove(fifo);
+  if (std::filesystem::exists("/dev/zero")) {
+    EXPECT_EQ(message("/dev/zero"), "/dev/zero: is a device, not a file: give a regular file");
+  }
+  EXPECT_EQ(message(std::filesystem::temp_directory_path()),
+            std::filesystem::temp_directory_path().string() + ": is a directory, not a file: give a regular file");
 }
 
 TEST(Csv, MoreColumnsThanTheBoundIsAnError) {

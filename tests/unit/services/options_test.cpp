@@ -117,10 +117,21 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
       // The CLI door: text -> value -> config.
       FitRequest cli;
       cli.given = {{"method", method, "--method"}, {o.name, from_cli, o.flag()}};
+      // An option read only with another's value (--classes with --likelihood categorical) gets it.
+      std::string also;
+      if (!o.only_when_option.empty()) {
+        cli.given.push_back({o.only_when_option, o.only_when_values.front(), "--" + o.only_when_option});
+        also = o.only_when_option + " = \"" + o.only_when_values.front() + "\"\n";
+      }
+      // A range's lower end (--vi-rho-init-lower) below its upper end.
+      if (!o.at_most_option.empty()) {
+        cli.given.push_back({o.at_most_option, 1e9, "--" + o.at_most_option});
+        also += o.at_most_option + " = 1e9\n";
+      }
       const FitConfig a = make_fit_config(cli);
       // The TOML door: the same option in a file.
       const fs::path toml = dir_ / "fit.toml";
-      std::ofstream(toml) << "method = \"" << method << "\"\n" << o.name << " = " << v.toml << "\n";
+      std::ofstream(toml) << "method = \"" << method << "\"\n" << also << o.name << " = " << v.toml << "\n";
       FitRequest file;
       file.given = read_toml_options(toml);
       const FitConfig b = make_fit_config(file);
@@ -128,7 +139,10 @@ TEST_F(Options, EveryOptionRoundTripsFromItsCliTextAndFromToml) {
       const auto& sb = b.record.at("settings").at(o.name);
       EXPECT_EQ(sa, sb) << o.name << ": CLI '" << v.cli << "' vs TOML '" << v.toml << "'";
       // ... and it is not the default, so the option really reached the config.
-      EXPECT_NE(sa, fit_config_from_options({{"method", method}}).record.at("settings").at(o.name)) << o.name;
+      nlohmann::json defaults_of = {{"method", method}};
+      if (!o.only_when_option.empty()) defaults_of[o.only_when_option] = o.only_when_values.front();
+      if (!o.at_most_option.empty()) defaults_of[o.at_most_option] = 1e9;
+      EXPECT_NE(sa, fit_config_from_options(defaults_of).record.at("settings").at(o.name)) << o.name;
       ++checked;
     }
   EXPECT_GT(checked, 120u);
