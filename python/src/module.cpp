@@ -106,7 +106,9 @@ py::list option_groups_list(const std::vector<OptionGroup>& groups) {
     for (const auto& o : g.options)
       options.append(py::dict(py::arg("name") = o.name, py::arg("type") = type_names[static_cast<int>(o.type)],
                               py::arg("default") = to_python(o.default_value), py::arg("valid") = o.valid_values(),
-                              py::arg("help") = o.help, py::arg("reference") = o.reference, py::arg("flag") = o.flag()));
+                              py::arg("help") = o.help, py::arg("reference") = o.reference, py::arg("flag") = o.flag(),
+                              // read only when option only_when_option has one of these values ("" = always)
+                              py::arg("only_when_option") = o.only_when_option, py::arg("only_when_values") = o.only_when_values));
     out.append(py::dict(py::arg("name") = g.name, py::arg("title") = g.title, py::arg("options") = options));
   }
   return out;
