@@ -104,7 +104,9 @@ std::optional<diagnostics::Warning> narrow_spread_warning(const Posterior& poste
   }
   constexpr double kTooNarrow = 0.5;
   std::vector<std::string> narrow;
-  for (const auto& [name, d] : directions) {
+  for (const auto& entry : directions) {
+    const std::string& name = entry.first;
+    const CurvatureDirection& d = entry.second;  // a named reference: clang 14 cannot capture a structured binding
     if (!(d.curvature > 0.0)) return std::nullopt;  // -log posterior not convex at the mean: no reference
     double sum = 0.0, sum_squares = 0.0;
     draws.for_each([&](Index, const Vec& theta) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "uqnn/core/draws.hpp"
 #include "uqnn/data/standardizer.hpp"
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/diagnostics/warnings.hpp"

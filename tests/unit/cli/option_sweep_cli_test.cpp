@@ -183,7 +183,8 @@ TEST_F(OptionSweepCli, EveryOptionOfEveryCommandRefusesBadValuesByNameAndWritesN
         break;
       }
     if (value.empty()) continue;
-    const SweepCase& any = *std::find_if(cases.begin(), cases.end(), [&](const SweepCase& c) { return c.option == option; });
+    const std::string& name = option;  // a named reference: clang 14 cannot capture a structured binding
+    const SweepCase& any = *std::find_if(cases.begin(), cases.end(), [&](const SweepCase& c) { return c.option == name; });
     const std::string out = (dir_ / "real" / option).string();
     std::string args = fmt::format("fit --quiet --figure none --method {} --data {} --out {} {}={}", any.method, data, out,
                                    options.at(option).flag(), sweep_quoted(value));
@@ -198,7 +199,9 @@ TEST_F(OptionSweepCli, EveryOptionOfEveryCommandRefusesBadValuesByNameAndWritesN
                                                                       {"ens_members", "2"},
                                                                       {"samples", "3"},
                                                                       {"step_size", "1e-3"}}) {
-      const bool reads = std::any_of(groups.begin(), groups.end(), [&](const OptionGroup& g) { return g.find(n) != nullptr; });
+      const std::string& size_option = n;  // clang 14 cannot capture a structured binding
+      const bool reads =
+          std::any_of(groups.begin(), groups.end(), [&](const OptionGroup& g) { return g.find(size_option) != nullptr; });
       if (n != option && reads && options.count(n)) args += fmt::format(" {}={}", options.at(n).flag(), small);
     }
     real.push_back({args, options.at(option).flag(), value, option, any.method});
