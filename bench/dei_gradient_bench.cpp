@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) return 1;
   const std::filesystem::path uci = std::filesystem::path(UQNN_DATA_DIR) / "uci";
   for (const auto& name : kDataSets) {
-    const auto file = uci / (name + ".csv");
+    const auto file = dataset_file(uci, name);
     if (!std::filesystem::exists(file)) {
       std::fprintf(stderr, "dei_gradient_bench: %s is absent; skipping %s\n", file.c_str(), name.c_str());
       continue;

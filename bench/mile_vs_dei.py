@@ -41,7 +41,7 @@ def make_split(data_dir, name, seed, work):
     import numpy as np
     import pandas as pd
 
-    frame = pd.read_csv(os.path.join(data_dir, f"{name}.csv"))
+    frame = pd.read_csv(next(f for f in (os.path.join(data_dir, f"{name}{ext}") for ext in (".csv", ".csv.gz")) if os.path.exists(f)))
     n = len(frame)
     order = np.random.default_rng(seed).permutation(n)
     n_train, n_valid = int(round(0.8 * n)), int(round(0.1 * n))

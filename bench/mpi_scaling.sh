@@ -48,6 +48,6 @@ done
 for r in 1.2 2.1 4.1; do cmp "$work/dei1.1/draws.csv" "$work/dei$r/draws.csv"; done
 
 for ranks in 1 2; do
-  mpirun --oversubscribe -np "$ranks" "$build/bench/mpi_scaling" gradient --data "$data/protein.csv" --evals 300 | tee -a "$out"
+  mpirun --oversubscribe -np "$ranks" "$build/bench/mpi_scaling" gradient --data "$data/protein.csv.gz" --evals 300 | tee -a "$out"
 done
 mpirun --oversubscribe -np 2 "$build/bench/mpi_scaling" allreduce --sizes 467,4096,65536 --reps 3000 | tee -a "$out"

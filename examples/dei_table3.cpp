@@ -295,7 +295,7 @@ int main(int argc, char** argv) try {
   };
 
   for (const auto& name : o.datasets) {
-    const Dataset data = load_dataset(o.data_dir / (name + ".csv"));
+    const Dataset data = load_dataset(dataset_file(o.data_dir, name));
     std::map<std::string, std::vector<double>> col;
     std::vector<double> walls;
     int dying = 0, chains_total = 0;
@@ -490,7 +490,7 @@ int main(int argc, char** argv) try {
     dying_table << fmt::format("| data | activation | start | chains better than LM | LM RMSE | median chain RMSE | "
                                "merged RMSE (all chains) | merged LPPD (all chains) | wall s |\n|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& name : o.dying) {
-      const Dataset data = load_dataset(o.data_dir / (name + ".csv"));
+      const Dataset data = load_dataset(dataset_file(o.data_dir, name));
       for (const std::string& activation : o.dying_activations)
         for (const std::string start : {"prior", "ensemble"}) {
           const auto t0 = std::chrono::steady_clock::now();

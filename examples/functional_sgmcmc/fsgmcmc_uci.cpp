@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
       "| data | method | RMSE (std. units) | paper RMSE | NLL (std. units) | paper NLL | RMSE (data units) | CPU s / run | splits |\n"
       "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& name : datasets) {
-    const fs::path csv = uci / (name + ".csv");
+    const fs::path csv = dataset_file(uci, name);
     const Dataset data = load_dataset(csv);
     const int S = name == "protein" ? std::min(splits, protein_splits) : splits;
     for (const auto& method : methods) {

@@ -88,6 +88,11 @@ Dataset make_dataset(const CsvTable& table, const std::vector<std::string>& targ
   return data;
 }
 
+std::filesystem::path dataset_file(const std::filesystem::path& dir, const std::string& name) {
+  const std::filesystem::path plain = dir / (name + ".csv"), gzipped = dir / (name + ".csv.gz");
+  return !std::filesystem::exists(plain) && std::filesystem::exists(gzipped) ? gzipped : plain;
+}
+
 Dataset load_dataset(const std::filesystem::path& path, const std::vector<std::string>& target_columns,
                      const std::vector<std::string>& input_columns) {
   return make_dataset(read_csv(path), target_columns, input_columns);

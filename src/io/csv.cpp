@@ -2,6 +2,7 @@
 #include "uqnn/io/user_file.hpp"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -333,10 +334,38 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
   return parse_records(next, source, text.size());
 }
 
+namespace {
+
+/// A gzip file's decompressed text, at most kMaxGzipBytes (a larger one is an input error, not an
+/// allocation failure).
+std::string read_gzip(const std::filesystem::path& path, const std::string& source) {
+  constexpr std::size_t kMaxGzipBytes = std::size_t{1} << 30;
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) throw InputError(source + ": cannot open file (" + std::strerror(errno) + ")");
+  std::string text;
+  char buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0) {
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > kMaxGzipBytes) {
+      gzclose(file);
+      throw InputError(fmt::format("{}: decompresses to more than {} bytes", source, kMaxGzipBytes));
+    }
+  }
+  int code = Z_OK;
+  const std::string message = n < 0 ? gzerror(file, &code) : "";
+  gzclose(file);
+  if (n < 0) throw InputError(source + ": not a valid gzip file (" + message + ")");
+  return text;
+}
+
+}  // namespace
+
 CsvTable read_csv(const std::filesystem::path& path) {
   const std::string source = path.string();
   // Before opening: a FIFO without a writer blocks open(2) beyond any signal's reach, a device never ends.
   check_user_file(path, source);
+  if (path.extension() == ".gz") return parse_csv(read_gzip(path, source), source);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;

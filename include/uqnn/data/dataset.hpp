@@ -37,6 +37,10 @@ struct Dataset {
 Dataset make_dataset(const CsvTable& table, const std::vector<std::string>& target_columns = {},
                      const std::vector<std::string>& input_columns = {});
 
+/// The file of data set `name` in `dir`: NAME.csv, or NAME.csv.gz when only the compressed copy
+/// exists (data/uci ships the large sets gzipped; read_csv reads both).
+std::filesystem::path dataset_file(const std::filesystem::path& dir, const std::string& name);
+
 /// read_csv followed by make_dataset.
 Dataset load_dataset(const std::filesystem::path& path, const std::vector<std::string>& target_columns = {},
                      const std::vector<std::string>& input_columns = {});

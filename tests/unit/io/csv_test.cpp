@@ -1,6 +1,7 @@
 #include "uqnn/io/csv.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -267,8 +268,26 @@ TEST(Csv, WriteRejectsMismatchedColumnCount) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "x.csv"));
 }
 
+// A gzip-compressed CSV reads as its text does; a damaged one is an input error naming the file.
+TEST(Csv, GzipFilesReadAsTheirTextAndDamagedOnesAreInputErrors) {
+  TempDir dir;
+  const std::string text = "a,y\n1.5,2\n-3,4e2\n";
+  {
+    gzFile f = gzopen((dir.path() / "t.csv.gz").c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+  }
+  const CsvTable gz = read_csv(dir.path() / "t.csv.gz");
+  const CsvTable plain = parse_csv(text, "t.csv");
+  EXPECT_EQ(gz.column_names, plain.column_names);
+  EXPECT_EQ(gz.values, plain.values);
+  std::ofstream(dir.path() / "bad.csv.gz", std::ios::binary) << "\x1f\x8b\x08 not really gzip";
+  EXPECT_THROW(read_csv(dir.path() / "bad.csv.gz"), InputError);
+}
+
 TEST(Csv, ProteinLoadsWithExpectedShape) {
-  const std::filesystem::path file = std::filesystem::path(UQNN_DATA_DIR) / "uci/protein.csv";
+  const std::filesystem::path file = std::filesystem::path(UQNN_DATA_DIR) / "uci/protein.csv.gz";  // shipped gzipped
   const auto table = read_csv(file);  // 45,730 x 10; takes a few tens of milliseconds in Release
   EXPECT_EQ(table.num_rows(), 45730);
   EXPECT_EQ(table.num_columns(), 10);
