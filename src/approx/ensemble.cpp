@@ -286,6 +286,10 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   return fits;
 }
 
+bool allows_perturbed_targets(const Likelihood& likelihood) {
+  return likelihood.kind() == "gaussian" && likelihood.num_extra() == 0;
+}
+
 std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const RandomizedMapParams& params,
                                           std::uint64_t seed, const Mat& Xv, const Mat& Yv) {
   params.ensemble.validate();
@@ -293,7 +297,7 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
   if (!gaussian)
     throw InputError("randomized MAP needs a Gaussian prior (--prior gaussian or fan-in): its anchors are drawn from it");
   const Likelihood& lik = posterior.likelihood();
-  if (params.perturb_targets && (lik.kind() != "gaussian" || lik.num_extra() != 0))
+  if (params.perturb_targets && !allows_perturbed_targets(lik))
     throw InputError("randomized MAP with perturbed targets needs a Gaussian likelihood with fixed noise (--noise)");
   const Index N = posterior.num_data(), P = posterior.model().num_params();
   const std::shared_ptr<const Model> training_model =

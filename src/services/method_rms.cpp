@@ -31,17 +31,13 @@ const OptionSchema<RmsOptions>& rms_options() {
 /// 0.79 for J = 10, 0.89 for J = 30 and 0.93 for J = 100 (the interval's ends are order statistics).
 constexpr Index kRmsDefaultMembers = 30;
 
-bool likelihood_allows_rto(const Posterior& posterior) {
-  const Likelihood& lik = posterior.likelihood();
-  return lik.kind() == "gaussian" && lik.num_extra() == 0;
-}
 }  // namespace
 
 MethodResult run_randomized_map(const FitContext& c) {
   const RmsOptions o = rms_options().read(c.config.method_settings);
   RandomizedMapParams p;
   p.ensemble = detail::ensemble_params(c);
-  const bool rto_possible = likelihood_allows_rto(*c.posterior);
+  const bool rto_possible = allows_perturbed_targets(c.posterior->likelihood());
   if (o.rms_variant == "rto" && !rto_possible)
     throw InputError("--rms-variant rto needs a Gaussian likelihood with a fixed noise sd (give --noise S), or use "
                      "--rms-variant anchored");

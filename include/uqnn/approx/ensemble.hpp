@@ -96,6 +96,10 @@ struct RandomizedMapParams {
   bool perturb_targets = false;
 };
 
+/// Whether a likelihood allows perturbed targets (randomize-then-optimize): a Gaussian with a fixed
+/// noise sd, whose y + sigma eps is a draw of the model's own noise.
+bool allows_perturbed_targets(const Likelihood& likelihood);
+
 /// One trained member: its parameters (network parameters followed by likelihood extras), the
 /// rows of the training data it saw, and its training curve.
 struct MemberFit {

@@ -196,26 +196,21 @@ TEST_F(Reliability, ARefusedRunLeavesTheOutputDirectoryAsItWas) {
 TEST_F(Reliability, ConflictingOptionsAreRefusedNamingBoth) {
   write("valid.csv", "x,y\n0,1\n1,2\n");
   const std::string valid = (dir_ / "valid.csv").string();
-  CliRun r = run_cli(fit("--method map --epochs 2 --valid " + valid + " --valid-fraction 0.2"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--valid and --valid-fraction cannot be given together")) << r.output;
-  r = run_cli(fit("--method map --epochs 2 --standardize --no-standardize"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--standardize and --no-standardize contradict each other")) << r.output;
-  r = run_cli(fit("--method map --epochs 2 --no-standardize --standardize"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  r = run_cli(fit("--method map --epochs 2 --epochs 3"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--epochs is given 2 times: give it once")) << r.output;
-  r = run_cli(fit("--method map --epochs 2 --quiet"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--quiet is given 2 times")) << r.output;
-  r = run_cli(fit("--method map --epochs 2 --classes 3"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--classes: is read only with --likelihood categorical, not with the default --likelihood gaussian")) << r.output;
-  r = run_cli(fit("--method map --epochs 2 --test-fraction 0.6 --valid-fraction 0.5"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(output_has(r, "--valid-fraction 0.5 and --test-fraction 0.6 leave no training rows")) << r.output;
+  // Each pair: the flags after `--method map --epochs 2`, and what the refusal must say ("" = exit 2 only).
+  const std::vector<std::pair<std::string, std::string>> conflicts = {
+      {"--valid " + valid + " --valid-fraction 0.2", "--valid and --valid-fraction cannot be given together"},
+      {"--standardize --no-standardize", "--standardize and --no-standardize contradict each other"},
+      {"--no-standardize --standardize", ""},
+      {"--epochs 3", "--epochs is given 2 times: give it once"},
+      {"--quiet", "--quiet is given 2 times"},
+      {"--classes 3", "--classes: is read only with --likelihood categorical, not with the default --likelihood gaussian"},
+      {"--test-fraction 0.6 --valid-fraction 0.5", "--valid-fraction 0.5 and --test-fraction 0.6 leave no training rows"}};
+  CliRun r;
+  for (const auto& [flags, message] : conflicts) {
+    r = run_cli(fit("--method map --epochs 2 " + flags));
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.output;
+    if (!message.empty()) EXPECT_TRUE(output_has(r, message)) << flags << ": " << r.output;
+  }
   EXPECT_FALSE(output_has(r, "train_fraction")) << r.output;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
