@@ -26,6 +26,7 @@
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
 #include "uqnn/services/sample.hpp"
+#include "uqnn/services/vocabulary.hpp"
 
 namespace py = pybind11;
 using namespace uqnn;
@@ -306,6 +307,9 @@ PYBIND11_MODULE(_core, m) {
   });
 
   m.def("method_names", &method_names, "every --method of `uqnn fit`");
+  // Every closed set of names (methods, priors, activations, ...) as JSON: the package's docstrings
+  // and checks are built from it (services/vocabulary.hpp).
+  m.def("vocabulary", [] { return vocabulary().dump(); });
   m.def("sample_method_names", &sample_method_names, "the methods uqnn.sample runs on a log density");
   m.def("fit_option_groups", [](const std::string& method) { return option_groups_list(fit_option_groups(method)); });
   // Every option declared (the fit's own groups first, then each method family's once): the
@@ -367,7 +371,7 @@ PYBIND11_MODULE(_core, m) {
   // pattern; uqnn.thompson_bandit builds the keyword interface on it.
   m.def(
       "thompson_bandit",
-      [](const CArray& contexts, const std::vector<bool>& edible, const py::dict& settings) {
+      [](const CArray& contexts, const std::vector<bool>& edible, const py::dict& keywords) {
         if (contexts.ndim() != 2) throw InputError("contexts must be a 2-D array (mushrooms, features)");
         MushroomBandit bandit;
         bandit.contexts = Eigen::Map<const RowMajor>(contexts.data(), contexts.shape(0), contexts.shape(1)).transpose();
@@ -375,20 +379,20 @@ PYBIND11_MODULE(_core, m) {
         if (static_cast<Index>(edible.size()) != bandit.contexts.cols())
           throw InputError("edible has " + std::to_string(edible.size()) + " entries, contexts " + std::to_string(bandit.contexts.cols()) + " rows");
         BanditExperiment e;
-        bandit.poison_probability = settings["poison_probability"].cast<double>();
-        e.agent.kind = settings["agent"].cast<std::string>();
-        e.agent.batch_size = settings["batch_size"].cast<Index>();
-        e.agent.members = settings["members"].cast<Index>();
-        e.agent.sg_step_size = settings["sg_step_size"].cast<double>();
-        e.agent.adam_learning_rate = settings["adam_learning_rate"].cast<double>();
-        e.agent.reward_scale = settings["reward_scale"].cast<double>();
-        e.agent.noise_sd = settings["noise_sd"].cast<double>();
-        e.agent.fsgld_weight_prior = settings["fsgld_weight_prior"].cast<bool>();
-        e.run.rounds = settings["rounds"].cast<Index>();
-        e.run.updates_per_round = settings["updates_per_round"].cast<Index>();
-        e.run.buffer_capacity = settings["buffer_size"].cast<Index>();
-        e.hidden = settings["hidden"].cast<std::vector<Index>>();
-        e.seed = settings["seed"].cast<std::uint64_t>();
+        bandit.poison_probability = keywords["poison_probability"].cast<double>();
+        e.agent.kind = keywords["agent"].cast<std::string>();
+        e.agent.batch_size = keywords["batch_size"].cast<Index>();
+        e.agent.members = keywords["members"].cast<Index>();
+        e.agent.sg_step_size = keywords["sg_step_size"].cast<double>();
+        e.agent.adam_learning_rate = keywords["adam_learning_rate"].cast<double>();
+        e.agent.reward_scale = keywords["reward_scale"].cast<double>();
+        e.agent.noise_sd = keywords["noise_sd"].cast<double>();
+        e.agent.fsgld_weight_prior = keywords["fsgld_weight_prior"].cast<bool>();
+        e.run.rounds = keywords["rounds"].cast<Index>();
+        e.run.updates_per_round = keywords["updates_per_round"].cast<Index>();
+        e.run.buffer_capacity = keywords["buffer_size"].cast<Index>();
+        e.hidden = keywords["hidden"].cast<std::vector<Index>>();
+        e.seed = keywords["seed"].cast<std::uint64_t>();
         BanditTrace trace;
         bool interrupted = false;
         run_interruptible(

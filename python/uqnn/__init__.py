@@ -9,10 +9,10 @@ reads a run directory written by the CLI or by ``BNN.save``;
 ``nn.Sequential``; ``uqnn.thompson_bandit`` plays a contextual bandit with Thompson sampling.
 """
 from ._bandit import thompson_bandit
-from ._estimator import BNN, BNNClassifier, BNNRegressor, load, method_names
+from ._estimator import BNN, BNNClassifier, BNNRegressor, load, method_names, vocabulary
 from ._log_density import LogDensity
 from ._sample import Interrupted, SampleResult, sample
 from ._torch import from_torch
 
-__all__ = ["BNN", "BNNRegressor", "BNNClassifier", "LogDensity", "from_torch", "load", "method_names", "sample", "SampleResult", "Interrupted", "thompson_bandit"]
+__all__ = ["BNN", "BNNRegressor", "BNNClassifier", "LogDensity", "from_torch", "load", "method_names", "vocabulary", "sample", "SampleResult", "Interrupted", "thompson_bandit"]
 __version__ = "0.1.0"
