@@ -60,7 +60,7 @@ out["samples"] = {"samples": s_samples.tolist(), "y": s_y.tolist(),
                   "q90": np.quantile(s_samples, 0.95, axis=0).tolist(), "q10": np.quantile(s_samples, 0.05, axis=0).tolist()}
 
 # --- classification --------------------------------------------------------------------------
-N, K, B = 200, 4, 10
+N, K, B = 203, 4, 10  # N not a multiple of B: equal-mass bins differ in size
 logits = rng.normal(size=(N, K)) * 1.5
 probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
 labels = np.array([rng.choice(K, p=p) for p in probs ** 0.7 / (probs ** 0.7).sum(1, keepdims=True)])
@@ -100,7 +100,7 @@ def fpr95(y, s):
     return float(fpr[np.searchsorted(tpr, 0.95, side="left")])
 
 for name, rounding in (("ood_continuous", None), ("ood_ties", 1)):
-    a, b = rng.normal(size=150), rng.normal(loc=0.8, size=90)
+    a, b = rng.normal(size=150), rng.normal(loc=0.8, size=100)  # 100 OOD rows: TPR reaches 0.95 exactly
     if rounding is not None:
         a, b = np.round(a, rounding), np.round(b, rounding)
     y = np.r_[np.zeros(a.size), np.ones(b.size)]
