@@ -307,6 +307,7 @@ void regression_figure(const RegressionScores& s, const std::string& title, cons
   const Eigen::Map<const Vec> x(s.calibration_nominal.data(), static_cast<Index>(s.calibration_nominal.size()));
   const Eigen::Map<const Vec> y(s.calibration_observed.data(), static_cast<Index>(s.calibration_observed.size()));
   plot::Style marks;
+  marks.colour = plot::kPalette[0];
   marks.point_size = 1.0;
   curve.line(x, y, fmt::format("observed (CRPS {:.4g})", s.crps), marks);
   curve.points(x, y, "", marks);
@@ -318,7 +319,8 @@ void classification_figure(const ClassificationScores& s, const std::string& tit
   fig.title(title);
   plot::Panel& rel = fig.panel(0, 0);
   rel.title("reliability diagram").x_label("confidence (top-class probability)").y_label("accuracy").square();
-  rel.x_range(0, 1).y_range(0, 1.04).key(plot::KeyPosition::BottomRight);
+  // Top left: overconfident bins lie below the diagonal, at the bottom right.
+  rel.x_range(0, 1).y_range(0, 1.04).key(plot::KeyPosition::TopLeft);
   rel.diagonal("perfect calibration");
   const auto series = [&](const CalibrationError& e, const std::string& label, std::size_t colour) {
     std::vector<double> cx, cy;
