@@ -442,7 +442,7 @@ nlohmann::json conformal_json(const EvaluateConfig& cfg, const Rows& cal, const 
                                   {"quantile", c.quantile},
                                   {"own_coverage", own},
                                   {"own_mean_width", (hi_t - lo_t).mean()},
-                                  {"upper_bound", std::min(1.0, level + 1.0 / static_cast<double>(cal.y.size() + 1))}};
+                                  {"expected_coverage_upper_bound", std::min(1.0, level + 1.0 / static_cast<double>(cal.y.size() + 1))}};
       if (!std::isfinite(c.quantile))
         levels[level_key(level)]["note"] = fmt::format("{} calibration rows are too few for level {}: the interval is the whole line",
                                                        cal.y.size(), format_double(level));
