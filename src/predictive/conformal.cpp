@@ -11,7 +11,7 @@ namespace uqnn {
 
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kUnboundedQuantile = std::numeric_limits<double>::infinity();
 
 void require_alpha(double alpha) { require(alpha > 0 && alpha < 1, "alpha (miscoverage)", "in (0, 1)"); }
 
@@ -42,7 +42,7 @@ double conformal_quantile(std::vector<double> scores, double alpha) {
   // The rank ceil((n + 1)(1 - alpha)); a tiny slack keeps an exact integer product (e.g. 110 x 0.9)
   // from rounding up to the next rank.
   const double rank = std::ceil((n + 1) * (1 - alpha) - 1e-9);
-  if (rank > n) return kInfinity;
+  if (rank > n) return kUnboundedQuantile;
   const auto k = static_cast<std::size_t>(std::max(1.0, rank)) - 1;
   std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k), scores.end());
   return scores[k];
