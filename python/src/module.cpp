@@ -23,6 +23,7 @@
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/run/observer.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
 #include "uqnn/services/sample.hpp"
@@ -459,6 +460,36 @@ PYBIND11_MODULE(_core, m) {
         return d;
       },
       "accuracy, NLL, LPPD, Brier score and ECE (15 bins) of predictive class probabilities");
+
+  // uqnn.evaluate (python/uqnn/_evaluate.py): `uqnn evaluate`'s service with the same settings.
+  m.def("evaluate", [](const py::dict& o) {
+    EvaluateConfig c;
+    const auto path = [&](const char* key) { return o.contains(key) && !o[key].is_none() ? o[key].cast<std::filesystem::path>() : std::filesystem::path(); };
+    c.model_dir = path("model");
+    c.predictions = path("predictions");
+    c.data = path("data");
+    c.ood_data = path("ood_data");
+    c.ood_predictions = path("ood_predictions");
+    c.calibration_data = path("calibration_data");
+    c.out = path("out");
+    if (o.contains("target")) c.target = o["target"].cast<std::string>();
+    if (o.contains("levels")) c.levels = o["levels"].cast<std::vector<double>>();
+    if (o.contains("bins")) c.bins = o["bins"].cast<int>();
+    if (o.contains("conformal") && !o["conformal"].is_none()) c.conformal = o["conformal"].cast<std::string>();
+    if (o.contains("calibration_fraction") && !o["calibration_fraction"].is_none()) c.calibration_fraction = o["calibration_fraction"].cast<double>();
+    if (o.contains("raps_lambda")) c.raps_lambda = o["raps_lambda"].cast<double>();
+    if (o.contains("raps_k_reg")) c.raps_k_reg = o["raps_k_reg"].cast<Index>();
+    if (o.contains("seed")) c.seed = o["seed"].cast<std::uint64_t>();
+    if (o.contains("figures")) c.figures = o["figures"].cast<bool>();
+    EvaluateReport r;
+    {
+      py::gil_scoped_release release;
+      r = run_evaluate(c);
+    }
+    std::vector<std::string> files;
+    for (const auto& f : r.files) files.push_back(f.string());
+    return py::make_tuple(to_python(r.metrics), files, r.figure_warnings);
+  });
 
   m.def("read_sample_stats", [](const std::filesystem::path& path) {
     // The sample_stats group of a run's posterior.nc (uqnn's own reader: no netCDF Python package needed).
