@@ -254,13 +254,9 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
     lr *= decay;
     return EpochAction::Continue;
   };
-  EpochLoopParams loop;
-  loop.epochs = params.epochs;
-  loop.num_data = N;
-  loop.batch_size = params.batch_size;
-  loop.checkpoint = params.checkpoint;
-  loop.checkpoint_section = "uqnn flow vi checkpoint 1";
-  const EpochLoopResult ran = run_epochs(loop, rng, callbacks);
+  const EpochLoopResult ran = run_epochs({.epochs = params.epochs, .num_data = N, .batch_size = params.batch_size,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn flow vi checkpoint 1"}, rng, callbacks);
   result.resumed_at_epoch = ran.resumed_at_epoch;
   result.interrupted = ran.interrupted;
   result.approximation = std::make_shared<const FlowPosterior>(flow, phi);

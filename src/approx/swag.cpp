@@ -104,16 +104,12 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
       }
     }
   };
-  EpochLoopParams loop;
-  loop.epochs = params.steps;
-  loop.num_data = N;
-  loop.batch_size = params.batch_size;
-  loop.minibatches = Minibatches::RunningPermutation;
-  loop.checkpoint = params.checkpoint;
   // 2: the running permutation moved into the loop's part of the file, and the step counter is
   // the loop's (steps done, not the next step).
-  loop.checkpoint_section = "uqnn swag checkpoint 2";
-  const EpochLoopResult ran = run_epochs(loop, rng, callbacks);
+  const EpochLoopResult ran = run_epochs({.epochs = params.steps, .num_data = N, .batch_size = params.batch_size,
+                                          .minibatches = Minibatches::RunningPermutation,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn swag checkpoint 2"}, rng, callbacks);
   result.resumed_at_step = ran.resumed_at_epoch;
   result.interrupted = ran.interrupted;
   // The low-rank part divides by (columns - 1): with fewer than two deviations (a run stopped early)

@@ -170,13 +170,9 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     monitored = -elbo;
     return on_epoch && !on_epoch(epoch, elbo) ? EpochAction::Stop : EpochAction::Continue;
   };
-  EpochLoopParams loop;
-  loop.epochs = params.epochs;
-  loop.num_data = N;
-  loop.batch_size = params.batch_size;
-  loop.checkpoint = params.checkpoint;
-  loop.checkpoint_section = "uqnn vi checkpoint 1";
-  const EpochLoopResult ran = run_epochs(loop, rng, callbacks);
+  const EpochLoopResult ran = run_epochs({.epochs = params.epochs, .num_data = N, .batch_size = params.batch_size,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn vi checkpoint 1"}, rng, callbacks);
   result.resumed_at_epoch = ran.resumed_at_epoch;
   result.interrupted = ran.interrupted;
   if (monitor && static_cast<Index>(result.elbo.size()) == params.epochs) {

@@ -427,13 +427,9 @@ TrainResult train_first_order(const Objective& objective, Vec theta, const Train
     else if (params.stop_when_converged && loss_has_levelled_off(result.history.train_loss, params)) ending = Ending::LevelledOff;
     return ending == Ending::None ? EpochAction::Continue : EpochAction::Finish;
   };
-  EpochLoopParams loop;
-  loop.epochs = params.epochs;
-  loop.num_data = n;
-  loop.batch_size = params.batch_size;
-  loop.checkpoint = params.checkpoint;
-  loop.checkpoint_section = "uqnn training checkpoint 1 (" + chosen.name + ")";
-  const EpochLoopResult ran = run_epochs(loop, rng, callbacks);
+  const EpochLoopResult ran = run_epochs({.epochs = params.epochs, .num_data = n, .batch_size = params.batch_size,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn training checkpoint 1 (" + chosen.name + ")"}, rng, callbacks);
   result.resumed_at_epoch = ran.resumed_at_epoch;
   result.interrupted = ran.interrupted;
   // A stop signal in the epoch that also stopped early or levelled off reads as the stop signal.
