@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 #include "fit_flags.hpp"
-#include "uqnn/data/synthetic.hpp"
+#include "uqnn/services/demo_data.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn::cli {
@@ -49,7 +49,7 @@ Command add_demo(CLI::App& app) {
     // The method first (given, or the demo's NUTS), then the demo's defaults for it.
     const std::string method = make_fit_config(flags->request(demo_preset("nuts"))).method;
     FitConfig cfg = make_fit_config(flags->request(demo_preset(method)));
-    cfg.data.dataset = sine_case_ii(20, kDemoNoise);
+    cfg.data.dataset = demo_dataset(20, kDemoNoise);
     std::cout << "uqnn demo: y = 4 sin(4x) + 5 sin(-12x + pi/2) + N(0, 0.3^2) on 20 points in [-1,-0.2] U [0.2,1]\n";
     return print_fit_report(cfg, run_fit(cfg));
   };

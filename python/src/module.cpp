@@ -15,13 +15,8 @@
 #include <vector>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/diagnostics/summary.hpp"
-#include "uqnn/io/netcdf_inference_data.hpp"
-#include "uqnn/predictive/acquisition.hpp"
-#include "uqnn/predictive/predictive.hpp"
-#include "uqnn/predictive/thompson_sampling.hpp"
 #include "uqnn/core/stop_signal.hpp"
-#include "uqnn/run/observer.hpp"
+#include "uqnn/services/analysis.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -180,7 +175,7 @@ void run_interruptible(Work work, bool& interrupted, PythonReporter* reporter) {
       if (PyErr_CheckSignals() != 0) {
         PyErr_Clear();
         interrupted = true;
-        InterruptObserver::request_interrupt();
+        request_stop();
       }
       if (reporter) reporter->deliver();
     }
@@ -287,11 +282,9 @@ py::tuple run_sample(std::shared_ptr<const LogDensity> density, const CArray& in
   }
   SampleResult r;
   bool interrupted = false;
-  InterruptObserver stop;
   const auto reporter = std::make_shared<PythonReporter>(sink);
-  ProgressObserver progress(reporter, method);
   const auto given = given_options(options);
-  run_interruptible([&] { r = sample(density, initial, method, given, {&stop, &progress}); }, interrupted, reporter.get());
+  run_interruptible([&] { r = sample(density, initial, method, given, reporter); }, interrupted, reporter.get());
   return py::make_tuple(sample_result(r), interrupted || r.run.interrupted);
 }
 
@@ -397,14 +390,7 @@ PYBIND11_MODULE(_core, m) {
         BanditTrace trace;
         bool interrupted = false;
         run_interruptible(
-            [&] {
-              const StopSignalScope scope;
-              try {
-                trace = run_bandit_experiment(bandit, e);
-              } catch (const std::invalid_argument& error) {
-                throw InputError(error.what());
-              }
-            },
+            [&] { trace = run_mushroom_bandit(bandit, e); },
             interrupted, nullptr);
         py::dict out;
         out["cumulative_regret"] = py::array_t<double>(static_cast<py::ssize_t>(trace.cumulative_regret.size()), trace.cumulative_regret.data());
@@ -427,14 +413,17 @@ PYBIND11_MODULE(_core, m) {
         if (draws.ndim() != 3) throw InputError("draws must be (chains, draws, parameters)");
         const Index C = draws.shape(0), D = draws.shape(1), K = draws.shape(2);
         auto r = draws.unchecked<3>();
-        py::list rows;
+        DrawsTable table;
         for (Index k = 0; k < K; ++k) {
           Mat q(D, C);
           for (Index c = 0; c < C; ++c)
             for (Index i = 0; i < D; ++i) q(i, c) = r(c, i, k);
-          const auto s = diagnostics::summarize(k < static_cast<Index>(names.size()) ? names[static_cast<std::size_t>(k)] : std::to_string(k), q, hdi_prob);
-          rows.append(py::make_tuple(s.name, s.mean, s.sd, s.hdi_lower, s.hdi_upper, s.mcse_mean, s.mcse_sd, s.ess_bulk, s.ess_tail, s.r_hat));
+          table.names.push_back(k < static_cast<Index>(names.size()) ? names[static_cast<std::size_t>(k)] : std::to_string(k));
+          table.draws.push_back(std::move(q));
         }
+        py::list rows;
+        for (const auto& s : summarize_draws(table, hdi_prob))
+          rows.append(py::make_tuple(s.name, s.mean, s.sd, s.hdi_lower, s.hdi_upper, s.mcse_mean, s.mcse_sd, s.ess_bulk, s.ess_tail, s.r_hat));
         return rows;
       },
       py::arg("draws"), py::arg("names"), py::arg("hdi_prob") = 0.94);
@@ -449,7 +438,7 @@ PYBIND11_MODULE(_core, m) {
         const auto to_mat = [](const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
           return Mat(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(a.data(), a.shape(0), a.shape(1)).transpose());
         };
-        const ClassificationMetrics m = classification_metrics(to_mat(probabilities), to_mat(targets), categorical);
+        const ClassificationMetrics m = evaluate_classification(to_mat(probabilities), to_mat(targets), categorical);
         py::dict d;
         d["n"] = m.n;
         d["accuracy"] = m.accuracy;
@@ -493,10 +482,10 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("read_sample_stats", [](const std::filesystem::path& path) {
     // The sample_stats group of a run's posterior.nc (uqnn's own reader: no netCDF Python package needed).
-    const InferenceData idata = read_inference_data(path);
+    const std::optional<InferenceGroup> sample_stats = read_sample_stats(path);
     py::dict out;
-    if (!idata.sample_stats) return out;
-    for (const NetcdfVariable& v : idata.sample_stats->variables) {
+    if (!sample_stats) return out;
+    for (const NetcdfVariable& v : sample_stats->variables) {
       std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
       std::visit(
           [&](const auto& values) {
@@ -575,16 +564,11 @@ PYBIND11_MODULE(_core, m) {
       // "max-variance" (the epistemic variance, in the target's units squared).
       .def("acquisition",
            [](const FittedModel& f, const CArray& X, const std::string& strategy) {
-             if (!f.regression()) throw InputError("acquisition scores are for regression fits");
-             if (strategy != "bald" && strategy != "max-variance")
-               throw InputError("strategy '" + strategy + "' is not known: valid are bald, max-variance");
              const Mat x = columns_of(X, "X");
              Vec score;
              {
                py::gil_scoped_release release;
-               const PredictiveDraws d = f.predictive_draws(x);
-               const double scale = f.standardizer().target_scale()[0];
-               score = strategy == "bald" ? bald_score(d) : Vec(epistemic_variance(d) * scale * scale);
+               score = acquisition_scores(f, x, strategy);
              }
              py::array_t<double> out(score.size());
              std::copy(score.data(), score.data() + score.size(), out.mutable_data());
