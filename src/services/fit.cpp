@@ -18,6 +18,8 @@
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/io/staged_output_dir.hpp"
+#include "uqnn/nn/cnn.hpp"
+#include "uqnn/nn/cnn_layer_list.hpp"
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
@@ -50,7 +52,13 @@ std::shared_ptr<Model> build_network(const ModelConfig& c, Index input_dim, Inde
     s.init = automatic ? InitScheme::Torch : init;
     return std::make_shared<RNet>(s);
   }
-  throw InputError("--model '" + c.kind + "' is not known: valid are mlp, rnet");
+  if (c.kind == "cnn") {
+    const ImageShape shape = parse_image_shape(c.input_shape, input_dim, "--input-shape");
+    if (c.layers.empty())
+      throw InputError("--model cnn needs --layers, e.g. conv16k3,pool2,conv32k3,pool2,fc128 or resnet8 (docs/networks.md)");
+    return std::make_shared<Cnn>(shape, parse_cnn_layers(c.layers, shape, output_dim, activation, "--layers"), init, c.layers);
+  }
+  throw InputError("--model '" + c.kind + "' is not known: valid are mlp, rnet, cnn");
 }
 
 }  // namespace
@@ -175,6 +183,7 @@ FitSize fit_size(const ModelConfig& c, const Model& model, const Dataset& data, 
   if (c.kind == "rnet") s.layer_widths += c.rnet_width * c.rnet_layers;
   for (Index h : c.hidden)
     if (c.kind == "mlp") s.layer_widths += h;
+  if (const auto* cnn = dynamic_cast<const Cnn*>(&model)) s.layer_widths += cnn->activation_size();
   return s;
 }
 
