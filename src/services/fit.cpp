@@ -18,6 +18,8 @@
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/io/staged_output_dir.hpp"
+#include "uqnn/nn/cnn.hpp"
+#include "uqnn/nn/cnn_layer_list.hpp"
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/nn/rnet.hpp"
@@ -59,6 +61,15 @@ std::shared_ptr<Model> build_rnet(const ModelConfig& c, Index input_dim, Index o
   return std::make_shared<RNet>(s);
 }
 
+std::shared_ptr<Model> build_cnn(const ModelConfig& c, Index input_dim, Index output_dim) {
+  if (!c.bias) throw InputError("--no-bias applies to the Linear model only (--model mlp --arch ''): hidden layers keep their biases");
+  const ImageShape shape = parse_image_shape(c.input_shape, input_dim, "--input-shape");
+  if (c.layers.empty())
+    throw InputError("--model cnn needs --layers, e.g. conv16k3,pool2,conv32k3,pool2,fc128 or resnet8 (docs/networks.md)");
+  const auto [activation, init] = activation_and_init(c);
+  return std::make_shared<Cnn>(shape, parse_cnn_layers(c.layers, shape, output_dim, activation, "--layers"), init, c.layers);
+}
+
 std::shared_ptr<Likelihood> build_gaussian(const ProbabilityConfig& c, double target_scale) {
   if (c.noise) {
     if (!(*c.noise > 0) || !std::isfinite(*c.noise))
@@ -75,7 +86,8 @@ std::shared_ptr<Likelihood> build_gaussian(const ProbabilityConfig& c, double ta
 const Registry<ModelKind>& model_kinds() {
   static const Registry<ModelKind> kinds(
       "--model", {{.name = "mlp", .summary = "fully connected network (--arch '' gives the Linear model)", .build = &build_mlp},
-                  {.name = "rnet", .summary = "QUiNN's residual net with weights shared across depth", .build = &build_rnet}});
+                  {.name = "rnet", .summary = "QUiNN's residual net with weights shared across depth", .build = &build_rnet},
+                  {.name = "cnn", .summary = "convolutional and residual networks on images: --layers, --input-shape", .build = &build_cnn}});
   return kinds;
 }
 
@@ -208,6 +220,7 @@ FitSize fit_size(const ModelConfig& c, const Model& model, const Dataset& data, 
   if (c.kind == "rnet") s.layer_widths += c.rnet_width * c.rnet_layers;
   for (Index h : c.hidden)
     if (c.kind == "mlp") s.layer_widths += h;
+  if (const auto* cnn = dynamic_cast<const Cnn*>(&model)) s.layer_widths += cnn->activation_size();
   return s;
 }
 

@@ -122,6 +122,15 @@ const OptionSchema<ModelConfig>& model_schema() {
           .add("rnet_order", &ModelConfig::rnet_weight_order, "rnet: polynomial order of the weights over depth; -1 = one matrix per layer")
           .at_least(-1)
           .cite("QUiNN's manual, RNet")
+          .add("layers", &ModelConfig::layers,
+               "cnn: the layer list, e.g. conv16k3,pool2,conv32k3,pool2,fc128, or a ResNet preset such as resnet8w16; "
+               "--activation follows each conv and fc, and the output layer is appended (docs/networks.md)")
+          .only_when("model", {"cnn"})
+          .add("input_shape", &ModelConfig::input_shape,
+               "cnn: each example's inputs as C,H,W (e.g. 1,28,28): the input columns in PyTorch's order (channel, row, column)")
+          .at_least(1)
+          .only_when("model", {"cnn"})
+          .cite("LeCun et al. 1998; He et al. 2016; Wu & He 2018 (GroupNorm); Singh & Krishnan 2020 (FRN)")
           .add("precision", &ModelConfig::precision,
                "arithmetic of the network's forward and reverse passes; float32 (JAX/NumPyro's default) gives about "
                "1.8x faster gradients while the sampler stays double")

@@ -31,7 +31,7 @@ namespace uqnn {
 
 /// Network architecture.
 struct ModelConfig {
-  std::string kind = "mlp";          ///< mlp | rnet
+  std::string kind = "mlp";          ///< mlp | rnet | cnn
   std::vector<Index> hidden{10, 10};  ///< mlp hidden widths (empty: Linear model)
   bool bias = true;                  ///< false: the Linear model f(x) = W x (needs hidden empty)
   std::string activation = "tanh";
@@ -39,6 +39,8 @@ struct ModelConfig {
   Index rnet_width = 3, rnet_layers = 3;
   int rnet_weight_order = 0;         ///< -1 = non-parametric
   std::string precision = "float64"; ///< float64 | float32: arithmetic of the network's passes
+  std::string layers;                ///< cnn: the layer list (nn/cnn_layer_list.hpp)
+  std::vector<Index> input_shape;    ///< cnn: C, H, W of each example's inputs
 };
 
 /// Likelihood and prior.
