@@ -454,8 +454,12 @@ nlohmann::json conformal_json(const EvaluateConfig& cfg, const Rows& cal, const 
     curves = {{"the method's own intervals", own_curve}, {m == "split" ? "split conformal (normalised)" : "CQR", conformal_curve}};
     return j;
   }
-  auto [pc, yc] = cal.classes();
-  auto [pt, yt] = test.classes();
+  // Not structured bindings: clang 14 cannot capture those in the lambdas below.
+  const auto cal_classes = cal.classes(), test_classes = test.classes();
+  const auto& pc = cal_classes.first;
+  const auto& yc = cal_classes.second;
+  const auto& pt = test_classes.first;
+  const auto& yt = test_classes.second;
   if (m == "temperature") {
     const TemperatureFit fit = fit_temperature(pc, yc);
     const Mat scaled = apply_temperature(test.probabilities, fit.temperature);
