@@ -1,4 +1,4 @@
-// Reproduction of seed 003 Table 3 (DEI-MCMC vs LM, DNN, DE on UCI regression) and of the
+// Reproduction of Sommer et al. 2024, Table 3 (DEI-MCMC vs LM, DNN, DE on UCI regression) and of the
 // dying-sampler comparison of Tables 1/2 (cold-start NUTS vs DEI-MCMC), with the figures of
 // Fig. 5 (LPPD / RMSE vs chains and draws), Fig. 6 (calibration), Fig. 8/9 (per-layer R-hat,
 // cR-hat, ESS) and Fig. 13 (chain-wise expanding-window LPPD).
