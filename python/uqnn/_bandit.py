@@ -5,9 +5,10 @@ import numpy as np
 
 from . import _core
 
-import json
+from ._estimator import vocabulary
 
-AGENTS = tuple(e["name"] for e in json.loads(_core.vocabulary())["bandit_agent"])
+_AGENT_ENTRIES = vocabulary()["bandit_agent"]
+AGENTS = tuple(e["name"] for e in _AGENT_ENTRIES)
 
 
 def thompson_bandit(contexts, edible, agent: str = "sgld", *, poison_probability: float = 0.5,
@@ -54,4 +55,4 @@ def thompson_bandit(contexts, edible, agent: str = "sgld", *, poison_probability
 
 
 thompson_bandit.__doc__ = thompson_bandit.__doc__.replace(
-    "{agents}", "; ".join(f'``"{e["name"]}"`` ({e["summary"]})' for e in json.loads(_core.vocabulary())["bandit_agent"]))
+    "{agents}", "; ".join(f'``"{e["name"]}"`` ({e["summary"]})' for e in _AGENT_ENTRIES))

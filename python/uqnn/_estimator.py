@@ -16,11 +16,14 @@ from ._common import Interrupted, Reporter, log, option_doc, summary_frame
 from ._sklearn_compat import BaseEstimator, ClassifierMixin, DataConversionWarning, NotFittedError, RegressorMixin
 
 
+_VOCABULARY_JSON = _core.vocabulary()  # the registries are fixed once the module is loaded
+
+
 def vocabulary() -> dict[str, list[dict]]:
     """Every closed set of names uqnn knows, by kind ("method", "model", "activation", "init",
     "likelihood", "prior", "optimizer", "lr_schedule", "bandit_agent"): for each entry its name, a
     summary and what it says about itself (a method's family, whether it fits class labels, ...)."""
-    return json.loads(_core.vocabulary())
+    return json.loads(_VOCABULARY_JSON)
 
 
 def names_of(kind: str) -> list[str]:
@@ -472,12 +475,13 @@ def _feature_names(X):
 def _with_vocabulary(doc: str) -> str:
     """A docstring with its lists of names filled in from the registries (``vocabulary()``)."""
     v = vocabulary()
+    names = {kind: [e["name"] for e in entries] for kind, entries in v.items()}
     words = {
-        "{activations}": ", ".join(names_of("activation")),
-        "{likelihoods}": ", ".join(names_of("likelihood")),
+        "{activations}": ", ".join(names["activation"]),
+        "{likelihoods}": ", ".join(names["likelihood"]),
         "{plain_priors}": ", ".join(e["name"] for e in v["prior"] if not e["shrinkage"]),
         "{shrinkage_priors}": ", ".join(SHRINKAGE_PRIORS),
-        "{methods}": ", ".join(names_of("method")),
+        "{methods}": ", ".join(names["method"]),
     }
     for placeholder, text in words.items():
         doc = doc.replace(placeholder, text)

@@ -1,4 +1,6 @@
 #include "uqnn/predictive/predictive.hpp"
+
+#include "uqnn/diagnostics/normal_quantile.hpp"
 #include "uqnn/predictive/scores.hpp"
 
 #include <algorithm>
@@ -35,15 +37,14 @@ double mixture_quantile(const double* mu, const double* sd, Index S, double p, d
     hi = std::max(hi, mu[k] + 12.0 * sd[k]);
   }
   if (!(hi > lo)) return lo;  // every component a point mass at the same value
-  const double inv_sqrt2 = 1.0 / std::numbers::sqrt2, inv_sqrt2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
   double y = std::clamp(start, lo, hi);
   for (int iteration = 0; iteration < 200; ++iteration) {
     double cdf = 0.0, density = 0.0;
     for (Index k = 0; k < S; ++k) {
       if (sd[k] > 0) {
         const double z = (y - mu[k]) / sd[k];
-        cdf += 0.5 * std::erfc(-z * inv_sqrt2);
-        density += inv_sqrt2pi * std::exp(-0.5 * z * z) / sd[k];
+        cdf += diagnostics::normal_cdf(z);
+        density += diagnostics::normal_pdf(z) / sd[k];
       } else {
         cdf += y >= mu[k] ? 1.0 : 0.0;
       }

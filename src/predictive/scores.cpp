@@ -13,11 +13,9 @@ namespace uqnn {
 
 namespace {
 
-constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
-constexpr double kInvSqrt2Pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
 
-double normal_cdf(double z) { return 0.5 * std::erfc(-z * kInvSqrt2); }
-double normal_pdf(double z) { return kInvSqrt2Pi * std::exp(-0.5 * z * z); }
+using diagnostics::normal_cdf;
+using diagnostics::normal_pdf;
 
 /// E|m + sqrt(v) Z| for Z ~ N(0, 1) (Grimit et al. 2006, the A of eq. 4).
 double abs_moment(double m, double v) {
