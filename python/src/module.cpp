@@ -17,6 +17,8 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
+#include "uqnn/nn/cnn.hpp"
+#include "uqnn/nn/cnn_layer_list.hpp"
 #include "uqnn/predictive/acquisition.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/predictive/thompson_sampling.hpp"
@@ -477,6 +479,96 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   });
+
+  // A network on its own (any model.json description): outputs, the gradient of sum(G .* f) and
+  // Hessian-vector products, for checking uqnn's layers against PyTorch's (python/tests/test_cnn.py)
+  // and for uqnn.from_torch's translations. X is (n, input_dim) rows, outputs (n, output_dim).
+  m.def(
+      "cnn_description",
+      [](const std::string& layers, const std::vector<Index>& input_shape, Index output_dim, const std::string& activation,
+         const std::string& init) {
+        const ImageShape shape = parse_image_shape(input_shape, 0, "input_shape");
+        const Activation a = parse_activation(activation);
+        const InitScheme scheme = init == "auto" ? default_init_scheme(a) : parse_init_scheme(init);
+        return to_python(Cnn(shape, parse_cnn_layers(layers, shape, output_dim, a, "layers"), scheme, layers).to_json());
+      },
+      py::arg("layers"), py::arg("input_shape"), py::arg("output_dim"), py::arg("activation") = "relu", py::arg("init") = "auto",
+      "the model.json description of a cnn from a layer list (docs/networks.md)");
+  py::class_<Model, std::shared_ptr<Model>>(m, "Model")
+      .def(py::init([](const py::dict& description) { return std::shared_ptr<Model>(make_model(to_json(description))); }))
+      .def_property_readonly("kind", &Model::kind)
+      .def_property_readonly("num_params", &Model::num_params)
+      .def_property_readonly("input_dim", &Model::input_dim)
+      .def_property_readonly("output_dim", &Model::output_dim)
+      .def_property_readonly("param_names", [](const Model& model) { return model.layout().names(); })
+      .def_property_readonly("param_blocks",
+                             [](const Model& model) {
+                               py::list blocks;  // (name, offset, rows, cols) in theta order
+                               for (const ParamBlock& b : model.layout().blocks()) blocks.append(py::make_tuple(b.name, b.offset, b.rows, b.cols));
+                               return blocks;
+                             })
+      .def_property_readonly("description", [](const Model& model) { return to_python(model.to_json()); })
+      .def("set_precision", [](Model& model, const std::string& precision) { model.set_precision(parse_precision(precision)); })
+      .def("initial_params",
+           [](const Model& model, std::uint64_t seed) {
+             Rng rng(seed, 0);
+             const Vec theta = model.initial_params(rng);
+             return py::array_t<double>(theta.size(), theta.data());
+           })
+      .def("forward",
+           [](const Model& model, const CArray& theta, const CArray& X) {
+             if (theta.ndim() != 1 || theta.size() != model.num_params())
+               throw InputError("theta must be a vector of " + std::to_string(model.num_params()) + " parameters");
+             const Mat x = columns_of(X, "X");
+             Mat y;
+             {
+               py::gil_scoped_release release;
+               y = model.forward(Vec(Eigen::Map<const Vec>(theta.data(), theta.size())), x);
+             }
+             return rows_of(y);
+           })
+      .def(
+          "value_and_gradient",
+          [](const Model& model, const CArray& theta, const CArray& X, const CArray& G) {
+            // loss = sum(G .* f(theta, X)): its gradient is the vector-Jacobian product with G.
+            if (theta.ndim() != 1 || theta.size() != model.num_params())
+              throw InputError("theta must be a vector of " + std::to_string(model.num_params()) + " parameters");
+            const Mat x = columns_of(X, "X"), g = columns_of(G, "G");
+            Vec grad = Vec::Zero(model.num_params());
+            double value = 0.0;
+            {
+              py::gil_scoped_release release;
+              const OutputLoss<double> loss = [&g](const Mat& Y, Mat& dY) {
+                if (Y.rows() != g.rows() || Y.cols() != g.cols()) throw InputError("G must have the outputs' shape (n, output_dim)");
+                dY = g;
+                return g.cwiseProduct(Y).sum();
+              };
+              value = model.value_and_gradient(Eigen::Map<const Vec>(theta.data(), theta.size()), x, loss, grad);
+            }
+            return py::make_tuple(value, py::array_t<double>(grad.size(), grad.data()));
+          },
+          "(sum(G * f(theta, X)), its gradient in theta)")
+      .def(
+          "hessian_vector_product",
+          [](const Model& model, const CArray& theta, const CArray& v, const CArray& X, const CArray& G) {
+            // H v of theta -> sum(G .* f) + 0.5 sum(f .* f) (a loss with curvature in the outputs).
+            if (theta.ndim() != 1 || theta.size() != model.num_params() || v.size() != theta.size())
+              throw InputError("theta and v must be vectors of " + std::to_string(model.num_params()) + " parameters");
+            const Mat x = columns_of(X, "X"), g = columns_of(G, "G");
+            Vec hv;
+            {
+              py::gil_scoped_release release;
+              const OutputLoss<Dual> loss = [&g](const MatT<Dual>& Y, MatT<Dual>& dY) -> Dual {
+                const MatT<Dual> Gd = g.cast<Dual>();
+                dY = Gd + Y;
+                return Gd.cwiseProduct(Y).sum() + Dual(0.5) * Y.cwiseProduct(Y).sum();
+              };
+              hv = model.hessian_vector_product(Vec(Eigen::Map<const Vec>(theta.data(), theta.size())),
+                                                Vec(Eigen::Map<const Vec>(v.data(), v.size())), x, loss);
+            }
+            return py::array_t<double>(hv.size(), hv.data());
+          },
+          "H v of sum(G * f) + 0.5 sum(f * f) in theta");
 
   py::class_<FitProblem>(m, "FitProblem")
       .def(py::init([](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
