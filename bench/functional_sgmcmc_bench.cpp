@@ -14,6 +14,7 @@
 
 #include "cpu_time_collector.hpp"
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
+#include "uqnn/prob/functional_posterior.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/optim/gaussian_process_fit.hpp"
 #include "host.hpp"

@@ -18,6 +18,7 @@ Command add_diagnose(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_sensitivity(CLI::App& app);
 Command add_merge(CLI::App& app);
+Command add_evaluate(CLI::App& app);
 
 /// Prints the fit summary and its warnings; returns the exit code: 128 + N when signal N stopped the
 /// chains (what was drawn is written), 3 when draws or predictions hold NaN or infinity (the files

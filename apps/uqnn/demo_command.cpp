@@ -2,7 +2,8 @@
 
 #include "commands.hpp"
 #include "fit_flags.hpp"
-#include "uqnn/data/synthetic.hpp"
+#include "uqnn/services/demo_data.hpp"
+#include "uqnn/services/methods.hpp"
 
 namespace uqnn::cli {
 
@@ -16,14 +17,17 @@ constexpr double kDemoNoise = 0.3;
 /// The demo's own defaults: the main job is a posterior by NUTS (4 chains, each started from its
 /// own MAP fit) under the fan-in prior (weights N(0, 1 / fan_in), Neal 1996): with N(0, 1) on every
 /// weight the units of the second and third layers have funnels (a unit whose outgoing weight is
-/// near 0 leaves its incoming weights to the prior) where NUTS diverges a few times per run. Short
-/// runs suffice here. Where the general defaults do not suit this data set: the stochastic-gradient
-/// samplers have no automatic step size (1e-6 is stable here; 1e-5 makes SGLD diverge).
+/// near 0 leaves its incoming weights to the prior) where NUTS diverges a few times per run. Each
+/// method adds what it needs on these 20 points (MethodSpec::demo_preset, in its own file); a null
+/// value there removes a shared setting.
 nlohmann::json demo_preset(const std::string& method) {
-  nlohmann::json preset = {{"method", "nuts"}, {"out", "uqnn-demo"}, {"noise", kDemoNoise}, {"prior", "fan-in"},
-                           {"epochs", 6000}, {"warmup", 300}, {"draws", 300}};
-  if (method == "nngp") preset.erase("noise");  // the GP fits its noise variance by the marginal likelihood
-  if (method == "sgld" || method == "sghmc" || method == "psgld" || method == "fsgld" || method == "fsghmc") preset["step_size"] = 1e-6;
+  nlohmann::json preset = {{"method", "nuts"}, {"out", "uqnn-demo"}, {"noise", kDemoNoise}, {"prior", "fan-in"}};
+  for (const auto& [name, value] : find_method(method).demo_preset.items()) {
+    if (value.is_null())
+      preset.erase(name);
+    else
+      preset[name] = value;
+  }
   return preset;
 }
 
@@ -45,7 +49,7 @@ Command add_demo(CLI::App& app) {
     // The method first (given, or the demo's NUTS), then the demo's defaults for it.
     const std::string method = make_fit_config(flags->request(demo_preset("nuts"))).method;
     FitConfig cfg = make_fit_config(flags->request(demo_preset(method)));
-    cfg.data.dataset = sine_case_ii(20, kDemoNoise);
+    cfg.data.dataset = demo_dataset(20, kDemoNoise);
     std::cout << "uqnn demo: y = 4 sin(4x) + 5 sin(-12x + pi/2) + N(0, 0.3^2) on 20 points in [-1,-0.2] U [0.2,1]\n";
     return print_fit_report(cfg, run_fit(cfg));
   };

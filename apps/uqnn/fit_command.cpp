@@ -5,7 +5,7 @@
 
 #include "commands.hpp"
 #include "uqnn/core/error.hpp"
-#include "uqnn/run/observer.hpp"
+#include "uqnn/core/stop_signal.hpp"
 #include "fit_flags.hpp"
 #include "uqnn/services/methods.hpp"
 
@@ -33,7 +33,7 @@ int print_fit_report(const FitConfig& cfg, const FitReport& report) {
   if (m.contains("warnings"))
     for (const auto& w : m.at("warnings")) std::cerr << "warning: " << w.at("message").get<std::string>() << '\n';
   // Stopped by a signal after writing what was drawn: 128 + the signal, as if it had killed us.
-  if (const int signal_number = InterruptObserver::stop_signal(); signal_number != 0) return 128 + signal_number;
+  if (const int signal_number = stop_signal(); signal_number != 0) return 128 + signal_number;
   return report.not_finite ? 3 : 0;  // files written, but NaN or infinity is not a result
 }
 

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add(&uqnn::cli::add_compare);
   add(&uqnn::cli::add_sensitivity);
   add(&uqnn::cli::add_merge);
+  add(&uqnn::cli::add_evaluate);
   uqnn::cli::set_command_line(argc, argv);
   // The command first: `uqnn evaluate --help` printed the top-level help and exited 0, and
   // `uqnn evaluate` said only "A subcommand is required".

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -11,23 +10,6 @@
 #include "uqnn/services/merge.hpp"
 
 namespace uqnn::cli {
-
-namespace {
-
-/// Whether `dir` holds the model.json of a `uqnn fit --part k/n` run (n > 1): a part, never an output.
-bool is_part_directory(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(dir / "model.json", ec)) return false;
-  std::ifstream in(dir / "model.json");
-  const auto model = nlohmann::json::parse(in, nullptr, false);
-  if (model.is_discarded() || !model.is_object()) return false;
-  const auto settings = model.value("settings", nlohmann::json::object());
-  if (!settings.is_object() || !settings.contains("settings") || !settings["settings"].is_object()) return false;
-  const auto part = settings["settings"].value("part", std::string("1/1"));
-  return part.find('/') != std::string::npos && part.substr(part.find('/') + 1) != "1";
-}
-
-}  // namespace
 
 Command add_merge(CLI::App& app) {
   auto* c = app.add_subcommand("merge",

@@ -29,6 +29,7 @@
 #include "uqnn/optim/gaussian_process_fit.hpp"
 #include "uqnn//io/atomic_file.hpp"
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
+#include "uqnn/prob/functional_posterior.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/run/run_chains.hpp"

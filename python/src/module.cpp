@@ -15,19 +15,15 @@
 #include <vector>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/diagnostics/summary.hpp"
-#include "uqnn/io/netcdf_inference_data.hpp"
-#include "uqnn/nn/cnn.hpp"
-#include "uqnn/nn/cnn_layer_list.hpp"
-#include "uqnn/predictive/acquisition.hpp"
-#include "uqnn/predictive/predictive.hpp"
-#include "uqnn/predictive/thompson_sampling.hpp"
 #include "uqnn/core/stop_signal.hpp"
-#include "uqnn/run/observer.hpp"
+#include "uqnn/services/analysis.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
+#include "uqnn/services/network.hpp"
 #include "uqnn/services/sample.hpp"
+#include "uqnn/services/vocabulary.hpp"
 
 namespace py = pybind11;
 using namespace uqnn;
@@ -180,7 +176,7 @@ void run_interruptible(Work work, bool& interrupted, PythonReporter* reporter) {
       if (PyErr_CheckSignals() != 0) {
         PyErr_Clear();
         interrupted = true;
-        InterruptObserver::request_interrupt();
+        request_stop();
       }
       if (reporter) reporter->deliver();
     }
@@ -287,11 +283,9 @@ py::tuple run_sample(std::shared_ptr<const LogDensity> density, const CArray& in
   }
   SampleResult r;
   bool interrupted = false;
-  InterruptObserver stop;
   const auto reporter = std::make_shared<PythonReporter>(sink);
-  ProgressObserver progress(reporter, method);
   const auto given = given_options(options);
-  run_interruptible([&] { r = sample(density, initial, method, given, {&stop, &progress}); }, interrupted, reporter.get());
+  run_interruptible([&] { r = sample(density, initial, method, given, reporter); }, interrupted, reporter.get());
   return py::make_tuple(sample_result(r), interrupted || r.run.interrupted);
 }
 
@@ -308,6 +302,9 @@ PYBIND11_MODULE(_core, m) {
   });
 
   m.def("method_names", &method_names, "every --method of `uqnn fit`");
+  // Every closed set of names (methods, priors, activations, ...) as JSON: the package's docstrings
+  // and checks are built from it (services/vocabulary.hpp).
+  m.def("vocabulary", [] { return vocabulary().dump(); });
   m.def("sample_method_names", &sample_method_names, "the methods uqnn.sample runs on a log density");
   m.def("fit_option_groups", [](const std::string& method) { return option_groups_list(fit_option_groups(method)); });
   // Every option declared (the fit's own groups first, then each method family's once): the
@@ -369,7 +366,7 @@ PYBIND11_MODULE(_core, m) {
   // pattern; uqnn.thompson_bandit builds the keyword interface on it.
   m.def(
       "thompson_bandit",
-      [](const CArray& contexts, const std::vector<bool>& edible, const py::dict& settings) {
+      [](const CArray& contexts, const std::vector<bool>& edible, const py::dict& keywords) {
         if (contexts.ndim() != 2) throw InputError("contexts must be a 2-D array (mushrooms, features)");
         MushroomBandit bandit;
         bandit.contexts = Eigen::Map<const RowMajor>(contexts.data(), contexts.shape(0), contexts.shape(1)).transpose();
@@ -377,31 +374,24 @@ PYBIND11_MODULE(_core, m) {
         if (static_cast<Index>(edible.size()) != bandit.contexts.cols())
           throw InputError("edible has " + std::to_string(edible.size()) + " entries, contexts " + std::to_string(bandit.contexts.cols()) + " rows");
         BanditExperiment e;
-        bandit.poison_probability = settings["poison_probability"].cast<double>();
-        e.agent.kind = settings["agent"].cast<std::string>();
-        e.agent.batch_size = settings["batch_size"].cast<Index>();
-        e.agent.members = settings["members"].cast<Index>();
-        e.agent.sg_step_size = settings["sg_step_size"].cast<double>();
-        e.agent.adam_learning_rate = settings["adam_learning_rate"].cast<double>();
-        e.agent.reward_scale = settings["reward_scale"].cast<double>();
-        e.agent.noise_sd = settings["noise_sd"].cast<double>();
-        e.agent.fsgld_weight_prior = settings["fsgld_weight_prior"].cast<bool>();
-        e.run.rounds = settings["rounds"].cast<Index>();
-        e.run.updates_per_round = settings["updates_per_round"].cast<Index>();
-        e.run.buffer_capacity = settings["buffer_size"].cast<Index>();
-        e.hidden = settings["hidden"].cast<std::vector<Index>>();
-        e.seed = settings["seed"].cast<std::uint64_t>();
+        bandit.poison_probability = keywords["poison_probability"].cast<double>();
+        e.agent.kind = keywords["agent"].cast<std::string>();
+        e.agent.batch_size = keywords["batch_size"].cast<Index>();
+        e.agent.members = keywords["members"].cast<Index>();
+        e.agent.sg_step_size = keywords["sg_step_size"].cast<double>();
+        e.agent.adam_learning_rate = keywords["adam_learning_rate"].cast<double>();
+        e.agent.reward_scale = keywords["reward_scale"].cast<double>();
+        e.agent.noise_sd = keywords["noise_sd"].cast<double>();
+        e.agent.fsgld_weight_prior = keywords["fsgld_weight_prior"].cast<bool>();
+        e.run.rounds = keywords["rounds"].cast<Index>();
+        e.run.updates_per_round = keywords["updates_per_round"].cast<Index>();
+        e.run.buffer_capacity = keywords["buffer_size"].cast<Index>();
+        e.hidden = keywords["hidden"].cast<std::vector<Index>>();
+        e.seed = keywords["seed"].cast<std::uint64_t>();
         BanditTrace trace;
         bool interrupted = false;
         run_interruptible(
-            [&] {
-              const StopSignalScope scope;
-              try {
-                trace = run_bandit_experiment(bandit, e);
-              } catch (const std::invalid_argument& error) {
-                throw InputError(error.what());
-              }
-            },
+            [&] { trace = run_mushroom_bandit(bandit, e); },
             interrupted, nullptr);
         py::dict out;
         out["cumulative_regret"] = py::array_t<double>(static_cast<py::ssize_t>(trace.cumulative_regret.size()), trace.cumulative_regret.data());
@@ -424,14 +414,17 @@ PYBIND11_MODULE(_core, m) {
         if (draws.ndim() != 3) throw InputError("draws must be (chains, draws, parameters)");
         const Index C = draws.shape(0), D = draws.shape(1), K = draws.shape(2);
         auto r = draws.unchecked<3>();
-        py::list rows;
+        DrawsTable table;
         for (Index k = 0; k < K; ++k) {
           Mat q(D, C);
           for (Index c = 0; c < C; ++c)
             for (Index i = 0; i < D; ++i) q(i, c) = r(c, i, k);
-          const auto s = diagnostics::summarize(k < static_cast<Index>(names.size()) ? names[static_cast<std::size_t>(k)] : std::to_string(k), q, hdi_prob);
-          rows.append(py::make_tuple(s.name, s.mean, s.sd, s.hdi_lower, s.hdi_upper, s.mcse_mean, s.mcse_sd, s.ess_bulk, s.ess_tail, s.r_hat));
+          table.names.push_back(k < static_cast<Index>(names.size()) ? names[static_cast<std::size_t>(k)] : std::to_string(k));
+          table.draws.push_back(std::move(q));
         }
+        py::list rows;
+        for (const auto& s : summarize_draws(table, hdi_prob))
+          rows.append(py::make_tuple(s.name, s.mean, s.sd, s.hdi_lower, s.hdi_upper, s.mcse_mean, s.mcse_sd, s.ess_bulk, s.ess_tail, s.r_hat));
         return rows;
       },
       py::arg("draws"), py::arg("names"), py::arg("hdi_prob") = 0.94);
@@ -446,7 +439,7 @@ PYBIND11_MODULE(_core, m) {
         const auto to_mat = [](const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
           return Mat(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(a.data(), a.shape(0), a.shape(1)).transpose());
         };
-        const ClassificationMetrics m = classification_metrics(to_mat(probabilities), to_mat(targets), categorical);
+        const ClassificationMetrics m = evaluate_classification(to_mat(probabilities), to_mat(targets), categorical);
         py::dict d;
         d["n"] = m.n;
         d["accuracy"] = m.accuracy;
@@ -458,12 +451,42 @@ PYBIND11_MODULE(_core, m) {
       },
       "accuracy, NLL, LPPD, Brier score and ECE (15 bins) of predictive class probabilities");
 
+  // uqnn.evaluate (python/uqnn/_evaluate.py): `uqnn evaluate`'s service with the same settings.
+  m.def("evaluate", [](const py::dict& o) {
+    EvaluateConfig c;
+    const auto path = [&](const char* key) { return o.contains(key) && !o[key].is_none() ? o[key].cast<std::filesystem::path>() : std::filesystem::path(); };
+    c.model_dir = path("model");
+    c.predictions = path("predictions");
+    c.data = path("data");
+    c.ood_data = path("ood_data");
+    c.ood_predictions = path("ood_predictions");
+    c.calibration_data = path("calibration_data");
+    c.out = path("out");
+    if (o.contains("target")) c.target = o["target"].cast<std::string>();
+    if (o.contains("levels")) c.levels = o["levels"].cast<std::vector<double>>();
+    if (o.contains("bins")) c.bins = o["bins"].cast<int>();
+    if (o.contains("conformal") && !o["conformal"].is_none()) c.conformal = o["conformal"].cast<std::string>();
+    if (o.contains("calibration_fraction") && !o["calibration_fraction"].is_none()) c.calibration_fraction = o["calibration_fraction"].cast<double>();
+    if (o.contains("raps_lambda")) c.raps_lambda = o["raps_lambda"].cast<double>();
+    if (o.contains("raps_k_reg")) c.raps_k_reg = o["raps_k_reg"].cast<Index>();
+    if (o.contains("seed")) c.seed = o["seed"].cast<std::uint64_t>();
+    if (o.contains("figures")) c.figures = o["figures"].cast<bool>();
+    EvaluateReport r;
+    {
+      py::gil_scoped_release release;
+      r = run_evaluate(c);
+    }
+    std::vector<std::string> files;
+    for (const auto& f : r.files) files.push_back(f.string());
+    return py::make_tuple(to_python(r.metrics), files, r.figure_warnings);
+  });
+
   m.def("read_sample_stats", [](const std::filesystem::path& path) {
     // The sample_stats group of a run's posterior.nc (uqnn's own reader: no netCDF Python package needed).
-    const InferenceData idata = read_inference_data(path);
+    const std::optional<InferenceGroup> sample_stats = read_sample_stats(path);
     py::dict out;
-    if (!idata.sample_stats) return out;
-    for (const NetcdfVariable& v : idata.sample_stats->variables) {
+    if (!sample_stats) return out;
+    for (const NetcdfVariable& v : sample_stats->variables) {
       std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
       std::visit(
           [&](const auto& values) {
@@ -486,85 +509,67 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "cnn_description",
       [](const std::string& layers, const std::vector<Index>& input_shape, Index output_dim, const std::string& activation,
-         const std::string& init) {
-        const ImageShape shape = parse_image_shape(input_shape, 0, "input_shape");
-        const Activation a = parse_activation(activation);
-        const InitScheme scheme = init == "auto" ? default_init_scheme(a) : parse_init_scheme(init);
-        return to_python(Cnn(shape, parse_cnn_layers(layers, shape, output_dim, a, "layers"), scheme, layers).to_json());
-      },
+         const std::string& init) { return to_python(cnn_description(layers, input_shape, output_dim, activation, init)); },
       py::arg("layers"), py::arg("input_shape"), py::arg("output_dim"), py::arg("activation") = "relu", py::arg("init") = "auto",
       "the model.json description of a cnn from a layer list (docs/networks.md)");
-  py::class_<Model, std::shared_ptr<Model>>(m, "Model")
-      .def(py::init([](const py::dict& description) { return std::shared_ptr<Model>(make_model(to_json(description))); }))
-      .def_property_readonly("kind", &Model::kind)
-      .def_property_readonly("num_params", &Model::num_params)
-      .def_property_readonly("input_dim", &Model::input_dim)
-      .def_property_readonly("output_dim", &Model::output_dim)
-      .def_property_readonly("param_names", [](const Model& model) { return model.layout().names(); })
+  const auto vector_of = [](const CArray& a, const char* what) {
+    if (a.ndim() != 1) throw InputError(std::string(what) + " must be a vector");
+    return Vec(Eigen::Map<const Vec>(a.data(), a.size()));
+  };
+  py::class_<Network>(m, "Model")
+      .def(py::init([](const py::dict& description) { return Network(to_json(description)); }))
+      .def_property_readonly("kind", &Network::kind)
+      .def_property_readonly("num_params", &Network::num_params)
+      .def_property_readonly("input_dim", &Network::input_dim)
+      .def_property_readonly("output_dim", &Network::output_dim)
+      .def_property_readonly("param_names", [](const Network& n) { return n.layout().names(); })
       .def_property_readonly("param_blocks",
-                             [](const Model& model) {
+                             [](const Network& n) {
                                py::list blocks;  // (name, offset, rows, cols) in theta order
-                               for (const ParamBlock& b : model.layout().blocks()) blocks.append(py::make_tuple(b.name, b.offset, b.rows, b.cols));
+                               for (const ParamBlock& b : n.layout().blocks()) blocks.append(py::make_tuple(b.name, b.offset, b.rows, b.cols));
                                return blocks;
                              })
-      .def_property_readonly("description", [](const Model& model) { return to_python(model.to_json()); })
-      .def("set_precision", [](Model& model, const std::string& precision) { model.set_precision(parse_precision(precision)); })
+      .def_property_readonly("description", [](const Network& n) { return to_python(n.description()); })
+      .def("set_precision", &Network::set_precision)
       .def("initial_params",
-           [](const Model& model, std::uint64_t seed) {
-             Rng rng(seed, 0);
-             const Vec theta = model.initial_params(rng);
+           [](const Network& n, std::uint64_t seed) {
+             const Vec theta = n.initial_params(seed);
              return py::array_t<double>(theta.size(), theta.data());
            })
       .def("forward",
-           [](const Model& model, const CArray& theta, const CArray& X) {
-             if (theta.ndim() != 1 || theta.size() != model.num_params())
-               throw InputError("theta must be a vector of " + std::to_string(model.num_params()) + " parameters");
+           [vector_of](const Network& n, const CArray& theta, const CArray& X) {
+             const Vec t = vector_of(theta, "theta");
              const Mat x = columns_of(X, "X");
              Mat y;
              {
                py::gil_scoped_release release;
-               y = model.forward(Vec(Eigen::Map<const Vec>(theta.data(), theta.size())), x);
+               y = n.forward(t, x);
              }
              return rows_of(y);
            })
       .def(
           "value_and_gradient",
-          [](const Model& model, const CArray& theta, const CArray& X, const CArray& G) {
-            // loss = sum(G .* f(theta, X)): its gradient is the vector-Jacobian product with G.
-            if (theta.ndim() != 1 || theta.size() != model.num_params())
-              throw InputError("theta must be a vector of " + std::to_string(model.num_params()) + " parameters");
+          [vector_of](const Network& n, const CArray& theta, const CArray& X, const CArray& G) {
+            const Vec t = vector_of(theta, "theta");
             const Mat x = columns_of(X, "X"), g = columns_of(G, "G");
-            Vec grad = Vec::Zero(model.num_params());
+            Vec grad;
             double value = 0.0;
             {
               py::gil_scoped_release release;
-              const OutputLoss<double> loss = [&g](const Mat& Y, Mat& dY) {
-                if (Y.rows() != g.rows() || Y.cols() != g.cols()) throw InputError("G must have the outputs' shape (n, output_dim)");
-                dY = g;
-                return g.cwiseProduct(Y).sum();
-              };
-              value = model.value_and_gradient(Eigen::Map<const Vec>(theta.data(), theta.size()), x, loss, grad);
+              value = n.value_and_gradient(t, x, g, grad);
             }
             return py::make_tuple(value, py::array_t<double>(grad.size(), grad.data()));
           },
           "(sum(G * f(theta, X)), its gradient in theta)")
       .def(
           "hessian_vector_product",
-          [](const Model& model, const CArray& theta, const CArray& v, const CArray& X, const CArray& G) {
-            // H v of theta -> sum(G .* f) + 0.5 sum(f .* f) (a loss with curvature in the outputs).
-            if (theta.ndim() != 1 || theta.size() != model.num_params() || v.size() != theta.size())
-              throw InputError("theta and v must be vectors of " + std::to_string(model.num_params()) + " parameters");
+          [vector_of](const Network& n, const CArray& theta, const CArray& v, const CArray& X, const CArray& G) {
+            const Vec t = vector_of(theta, "theta"), direction = vector_of(v, "v");
             const Mat x = columns_of(X, "X"), g = columns_of(G, "G");
             Vec hv;
             {
               py::gil_scoped_release release;
-              const OutputLoss<Dual> loss = [&g](const MatT<Dual>& Y, MatT<Dual>& dY) -> Dual {
-                const MatT<Dual> Gd = g.cast<Dual>();
-                dY = Gd + Y;
-                return Gd.cwiseProduct(Y).sum() + Dual(0.5) * Y.cwiseProduct(Y).sum();
-              };
-              hv = model.hessian_vector_product(Vec(Eigen::Map<const Vec>(theta.data(), theta.size())),
-                                                Vec(Eigen::Map<const Vec>(v.data(), v.size())), x, loss);
+              hv = n.hessian_vector_product(t, direction, x, g);
             }
             return py::array_t<double>(hv.size(), hv.data());
           },
@@ -632,16 +637,11 @@ PYBIND11_MODULE(_core, m) {
       // "max-variance" (the epistemic variance, in the target's units squared).
       .def("acquisition",
            [](const FittedModel& f, const CArray& X, const std::string& strategy) {
-             if (!f.regression()) throw InputError("acquisition scores are for regression fits");
-             if (strategy != "bald" && strategy != "max-variance")
-               throw InputError("strategy '" + strategy + "' is not known: valid are bald, max-variance");
              const Mat x = columns_of(X, "X");
              Vec score;
              {
                py::gil_scoped_release release;
-               const PredictiveDraws d = f.predictive_draws(x);
-               const double scale = f.standardizer().target_scale()[0];
-               score = strategy == "bald" ? bald_score(d) : Vec(epistemic_variance(d) * scale * scale);
+               score = acquisition_scores(f, x, strategy);
              }
              py::array_t<double> out(score.size());
              std::copy(score.data(), score.data() + score.size(), out.mutable_data());

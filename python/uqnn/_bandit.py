@@ -5,7 +5,9 @@ import numpy as np
 
 from . import _core
 
-AGENTS = ("fsgld", "sgld", "vi", "ens", "map")
+import json
+
+AGENTS = tuple(e["name"] for e in json.loads(_core.vocabulary())["bandit_agent"])
 
 
 def thompson_bandit(contexts, edible, agent: str = "sgld", *, poison_probability: float = 0.5,
@@ -24,8 +26,7 @@ def thompson_bandit(contexts, edible, agent: str = "sgld", *, poison_probability
     sd ``noise_sd``; each round adds the tuple to a buffer of the last ``buffer_size`` and takes
     ``updates_per_round`` steps on minibatches of ``batch_size``.
 
-    agent: ``"sgld"``, ``"fsgld"`` (GP functional prior), ``"vi"`` (Bayes by Backprop), ``"ens"``
-    (``members`` networks, a random one per round) or ``"map"`` (greedy). ``sg_step_size`` is
+    agent: one of {agents} (``members`` is ens's number of networks). ``sg_step_size`` is
     sgld's and fsgld's eta (step eta / buffer_size), ``adam_learning_rate`` the others'.
     ``fsgld_weight_prior``: fsgld keeps the weight prior beside its GP prior (the default; without
     it, the weights the data leave free random-walk: docs/contextual-bandit.md).
@@ -50,3 +51,7 @@ def thompson_bandit(contexts, edible, agent: str = "sgld", *, poison_probability
                     reward_scale=float(reward_scale), noise_sd=float(noise_sd),
                     fsgld_weight_prior=bool(fsgld_weight_prior), seed=int(seed))
     return _core.thompson_bandit(contexts, [bool(e) for e in edible], settings)
+
+
+thompson_bandit.__doc__ = thompson_bandit.__doc__.replace(
+    "{agents}", "; ".join(f'``"{e["name"]}"`` ({e["summary"]})' for e in json.loads(_core.vocabulary())["bandit_agent"]))

@@ -16,9 +16,21 @@ from ._common import Interrupted, Reporter, log, option_doc, summary_frame
 from ._sklearn_compat import BaseEstimator, ClassifierMixin, DataConversionWarning, NotFittedError, RegressorMixin
 
 
+def vocabulary() -> dict[str, list[dict]]:
+    """Every closed set of names uqnn knows, by kind ("method", "model", "activation", "init",
+    "likelihood", "prior", "optimizer", "lr_schedule", "bandit_agent"): for each entry its name, a
+    summary and what it says about itself (a method's family, whether it fits class labels, ...)."""
+    return json.loads(_core.vocabulary())
+
+
+def names_of(kind: str) -> list[str]:
+    """The names of one closed set of ``vocabulary()``, e.g. ``names_of("prior")``."""
+    return [entry["name"] for entry in vocabulary()[kind]]
+
+
 def method_names() -> list[str]:
     """Every ``--method`` of ``uqnn fit``; each is a valid ``BNN(method=...)``."""
-    return list(_core.method_names())
+    return names_of("method")
 
 
 def _is_sparse(a) -> bool:
@@ -98,7 +110,7 @@ DEFAULT_SEED: int = _DEFAULTS["seed"]
 DEFAULT_THREADS: int = _DEFAULTS["threads"]
 DEFAULT_PROGRESS: bool = not _DEFAULTS["quiet"]
 
-SHRINKAGE_PRIORS = ("horseshoe", "regularized-horseshoe", "ard")
+SHRINKAGE_PRIORS = tuple(e["name"] for e in vocabulary()["prior"] if e["shrinkage"])
 
 
 def _store(est, params: dict) -> None:
@@ -121,17 +133,16 @@ class BNN(BaseEstimator):
     Parameters
     ----------
     hidden : widths of the hidden layers (the CLI's ``--arch``); () gives the Linear model.
-    activation : tanh, relu, silu, sigmoid, sine or identity.
-    likelihood : gaussian, heteroscedastic, bernoulli or categorical.
+    activation : {activations}.
+    likelihood : {likelihoods}.
     noise : the Gaussian noise sd in y's units; None learns it.
-    prior : gaussian, fan-in, mixture, laplace, flat, or the shrinkage priors horseshoe,
-        regularized-horseshoe and ard (non-centred: ``draws`` hold standardised weights and log-scales,
+    prior : {plain_priors}, or the shrinkage priors {shrinkage_priors}
+        (non-centred: ``draws`` hold standardised weights and log-scales,
         ``to_torch_state_dicts`` the weights themselves; options shrinkage_groups, horseshoe_global_scale,
         slab_scale, slab_df, ard_shape, ard_rate); prior_sigma its scale (the biases' sd for shrinkage).
     standardize : standardise X and y on the training rows (priors then act in standardised units).
-    method : any method of ``uqnn fit`` (``uqnn.method_names()``): nuts, hmc, mala, amcmc, slice,
-        mclmc, sgld, sghmc, psgld, fsgld, fsghmc, map, ens, rms, swag, vi, laplace, dropout, vi-hmc, dei-nuts,
-        mile.
+    method : any method of ``uqnn fit`` (``uqnn.method_names()``, ``uqnn.vocabulary()["method"]``):
+        {methods}.
     seed : the same seed gives the same draws, whatever ``threads``.
     threads : threads for chains and members; 0 = automatic.
     progress : a progress bar (tqdm when installed; log lines through ``logging`` otherwise). Messages
@@ -471,6 +482,24 @@ def _feature_names(X):
         return np.asarray(names, dtype=object)
     return None
 
+
+
+def _with_vocabulary(doc: str) -> str:
+    """A docstring with its lists of names filled in from the registries (``vocabulary()``)."""
+    v = vocabulary()
+    words = {
+        "{activations}": ", ".join(names_of("activation")),
+        "{likelihoods}": ", ".join(names_of("likelihood")),
+        "{plain_priors}": ", ".join(e["name"] for e in v["prior"] if not e["shrinkage"]),
+        "{shrinkage_priors}": ", ".join(SHRINKAGE_PRIORS),
+        "{methods}": ", ".join(names_of("method")),
+    }
+    for placeholder, text in words.items():
+        doc = doc.replace(placeholder, text)
+    return doc
+
+
+BNN.__doc__ = _with_vocabulary(BNN.__doc__)
 
 class BNNRegressor(RegressorMixin, BNN):
     """``uqnn.BNN`` as a scikit-learn regressor: likelihood gaussian (default) or heteroscedastic;

@@ -8,7 +8,7 @@
 #include <numbers>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/core/stop_signal.hpp"
+#include "uqnn/optim/epoch_loop.hpp"
 
 namespace uqnn {
 
@@ -197,8 +197,7 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
   auto flow = std::make_shared<const RealNvpFlow>(K, params.num_couplings, params.hidden, static_cast<std::uint64_t>(rng.uniform() * 0x1.0p53));
   Vec phi = flow->initial_params(initial_mean, params.initial_sd, rng);
   const Index N = stochastic ? stochastic->num_data() : 0;
-  const Index batch = params.batch_size == 0 || params.batch_size >= N ? 0 : params.batch_size;
-  const Index steps = batch == 0 ? 1 : (N + batch - 1) / batch;
+  const bool full_batch = params.batch_size == 0 || params.batch_size >= N;
   OptimizerParams adam;
   adam.name = "adam";
   adam.learning_rate = params.learning_rate;
@@ -211,57 +210,55 @@ FlowViResult fit_flow_vi(const LogDensity& target, const Vec& initial_mean, cons
   Mat Z(K, S), X, G_x(K, S);
   Vec grad_x(K), grad_phi(flow->num_params()), used(S);
   double lr = params.learning_rate;
-  Index next_epoch = 0;
+  double elbo_sum = 0.0;
+  Index elbo_terms = 0;
   // The flow's partitions and phi's start came from `rng` above; a checkpoint then restores the loop's state.
-  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
-    a.section("uqnn flow vi checkpoint 1");
-    a.io(next_epoch), a.io(phi), a.io(lr), a.io(rng), a.io(result.elbo), a.io(result.rejected_draws);
+  EpochLoopCallbacks callbacks;
+  callbacks.state = [&](StateArchive& a) {
+    a.io(phi), a.io(lr), a.io(rng), a.io(result.elbo), a.io(result.rejected_draws);
     optimizer->archive(a);
-  });
-  if (checkpoint.restore()) result.resumed_at_epoch = next_epoch;
-  for (Index epoch = next_epoch; epoch < params.epochs; ++epoch) {
-    const IndexVec order = batch == 0 ? IndexVec() : rng.permutation(N);
-    double elbo_sum = 0.0;
-    Index elbo_terms = 0;
-    for (Index step = 0; step < steps; ++step) {
-      IndexVec rows;
-      if (batch > 0)
-        for (Index i = step * batch; i < std::min(N, (step + 1) * batch); ++i) rows.push_back(order[static_cast<std::size_t>(i)]);
-      for (Index s = 0; s < S; ++s) Z.col(s) = rng.normal_vector(K);
-      const Vec log_det = flow->forward(phi, Z, X, &tape);
-      for (Index s = 0; s < S; ++s) {
-        const Vec x = X.col(s);
-        const double log_p = batch == 0 ? target.log_density_and_grad(x, grad_x)
-                                        : stochastic->minibatch_log_density_and_grad(x, rows, grad_x);
-        if (!std::isfinite(log_p) || !grad_x.allFinite()) {  // e.g. an overflowing network: no step from it
-          ++result.rejected_draws;
-          G_x.col(s).setZero();
-          used[s] = 0.0;
-          continue;
-        }
-        G_x.col(s) = grad_x;
-        used[s] = 1.0;
-        elbo_sum += log_p + log_det[s] + base_entropy;
-        ++elbo_terms;
+  };
+  callbacks.on_epoch_begin = [&](Index) {
+    elbo_sum = 0.0;
+    elbo_terms = 0;
+  };
+  // One Adam step on the reparameterised ELBO of S draws (the full target in full batch).
+  callbacks.on_step = [&](Index, const IndexVec& rows) {
+    for (Index s = 0; s < S; ++s) Z.col(s) = rng.normal_vector(K);
+    const Vec log_det = flow->forward(phi, Z, X, &tape);
+    for (Index s = 0; s < S; ++s) {
+      const Vec x = X.col(s);
+      const double log_p = full_batch ? target.log_density_and_grad(x, grad_x)
+                                      : stochastic->minibatch_log_density_and_grad(x, rows, grad_x);
+      if (!std::isfinite(log_p) || !grad_x.allFinite()) {  // e.g. an overflowing network: no step from it
+        ++result.rejected_draws;
+        G_x.col(s).setZero();
+        used[s] = 0.0;
+        continue;
       }
-      const double num_used = used.sum();
-      if (num_used == 0) continue;
-      grad_phi.setZero();
-      flow->backward(phi, tape, G_x, used, grad_phi);  // d/dphi sum_s [log p(T(z_s)) + log |det T'(z_s)|]
-      optimizer->step(phi, -grad_phi / num_used, lr);
+      G_x.col(s) = grad_x;
+      used[s] = 1.0;
+      elbo_sum += log_p + log_det[s] + base_entropy;
+      ++elbo_terms;
     }
+    const double num_used = used.sum();
+    if (num_used == 0) return;
+    grad_phi.setZero();
+    flow->backward(phi, tape, G_x, used, grad_phi);  // d/dphi sum_s [log p(T(z_s)) + log |det T'(z_s)|]
+    optimizer->step(phi, -grad_phi / num_used, lr);
+  };
+  callbacks.on_epoch_end = [&](Index epoch) {
     const double elbo = elbo_terms ? elbo_sum / static_cast<double>(elbo_terms) : -std::numeric_limits<double>::infinity();
     result.elbo.push_back(elbo);
-    if (on_epoch && !on_epoch(epoch, elbo)) break;
+    if (on_epoch && !on_epoch(epoch, elbo)) return EpochAction::Stop;
     lr *= decay;
-    next_epoch = epoch + 1;
-    if (stop_requested()) {
-      result.interrupted = true;
-      if (next_epoch < params.epochs) checkpoint.save();
-      break;
-    }
-    if (next_epoch < params.epochs) checkpoint.after_epoch(next_epoch);
-  }
+    return EpochAction::Continue;
+  };
+  const EpochLoopResult ran = run_epochs({.epochs = params.epochs, .num_data = N, .batch_size = params.batch_size,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn flow vi checkpoint 1"}, rng, callbacks);
+  result.resumed_at_epoch = ran.resumed_at_epoch;
+  result.interrupted = ran.interrupted;
   result.approximation = std::make_shared<const FlowPosterior>(flow, phi);
   return result;
 }

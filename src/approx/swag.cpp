@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/core/stop_signal.hpp"
+#include "uqnn/optim/epoch_loop.hpp"
 #include "uqnn/optim/optimizer.hpp"
 
 namespace uqnn {
@@ -57,7 +57,6 @@ Vec SwagPosterior::marginal_variance() const {
 SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagParams& params, Rng& rng) {
   params.validate();
   const Index K = theta0.size(), N = objective.num_data();
-  const Index batch = (params.batch_size == 0 || params.batch_size > N) ? N : params.batch_size;
   OptimizerParams sgd;
   sgd.name = "sgd";
   sgd.learning_rate = params.learning_rate;
@@ -67,33 +66,21 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
   Vec w = theta0, mean = theta0, second = theta0.array().square();  // w_0 is snapshot 0
   Index n = 1;
   std::vector<Vec> last;  // the last `rank` deviations, oldest first
-  IndexVec order;
-  Index position = N;  // forces a new permutation
   Vec grad(K);
   IndexVec all_rows(static_cast<std::size_t>(N));
   for (Index i = 0; i < N; ++i) all_rows[static_cast<std::size_t>(i)] = i;
   const double initial_loss = objective.loss_and_grad(w, all_rows, grad);  // full batch at w_0
-  Index next_step = 1;
-  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
-    a.section("uqnn swag checkpoint 1");
-    a.io(next_step), a.io(w), a.io(mean), a.io(second), a.io(n), a.io(last), a.io(order), a.io(position), a.io(rng);
+  // The loop's epochs are SGD steps t = 1..T (its epoch t - 1), each on the next minibatch of a
+  // running permutation (Maddox et al. 2019, Alg. 1).
+  EpochLoopCallbacks callbacks;
+  callbacks.state = [&](StateArchive& a) {
+    a.io(w), a.io(mean), a.io(second), a.io(n), a.io(last), a.io(rng);
     a.io(result.loss);
     optimizer->archive(a);
     objective.archive(a);
-  });
-  if (checkpoint.restore()) result.resumed_at_step = next_step - 1;
-  for (Index t = next_step; t <= params.steps; ++t) {
-    IndexVec rows;
-    if (batch == N) {
-      rows = all_rows;
-    } else {
-      if (position + batch > N) {
-        order = rng.permutation(N);
-        position = 0;
-      }
-      rows.assign(order.begin() + position, order.begin() + position + batch);
-      position += batch;
-    }
+  };
+  callbacks.on_step = [&](Index epoch, const IndexVec& rows) {
+    const Index t = epoch + 1;
     const double loss = objective.loss_and_grad(w, rows, grad);
     if (!std::isfinite(loss) || !grad.allFinite())
       throw std::runtime_error(fmt::format("swag: SGD diverged at step {} (non-finite loss): lower --swag-lr", t));
@@ -116,14 +103,15 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
         if (static_cast<Index>(last.size()) > params.rank) last.erase(last.begin());
       }
     }
-    next_step = t + 1;
-    if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep the moments of the snapshots taken so far
-      result.interrupted = true;
-      if (next_step <= params.steps) checkpoint.save();
-      break;
-    }
-    if (next_step <= params.steps) checkpoint.after_epoch(t);
-  }
+  };
+  // 2: the running permutation moved into the loop's part of the file, and the step counter is
+  // the loop's (steps done, not the next step).
+  const EpochLoopResult ran = run_epochs({.epochs = params.steps, .num_data = N, .batch_size = params.batch_size,
+                                          .minibatches = Minibatches::RunningPermutation,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn swag checkpoint 2"}, rng, callbacks);
+  result.resumed_at_step = ran.resumed_at_epoch;
+  result.interrupted = ran.interrupted;
   // The low-rank part divides by (columns - 1): with fewer than two deviations (a run stopped early)
   // only the diagonal part is kept.
   if (last.size() < 2) last.clear();

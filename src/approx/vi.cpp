@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/core/stop_signal.hpp"
+#include "uqnn/optim/epoch_loop.hpp"
 
 namespace uqnn {
 
@@ -130,58 +130,51 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
   const Index window = params.monitor_window == 0 ? 0 : std::max(params.monitor_window, params.epochs / 10);
   const bool monitor = window > 0 && params.epochs >= 2 * window;
   Vec mu_sum_last = Vec::Zero(K), mu_sum_before = Vec::Zero(K);
-  Index next_epoch = 0;  // where the loop (re)starts; after an epoch, the one after it
-  EpochCheckpointer checkpoint(params.checkpoint, [&](StateArchive& a) {
-    a.section("uqnn vi checkpoint 1");
-    a.io(next_epoch), a.io(mu), a.io(rho), a.io(rng), a.io(monitored), a.io(mu_sum_last), a.io(mu_sum_before);
+  double lr = 0.0, elbo_sum = 0.0;
+  EpochLoopCallbacks callbacks;
+  callbacks.state = [&](StateArchive& a) {
+    a.io(mu), a.io(rho), a.io(rng), a.io(monitored), a.io(mu_sum_last), a.io(mu_sum_before);
     a.io(result.elbo);
     optimizer->archive(a);
     schedule.archive(a);
-  });
-  if (checkpoint.restore()) result.resumed_at_epoch = next_epoch;
-  for (Index epoch = next_epoch; epoch < params.epochs; ++epoch) {
-    const double lr = schedule.next(epoch, monitored);
-    const IndexVec order = batch == N ? IndexVec() : rng.permutation(N);
-    double elbo_sum = 0.0;
-    for (Index start = 0; start < N; start += batch) {
-      const Index stop = std::min(N, start + batch);
-      IndexVec rows;
-      for (Index i = start; i < stop; ++i) rows.push_back(order.empty() ? i : order[static_cast<std::size_t>(i)]);
-      const double scale = static_cast<double>(N) / static_cast<double>(rows.size());
-      const BayesByBackpropGradient step = bayes_by_backprop_gradient(
-          mu, rho, prior, lik, result.analytic_kl, params.num_samples, static_cast<double>(B),
-          [&](const Vec& w, Vec& grad) {
-            const double value = data_term(w, rows, &grad);
-            grad *= scale;
-            return scale * value;
-          },
-          rng);
-      const double kl_estimate = step.kl, nll_estimate = step.nll;
-      const Vec& g_mu = step.g_mu;
-      const Vec& g_rho = step.g_rho;
-      elbo_sum += -(kl_estimate + nll_estimate);
-      phi << mu, rho;
-      grad_phi << g_mu, g_rho;
-      if (!grad_phi.allFinite())
-        throw std::runtime_error(fmt::format("vi diverged (non-finite gradient) at epoch {}: lower the learning rate", epoch));
-      optimizer->step(phi, grad_phi, lr);
-      mu = phi.head(K);
-      rho = phi.tail(K);
-    }
+  };
+  callbacks.on_epoch_begin = [&](Index epoch) {
+    lr = schedule.next(epoch, monitored);
+    elbo_sum = 0.0;
+  };
+  // One Adam step on seed 001's minibatch loss (the file comment): the data term scaled by N / |b|.
+  callbacks.on_step = [&](Index epoch, const IndexVec& rows) {
+    const double scale = static_cast<double>(N) / static_cast<double>(rows.size());
+    const BayesByBackpropGradient step = bayes_by_backprop_gradient(
+        mu, rho, prior, lik, result.analytic_kl, params.num_samples, static_cast<double>(B),
+        [&](const Vec& w, Vec& grad) {
+          const double value = data_term(w, rows, &grad);
+          grad *= scale;
+          return scale * value;
+        },
+        rng);
+    elbo_sum += -(step.kl + step.nll);
+    phi << mu, rho;
+    grad_phi << step.g_mu, step.g_rho;
+    if (!grad_phi.allFinite())
+      throw std::runtime_error(fmt::format("vi diverged (non-finite gradient) at epoch {}: lower the learning rate", epoch));
+    optimizer->step(phi, grad_phi, lr);
+    mu = phi.head(K);
+    rho = phi.tail(K);
+  };
+  callbacks.on_epoch_end = [&](Index epoch) {
     const double elbo = elbo_sum / static_cast<double>(B);
     result.elbo.push_back(elbo);
     if (monitor && epoch >= params.epochs - window) mu_sum_last += mu;
     else if (monitor && epoch >= params.epochs - 2 * window) mu_sum_before += mu;
     monitored = -elbo;
-    if (on_epoch && !on_epoch(epoch, elbo)) break;
-    next_epoch = epoch + 1;
-    if (stop_requested()) {  // SIGINT / SIGTERM / SIGHUP: keep q as it stands after this epoch
-      result.interrupted = true;
-      if (next_epoch < params.epochs) checkpoint.save();
-      break;
-    }
-    if (next_epoch < params.epochs) checkpoint.after_epoch(next_epoch);
-  }
+    return on_epoch && !on_epoch(epoch, elbo) ? EpochAction::Stop : EpochAction::Continue;
+  };
+  const EpochLoopResult ran = run_epochs({.epochs = params.epochs, .num_data = N, .batch_size = params.batch_size,
+                                          .checkpoint = params.checkpoint,
+                                          .checkpoint_section = "uqnn vi checkpoint 1"}, rng, callbacks);
+  result.resumed_at_epoch = ran.resumed_at_epoch;
+  result.interrupted = ran.interrupted;
   if (monitor && static_cast<Index>(result.elbo.size()) == params.epochs) {
     result.monitor_window = window;
     result.mu_last_window = mu_sum_last / static_cast<double>(window);

@@ -1,5 +1,8 @@
 #include "uqnn/optim/optimizer.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 #include "uqnn/core/error.hpp"
@@ -7,8 +10,7 @@
 namespace uqnn {
 
 void OptimizerParams::validate() const {
-  require(name == "adam" || name == "adamw" || name == "sgd" || name == "lbfgs" || name == "auto", "optimizer",
-          "'auto', 'adam', 'adamw', 'sgd' or 'lbfgs'");
+  require(optimizer_kinds().contains(name), "optimizer", fmt::format("one of {}", fmt::join(optimizer_kinds().names(), ", ")));
   require(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", "a finite number > 0");
   require(weight_decay >= 0, "weight_decay", ">= 0");
   require(momentum >= 0 && momentum < 1, "momentum", "in [0, 1)");
@@ -67,17 +69,38 @@ class Adam : public Optimizer {
 
 }  // namespace
 
+const Registry<OptimizerKind>& optimizer_kinds() {
+  static const Registry<OptimizerKind> kinds(
+      "--optimizer",
+      {{.name = "auto", .summary = "lbfgs for a posterior mode on full batches without early stopping, adam otherwise"},
+       {.name = "adam", .summary = "Adam, L2 weight decay added to the gradient (torch.optim.Adam)", .reference = "Kingma & Ba 2015",
+        .make = [](const OptimizerParams& p, Index dim) -> std::unique_ptr<Optimizer> { return std::make_unique<Adam>(p, dim, false); }},
+       {.name = "adamw", .summary = "Adam with decoupled weight decay (torch.optim.AdamW)", .reference = "Loshchilov & Hutter 2019",
+        .make = [](const OptimizerParams& p, Index dim) -> std::unique_ptr<Optimizer> { return std::make_unique<Adam>(p, dim, true); }},
+       {.name = "sgd", .summary = "stochastic gradient descent with momentum (torch.optim.SGD)",
+        .make = [](const OptimizerParams& p, Index dim) -> std::unique_ptr<Optimizer> { return std::make_unique<Sgd>(p, dim); }},
+       {.name = "lbfgs", .summary = "limited-memory BFGS on full batches (LBFGSpp)", .reference = "Nocedal & Wright 2006, alg. 7.5"}});
+  return kinds;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerParams& params, Index dim) {
   params.validate();
-  require(params.name != "lbfgs" && params.name != "auto", "optimizer",
-          "a first-order method (lbfgs and auto are resolved in train())");
-  if (params.name == "sgd") return std::make_unique<Sgd>(params, dim);
-  return std::make_unique<Adam>(params, dim, params.name == "adamw");
+  const OptimizerKind& kind = optimizer_kinds().find(params.name);
+  require(static_cast<bool>(kind.make), "optimizer", "a first-order method (lbfgs and auto are resolved in train())");
+  return kind.make(params, dim);
+}
+
+const Registry<ScheduleKind>& schedule_kinds() {
+  static const Registry<ScheduleKind> kinds(
+      "--lr-schedule", {{.name = "constant", .summary = "the learning rate throughout"},
+                        {.name = "step", .summary = "times gamma every --lr-step-every epochs"},
+                        {.name = "exponential", .summary = "times gamma every epoch"},
+                        {.name = "plateau", .summary = "times the factor when the loss stalls (torch's ReduceLROnPlateau)"}});
+  return kinds;
 }
 
 void ScheduleParams::validate() const {
-  require(name == "constant" || name == "step" || name == "exponential" || name == "plateau", "lr schedule",
-          "one of constant, step, exponential, plateau");
+  require(schedule_kinds().contains(name), "lr schedule", fmt::format("one of {}", fmt::join(schedule_kinds().names(), ", ")));
   require(step_every >= 1, "lr step_every", ">= 1");
   require(gamma > 0 && gamma <= 1, "lr gamma", "in (0, 1]");
   require(factor > 0 && factor < 1, "lr plateau factor", "in (0, 1)");

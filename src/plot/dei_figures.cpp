@@ -10,6 +10,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
 #include "uqnn/plot/figure.hpp"
 #include "uqnn/plot/panel.hpp"
@@ -202,7 +203,7 @@ std::string diagnose_dei_run(const std::filesystem::path& dir, const std::string
   const auto draws_path = dir / "draws.csv";
   if (std::filesystem::exists(draws_path)) {
     // The weights only: lp__ and the sampler's columns are no layer.
-    diagnostics::DrawsTable table = diagnostics::without_sampler_columns(diagnostics::read_draws_csv(draws_path.string()));
+    DrawsTable table = diagnostics::without_sampler_columns(read_draws_csv(draws_path.string()));
     if (!table.names.empty() && table.names.front() == "lp__") {
       table.names.erase(table.names.begin());
       table.draws.erase(table.draws.begin());

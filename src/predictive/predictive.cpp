@@ -1,4 +1,5 @@
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/predictive/scores.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -22,8 +23,6 @@ PredictiveDraws predict_draws(const Model& model, const Likelihood& likelihood, 
   });
   return out;
 }
-
-namespace {
 
 /// The p-quantile of the Gaussian mixture (1/S) sum_k N(mu_k, sd_k^2): the root of
 /// F(y) = (1/S) sum_k Phi((y - mu_k) / sd_k) - p, by Newton's method from `start` inside a bracket
@@ -57,8 +56,6 @@ double mixture_quantile(const double* mu, const double* sd, Index S, double p, d
   }
   return y;
 }
-
-}  // namespace
 
 PredictiveSummary summarize_predictive(const PredictiveDraws& draws, const std::vector<double>& levels, Rng& rng) {
   const Index S = draws.num_draws();

@@ -50,8 +50,8 @@ Mat ReplayBuffer::inputs(const IndexVec& slots) const { return gather_columns(in
 Mat ReplayBuffer::rewards(const IndexVec& slots) const { return gather_columns(rewards_, slots); }
 
 void BanditAgentParams::validate() const {
-  if (kind != "sgld" && kind != "fsgld" && kind != "vi" && kind != "ens" && kind != "map")
-    throw std::invalid_argument(fmt::format("bandit agent '{}' is unknown; valid: sgld, fsgld, vi, ens, map", kind));
+  if (!bandit_agent_kinds().contains(kind))
+    throw std::invalid_argument(fmt::format("bandit agent '{}' is unknown; valid: {}", kind, fmt::join(bandit_agent_kinds().names(), ", ")));
   require(noise_sd > 0 && std::isfinite(noise_sd), "bandit noise_sd", "> 0");
   require(reward_scale > 0 && std::isfinite(reward_scale), "bandit reward_scale", "> 0");
   require(batch_size >= 1, "bandit batch_size", ">= 1");
@@ -241,13 +241,36 @@ class EnsembleAgent final : public BanditAgentBase {
 
 }  // namespace
 
+const Registry<BanditAgentKind>& bandit_agent_kinds() {
+  using M = std::shared_ptr<const Model>;
+  using P = std::shared_ptr<const Prior>;
+  using A = std::unique_ptr<BanditAgent>;
+  const auto langevin = [](M m, P p, const BanditAgentParams& a, Rng& rng, const GaussianProcess* gp) -> A {
+    return std::make_unique<LangevinAgent>(std::move(m), std::move(p), a, rng, gp);
+  };
+  static const Registry<BanditAgentKind> kinds(
+      "bandit agent",
+      {{.name = "fsgld", .summary = "functional SGLD under a pre-trained GP prior (Wu et al.)", .needs_functional_prior = true, .make = langevin},
+       {.name = "sgld", .summary = "SGLD on the weights (Welling & Teh 2011)", .make = langevin},
+       {.name = "vi", .summary = "Bayes by Backprop (Blundell et al. 2015)",
+        .make = [](M m, P p, const BanditAgentParams& a, Rng& rng, const GaussianProcess*) -> A {
+          return std::make_unique<VariationalAgent>(std::move(m), std::move(p), a, rng);
+        }},
+       {.name = "ens", .summary = "a bootstrap-free deep ensemble, one member drawn per round",
+        .make = [](M m, P p, const BanditAgentParams& a, Rng& rng, const GaussianProcess*) -> A {
+          return std::make_unique<EnsembleAgent>(std::move(m), std::move(p), a, rng, a.members);
+        }},
+       {.name = "map", .summary = "greedy: one network trained by Adam",
+        .make = [](M m, P p, const BanditAgentParams& a, Rng& rng, const GaussianProcess*) -> A {
+          return std::make_unique<EnsembleAgent>(std::move(m), std::move(p), a, rng, 1);
+        }}});
+  return kinds;
+}
+
 std::unique_ptr<BanditAgent> make_bandit_agent(std::shared_ptr<const Model> model, std::shared_ptr<const Prior> prior,
                                                const BanditAgentParams& params, Rng& rng, const GaussianProcess* functional_prior) {
   params.validate();
-  if (params.kind == "sgld" || params.kind == "fsgld")
-    return std::make_unique<LangevinAgent>(std::move(model), std::move(prior), params, rng, functional_prior);
-  if (params.kind == "vi") return std::make_unique<VariationalAgent>(std::move(model), std::move(prior), params, rng);
-  return std::make_unique<EnsembleAgent>(std::move(model), std::move(prior), params, rng, params.kind == "ens" ? params.members : 1);
+  return bandit_agent_kinds().find(params.kind).make(std::move(model), std::move(prior), params, rng, functional_prior);
 }
 
 double MushroomBandit::reward(Index m, int action, Rng& rng) const {
@@ -338,7 +361,7 @@ BanditTrace run_bandit_experiment(const MushroomBandit& bandit, const BanditExpe
   auto model = std::make_shared<Mlp>(MlpSpec{bandit.num_features() + 2, experiment.hidden, 1, Activation::Relu, InitScheme::He});
   auto prior = GaussianPrior::fan_in_scaled(model->layout(), 1.0);
   std::optional<GaussianProcess> gp;
-  if (experiment.agent.kind == "fsgld") {
+  if (bandit_agent_kinds().find(experiment.agent.kind).needs_functional_prior) {
     Rng gp_rng(experiment.seed ^ 0x9e3779b97f4a7c15ULL);  // its own stream: the agents' runs stay comparable
     gp = pretrain_bandit_gp(bandit, experiment.gp_pretraining_tuples, experiment.agent.reward_scale, gp_rng);
   }

@@ -275,7 +275,8 @@ class Categorical : public LikelihoodBase<Categorical> {
     }
     return p;
   }
-  Mat noise_variance(const Mat& Y, const Vec& /*extra*/) const override { return Mat::Zero(1, Y.cols()); }
+  /// Zero, in the shape of mean(Y) (K probabilities per row): the predictive's spread is the draws'.
+  Mat noise_variance(const Mat& Y, const Vec& /*extra*/) const override { return Mat::Zero(Y.rows(), Y.cols()); }
   nlohmann::json to_json() const override { return {{"kind", "categorical"}, {"num_classes", k_}}; }
 
  private:

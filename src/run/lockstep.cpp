@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "uqnn/core/error.hpp"
-#include "uqnn/prob/randomized_log_density.hpp"
+#include "uqnn/core/randomized_log_density.hpp"
 
 namespace uqnn {
 

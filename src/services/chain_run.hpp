@@ -54,9 +54,10 @@ inline const OptionSchema<TrainingCheckpointOptions>& training_checkpoint_option
                             .checked_by(check_checkpoint_interval);
   return s;
 }
+inline const OptionSchema<ChainOptions>& chain_options();
 /// --checkpoint-every of the method's settings (every group that declares it uses that name).
 inline CheckpointInterval checkpoint_interval(const FitConfig& cfg) {
-  return parse_checkpoint_interval(cfg.method_settings.value("checkpoint_every", std::string()), "--checkpoint-every");
+  return parse_checkpoint_interval(chain_options().read(cfg.method_settings).checkpoint_every, "--checkpoint-every");
 }
 
 /// The epoch loop's checkpoint file `name` in the fit's checkpoint directory (none when run_fit set

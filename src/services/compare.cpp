@@ -78,8 +78,7 @@ CompareReport run_compare(const CompareConfig& config) {
   std::vector<plot::Predictive1d> panels;
   // More than one input: each method's predictions against the truth on the test rows (else the
   // training rows), as every fit's own fit.png does.
-  const bool parity = !one_d && data.target_dim() == 1 && base.probability.likelihood != "bernoulli" &&
-                      base.probability.likelihood != "categorical";
+  const bool parity = !one_d && data.target_dim() == 1 && !is_classification(base.probability.likelihood);
   const Split split = choose_split(base.data, data.size());
   const IndexVec& parity_rows = split.test.empty() ? split.train : split.test;
   const std::string parity_split = split.test.empty() ? "training" : "test";

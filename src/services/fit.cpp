@@ -33,38 +33,103 @@ namespace uqnn {
 
 namespace {
 
-std::shared_ptr<Model> build_network(const ModelConfig& c, Index input_dim, Index output_dim) {
+/// The network's activation and initialisation from the config; --init auto gives the model's own
+/// scheme, or the activation's default (glorot for tanh-like, he for relu-like) when it has none.
+std::pair<Activation, InitScheme> activation_and_init(const ModelConfig& c, std::optional<InitScheme> model_default = {}) {
   const Activation activation = parse_activation(c.activation);
-  const bool automatic = c.init == "auto";
-  const InitScheme init = automatic ? default_init_scheme(activation) : parse_init_scheme(c.init);
-  if (!c.bias && (c.kind != "mlp" || !c.hidden.empty()))
+  if (c.init != "auto") return {activation, parse_init_scheme(c.init)};
+  return {activation, model_default.value_or(default_init_scheme(activation))};
+}
+
+std::shared_ptr<Model> build_mlp(const ModelConfig& c, Index input_dim, Index output_dim) {
+  if (!c.bias && !c.hidden.empty())
     throw InputError("--no-bias applies to the Linear model only (--model mlp --arch ''): hidden layers keep their biases");
-  if (c.kind == "mlp" && !c.bias) return std::make_shared<LinearNoBias>(input_dim, output_dim);
-  if (c.kind == "mlp") return std::make_shared<Mlp>(MlpSpec{input_dim, c.hidden, output_dim, activation, init});
-  if (c.kind == "rnet") {
-    RNetSpec s;
-    s.input_dim = input_dim;
-    s.output_dim = output_dim;
-    s.width = c.rnet_width;
-    s.num_layers = c.rnet_layers;
-    s.weight_order = c.rnet_weight_order;
-    s.activation = activation;
-    s.init = automatic ? InitScheme::Torch : init;
-    return std::make_shared<RNet>(s);
+  if (!c.bias) return std::make_shared<LinearNoBias>(input_dim, output_dim);
+  const auto [activation, init] = activation_and_init(c);
+  return std::make_shared<Mlp>(MlpSpec{input_dim, c.hidden, output_dim, activation, init});
+}
+
+std::shared_ptr<Model> build_rnet(const ModelConfig& c, Index input_dim, Index output_dim) {
+  if (!c.bias) throw InputError("--no-bias applies to the Linear model only (--model mlp --arch ''): hidden layers keep their biases");
+  RNetSpec s;
+  s.input_dim = input_dim;
+  s.output_dim = output_dim;
+  s.width = c.rnet_width;
+  s.num_layers = c.rnet_layers;
+  s.weight_order = c.rnet_weight_order;
+  std::tie(s.activation, s.init) = activation_and_init(c, InitScheme::Torch);  // QUiNN's RNet: PyTorch's init
+  return std::make_shared<RNet>(s);
+}
+
+std::shared_ptr<Model> build_cnn(const ModelConfig& c, Index input_dim, Index output_dim) {
+  if (!c.bias) throw InputError("--no-bias applies to the Linear model only (--model mlp --arch ''): hidden layers keep their biases");
+  const ImageShape shape = parse_image_shape(c.input_shape, input_dim, "--input-shape");
+  if (c.layers.empty())
+    throw InputError("--model cnn needs --layers, e.g. conv16k3,pool2,conv32k3,pool2,fc128 or resnet8 (docs/networks.md)");
+  const auto [activation, init] = activation_and_init(c);
+  return std::make_shared<Cnn>(shape, parse_cnn_layers(c.layers, shape, output_dim, activation, "--layers"), init, c.layers);
+}
+
+std::shared_ptr<Likelihood> build_gaussian(const ProbabilityConfig& c, double target_scale) {
+  if (c.noise) {
+    if (!(*c.noise > 0) || !std::isfinite(*c.noise))
+      throw InputError(fmt::format("--noise {} is invalid: it must be a finite number > 0 (in the target's units)", *c.noise));
+    return make_gaussian_likelihood(*c.noise / target_scale);
   }
-  if (c.kind == "cnn") {
-    const ImageShape shape = parse_image_shape(c.input_shape, input_dim, "--input-shape");
-    if (c.layers.empty())
-      throw InputError("--model cnn needs --layers, e.g. conv16k3,pool2,conv32k3,pool2,fc128 or resnet8 (docs/networks.md)");
-    return std::make_shared<Cnn>(shape, parse_cnn_layers(c.layers, shape, output_dim, activation, "--layers"), init, c.layers);
-  }
-  throw InputError("--model '" + c.kind + "' is not known: valid are mlp, rnet, cnn");
+  // Unknown noise: learn log sigma, starting at 0.1 standard deviations of the target.
+  if (c.noise_prior.empty()) return make_learned_sigma_likelihood(0.1);
+  return make_learned_sigma_likelihood(0.1, NoiseSdPrior::parse(c.noise_prior, "--noise-prior").in_units_of(target_scale));
 }
 
 }  // namespace
 
+const Registry<ModelKind>& model_kinds() {
+  static const Registry<ModelKind> kinds(
+      "--model", {{.name = "mlp", .summary = "fully connected network (--arch '' gives the Linear model)", .build = &build_mlp},
+                  {.name = "rnet", .summary = "QUiNN's residual net with weights shared across depth", .build = &build_rnet},
+                  {.name = "cnn", .summary = "convolutional and residual networks on images: --layers, --input-shape", .build = &build_cnn}});
+  return kinds;
+}
+
+const Registry<LikelihoodKind>& likelihood_kinds() {
+  static const Registry<LikelihoodKind> kinds(
+      "--likelihood",
+      {{.name = "gaussian", .summary = "Gaussian noise, fixed (--noise) or learned", .build = &build_gaussian},
+       {.name = "heteroscedastic", .summary = "Gaussian with a noise sd per input (a second output)",
+        .build = [](const ProbabilityConfig&, double) { return make_heteroscedastic_likelihood(); }},
+       {.name = "bernoulli", .summary = "binary labels 0/1", .classification = true,
+        .build = [](const ProbabilityConfig&, double) { return make_bernoulli_likelihood(); }},
+       {.name = "categorical", .summary = "class labels 0..K-1 (--classes K), softmax outputs", .classification = true,
+        .build = [](const ProbabilityConfig& c, double) { return make_categorical_likelihood(c.num_classes); }}});
+  return kinds;
+}
+
+bool is_classification(const std::string& likelihood) { return likelihood_kinds().find(likelihood).classification; }
+
+const Registry<PriorKind>& prior_kinds() {
+  using P = std::shared_ptr<Prior>;
+  static const Registry<PriorKind> kinds(
+      "--prior",
+      {{.name = "gaussian", .summary = "N(0, sigma^2) on every weight",
+        .build = [](const ProbabilityConfig& c, const ParamLayout& l) -> P { return GaussianPrior::isotropic(l.size(), c.prior_sigma); }},
+       {.name = "fan-in", .summary = "N(0, sigma^2 / fan_in) per layer", .reference = "Neal 1996",
+        .build = [](const ProbabilityConfig& c, const ParamLayout& l) -> P { return GaussianPrior::fan_in_scaled(l, c.prior_sigma); }},
+       {.name = "mixture", .summary = "scale mixture of two Gaussians", .reference = "Blundell et al. 2015",
+        .build = [](const ProbabilityConfig& c, const ParamLayout& l) -> P {
+          return std::make_shared<ScaleMixturePrior>(l.size(), c.mixture_pi, c.mixture_sigma1, c.mixture_sigma2);
+        }},
+       {.name = "laplace", .summary = "Laplace(0, sigma) on every weight",
+        .build = [](const ProbabilityConfig& c, const ParamLayout& l) -> P { return std::make_shared<LaplacePrior>(l.size(), c.prior_sigma); }},
+       {.name = "flat", .summary = "improper p = 1 (Stan's default)",
+        .build = [](const ProbabilityConfig&, const ParamLayout& l) -> P { return std::make_shared<FlatPrior>(l.size()); }},
+       {.name = "horseshoe", .summary = "horseshoe shrinkage", .reference = "Carvalho et al. 2010; Ghosh et al. 2019", .shrinkage = true},
+       {.name = "regularized-horseshoe", .summary = "horseshoe with a slab", .reference = "Piironen & Vehtari 2017", .shrinkage = true},
+       {.name = "ard", .summary = "automatic relevance determination", .reference = "Neal 1996", .shrinkage = true}});
+  return kinds;
+}
+
 std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index output_dim) {
-  auto model = build_network(c, input_dim, output_dim);
+  auto model = model_kinds().find(c.kind).build(c, input_dim, output_dim);
   model->set_precision(parse_precision(c.precision));
   return model;
 }
@@ -72,30 +137,11 @@ std::shared_ptr<Model> build_model(const ModelConfig& c, Index input_dim, Index 
 std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& c, double target_scale) {
   if (!c.noise_prior.empty() && (c.likelihood != "gaussian" || c.noise))
     throw InputError("--noise-prior applies to a learned noise sd (--likelihood gaussian without --noise)");
-  if (c.likelihood == "gaussian") {
-    if (c.noise) {
-      if (!(*c.noise > 0) || !std::isfinite(*c.noise))
-        throw InputError(fmt::format("--noise {} is invalid: it must be a finite number > 0 (in the target's units)", *c.noise));
-      return make_gaussian_likelihood(*c.noise / target_scale);
-    }
-    // Unknown noise: learn log sigma, starting at 0.1 standard deviations of the target.
-    if (c.noise_prior.empty()) return make_learned_sigma_likelihood(0.1);
-    return make_learned_sigma_likelihood(0.1, NoiseSdPrior::parse(c.noise_prior, "--noise-prior").in_units_of(target_scale));
-  }
-  if (c.likelihood == "heteroscedastic") return make_heteroscedastic_likelihood();
-  if (c.likelihood == "bernoulli") return make_bernoulli_likelihood();
-  if (c.likelihood == "categorical") return make_categorical_likelihood(c.num_classes);
-  throw InputError("--likelihood '" + c.likelihood + "' is not known: valid are gaussian, heteroscedastic, bernoulli, categorical");
+  return likelihood_kinds().find(c.likelihood).build(c, target_scale);
 }
-
-namespace {
-bool is_shrinkage_prior(const std::string& prior) {
-  return prior == "horseshoe" || prior == "regularized-horseshoe" || prior == "ard";
-}
-}  // namespace
 
 std::shared_ptr<Model> with_shrinkage(const ProbabilityConfig& c, std::shared_ptr<Model> network) {
-  if (!is_shrinkage_prior(c.prior)) return network;
+  if (!prior_kinds().find(c.prior).shrinkage) return network;
   ShrinkageSpec spec = c.shrinkage;
   spec.kind = parse_shrinkage_kind(c.prior);
   spec.groups = parse_shrinkage_groups(c.shrinkage_groups);
@@ -104,22 +150,15 @@ std::shared_ptr<Model> with_shrinkage(const ProbabilityConfig& c, std::shared_pt
 }
 
 std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const Model& model) {
-  const ParamLayout& layout = model.layout();
   if (!(c.prior_sigma > 0) || !std::isfinite(c.prior_sigma))
     throw InputError(fmt::format("--prior-sigma {} is invalid: it must be a finite number > 0", c.prior_sigma));
-  if (is_shrinkage_prior(c.prior)) {
+  const PriorKind& kind = prior_kinds().find(c.prior);
+  if (kind.shrinkage) {
     const auto* non_centred = dynamic_cast<const NonCentredModel*>(&model);
     if (!non_centred) throw std::invalid_argument("--prior " + c.prior + " needs the model made by with_shrinkage()");
     return std::make_shared<ShrinkagePrior>(non_centred->hierarchy());
   }
-  if (c.prior == "gaussian") return GaussianPrior::isotropic(layout.size(), c.prior_sigma);
-  if (c.prior == "fan-in") return GaussianPrior::fan_in_scaled(layout, c.prior_sigma);
-  if (c.prior == "mixture")
-    return std::make_shared<ScaleMixturePrior>(layout.size(), c.mixture_pi, c.mixture_sigma1, c.mixture_sigma2);
-  if (c.prior == "laplace") return std::make_shared<LaplacePrior>(layout.size(), c.prior_sigma);
-  if (c.prior == "flat") return std::make_shared<FlatPrior>(layout.size());
-  throw InputError("--prior '" + c.prior + "' is not known: valid are gaussian, fan-in, mixture, laplace, flat, horseshoe, "
-                   "regularized-horseshoe, ard");
+  return kind.build(c, model.layout());
 }
 
 Split choose_split(const DataConfig& c, Index n) {
@@ -160,8 +199,6 @@ Split choose_split(const DataConfig& c, Index n) {
 }
 
 namespace {
-
-bool is_classification(const std::string& likelihood) { return likelihood == "bernoulli" || likelihood == "categorical"; }
 
 /// A standardiser that leaves the targets alone (class labels must not be rescaled).
 Standardizer inputs_only(const Standardizer& s) {

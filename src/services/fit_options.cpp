@@ -11,12 +11,35 @@
 
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/nn/dense_stack.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
 
 namespace {
+
+/// "mlp (fully connected network), rnet (...)": a registry's names with their summaries, for --help.
+template <typename Entry>
+std::string describe_kinds(const Registry<Entry>& kinds) {
+  std::vector<std::string> parts;
+  for (const Entry& e : kinds) parts.push_back(e.name + " (" + e.summary + ")");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// "horseshoe: Carvalho et al. 2010; ard: Neal 1996": the references of the entries that have one.
+template <typename Entry>
+std::string cite_kinds(const Registry<Entry>& kinds) {
+  std::vector<std::string> parts;
+  for (const Entry& e : kinds)
+    if (!e.reference.empty()) parts.push_back(e.name + ": " + e.reference);
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::vector<std::string> with_auto(std::vector<std::string> names) {
+  names.insert(names.begin(), "auto");
+  return names;
+}
 
 const OptionSchema<FitConfig>& output_schema() {
   static const auto s =
@@ -81,19 +104,17 @@ const OptionSchema<DataConfig>& data_schema() {
 const OptionSchema<ModelConfig>& model_schema() {
   static const auto s =
       OptionSchema<ModelConfig>("model", "Model")
-          .add("model", &ModelConfig::kind,
-               "network: mlp, rnet (QUiNN's residual net with weights shared across depth), or cnn (convolutional and "
-               "residual networks on images: --layers, --input-shape)")
-          .one_of({"mlp", "rnet", "cnn"})
+          .add("model", &ModelConfig::kind, "network: " + describe_kinds(model_kinds()))
+          .one_of(model_kinds().names())
           .add("arch", &ModelConfig::hidden, "hidden widths, comma separated; empty (--arch '') gives the Linear model")
           .at_least(1)
           .add("bias", &ModelConfig::bias,
                "intercept of the Linear model (--no-bias: f(x) = W x, as in posteriordb's Bayesian linear regressions; "
                "needs --arch '')")
           .add("activation", &ModelConfig::activation, "activation of the hidden layers")
-          .one_of({"tanh", "relu", "silu", "sigmoid", "sine", "identity"})
+          .one_of(activation_kinds().names())
           .add("init", &ModelConfig::init, "initialisation: auto = glorot for tanh-like, he for relu-like activations")
-          .one_of({"auto", "glorot", "he", "torch"})
+          .one_of(with_auto(init_scheme_kinds().names()))
           .add("rnet_width", &ModelConfig::rnet_width, "rnet: state width")
           .at_least(1)
           .add("rnet_layers", &ModelConfig::rnet_layers, "rnet: number of layers L (L + 1 residual updates)")
@@ -120,8 +141,8 @@ const OptionSchema<ModelConfig>& model_schema() {
 const OptionSchema<ProbabilityConfig>& probability_schema() {
   static const auto s =
       OptionSchema<ProbabilityConfig>("probability", "Likelihood and prior")
-          .add("likelihood", &ProbabilityConfig::likelihood, "likelihood of the targets")
-          .one_of({"gaussian", "heteroscedastic", "bernoulli", "categorical"})
+          .add("likelihood", &ProbabilityConfig::likelihood, "likelihood of the targets: " + describe_kinds(likelihood_kinds()))
+          .one_of(likelihood_kinds().names())
           .add("noise", &ProbabilityConfig::noise,
                "Gaussian noise sd in the target's units (unset: learned, with log sigma ~ N(0, 3^2) in standardised units)")
           .above(0)
@@ -135,8 +156,8 @@ const OptionSchema<ProbabilityConfig>& probability_schema() {
           .add("prior", &ProbabilityConfig::prior,
                "prior on the weights: fan-in is sigma / sqrt(fan_in) per layer; flat is improper (p = 1, Stan's default), "
                "for models whose likelihood alone is proper such as a full-rank linear regression")
-          .one_of({"gaussian", "fan-in", "mixture", "laplace", "flat", "horseshoe", "regularized-horseshoe", "ard"})
-          .cite("horseshoe: Carvalho et al. 2010, Ghosh et al. 2019; regularized: Piironen & Vehtari 2017; ard: Neal 1996")
+          .one_of(prior_kinds().names())
+          .cite(cite_kinds(prior_kinds()))
           .add("prior_sigma", &ProbabilityConfig::prior_sigma,
                "prior sd (gaussian), scale (fan-in, laplace), the biases' sd (horseshoe, regularized-horseshoe, ard)")
           .above(0)
@@ -178,7 +199,7 @@ const OptionSchema<TrainParams>& training_schema() {
                       "optimiser; auto = lbfgs for a posterior mode on full batches without early stopping (map, "
                       "rms, laplace, swag's pre-training, MCMC's MAP start), adam otherwise. lbfgs (full batch "
                       "only) stops when the gradient norm reaches --gradient-tolerance, --epochs capping its iterations")
-          .one_of({"auto", "adam", "adamw", "sgd", "lbfgs"})
+          .one_of(optimizer_kinds().names())
           .cite("Nocedal & Wright 2006, alg. 7.5 (lbfgs)")
           .add("gradient_tolerance", &T::gradient_tolerance,
                "lbfgs converges when the gradient norm of the loss per data point is at most this")
@@ -204,7 +225,7 @@ const OptionSchema<TrainParams>& training_schema() {
           .add("batch_size", &T::batch_size, "minibatch size; 0 = full batch")
           .at_least(0)
           .add_nested("lr_schedule", [](T& t) -> std::string& { return t.schedule.name; }, "learning-rate schedule")
-          .one_of({"constant", "step", "exponential", "plateau"})
+          .one_of(schedule_kinds().names())
           .add_nested("lr_step_every", [](T& t) -> Index& { return t.schedule.step_every; }, "step schedule: epochs between reductions")
           .at_least(1)
           .add_nested("lr_gamma", [](T& t) -> double& { return t.schedule.gamma; }, "step / exponential factor")

@@ -19,6 +19,7 @@
 #include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/fitted_model.hpp"
+#include "uqnn/services/methods.hpp"
 #include "uqnn/services/run_summary.hpp"
 
 namespace uqnn {
@@ -107,9 +108,10 @@ diagnostics::ModeAwareConvergence write_mcmc_outputs(const FitOutput& o, FitRepo
   const auto& dir = o.config.out_dir;
   const auto& r = o.result;
   const Posterior& post = *o.posterior;
-  const nlohmann::json& settings = o.config.method_settings;
+  const MethodSpec& method = find_method(o.config.method);
+  const SamplerTraits traits = method.sampler_traits ? method.sampler_traits(o.config.method_settings) : SamplerTraits{};
   const RunSummary summary = summarize_run(post, r.draws, probe_inputs(o.data, o.split.train), o.standardizer, 5,
-                                           settings.value("max_depth", 0), divergence_remedy(settings));
+                                           traits.max_tree_depth, traits.divergence_advice);
   write_json(dir / "diagnostics.json", summary.to_json());
   std::string notes;
   for (const auto& n : summary.notes) notes += "note: " + n.message + "\n";
@@ -278,7 +280,7 @@ FitReport write_fit_output(const FitOutput& o) {
   const Posterior& post = *o.posterior;
   const Model& model = o.result.predictive_model ? *o.result.predictive_model : post.model();
   const Likelihood& lik = post.likelihood();
-  const bool regression = lik.kind() != "bernoulli" && lik.kind() != "categorical";
+  const bool regression = !is_classification(cfg.probability.likelihood);
   FitReport report;
 
   // Predictions on every split, in original units.

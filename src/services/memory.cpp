@@ -23,6 +23,10 @@ constexpr double kDouble = 8.0;
 /// metric and its Welford estimator, Adam's moments, the best point so far (measured: about 6 for
 /// an ensemble member; NUTS' trees add their own, detail::nuts_tree_memory).
 constexpr double kWorkingVectorsPerChain = 12.0;
+/// L-BFGS's own K-vectors: LBFGSpp's default history of m = 6 (s, y) pairs, and its current and
+/// previous point and gradient (measured: an ensemble of 2 members at K = 161k grew by 36 MiB
+/// under lbfgs, above the 35 MiB the other items give).
+constexpr double kLbfgsVectors = 2 * 6 + 4;
 /// Copies of the draws at the peak: as the method returns them and as posterior.nc's arrays (the
 /// writers read the draws in place; measured in the FitMemoryCli test).
 constexpr double kDrawCopies = 2.0;
@@ -33,46 +37,29 @@ constexpr double kActivationCopies = 4.0;
 /// and validation sets, the posterior's own.
 constexpr double kDataCopies = 5.0;
 
-long setting(const nlohmann::json& settings, const char* name, long fallback) {
-  const auto it = settings.find(name);
-  return it != settings.end() && it->is_number() ? it->get<long>() : fallback;
-}
-
-/// Draws a fit keeps, and the chains / members that produce them.
-struct DrawCount {
-  double kept = 1;
-  double producers = 1;
-  std::string what, remedy;
-};
-
-DrawCount draws_kept(const FitConfig& config) {
-  const auto& s = config.method_settings;
-  DrawCount c;
-  if (s.contains("draws")) {  // MCMC: chains (dei-nuts, mile: members, 12 unless given) x draws / thin
-    const long chains = setting(s, "chains", setting(s, "members", 12));
-    const long per_chain = (setting(s, "draws", 1) + setting(s, "thin", 1) - 1) / std::max(1L, setting(s, "thin", 1));
-    c.kept = static_cast<double>(chains) * static_cast<double>(per_chain);
-    c.producers = static_cast<double>(chains);
-    c.what = fmt::format("{} chains x {} draws", chains, per_chain);
-    c.remedy = s.contains("thin") ? "fewer --draws or --chains, or --thin" : "fewer --draws or --members";
-  } else if (s.contains("num_samples")) {  // approximations: samples (x SWAG's members)
-    const long members = setting(s, "swag_members", 1);
-    c.kept = static_cast<double>(setting(s, "num_samples", 1)) * static_cast<double>(members);
-    c.producers = static_cast<double>(members);
-    c.what = members > 1 ? fmt::format("{} members x {} samples", members, setting(s, "num_samples", 1))
-                         : fmt::format("{} samples", setting(s, "num_samples", 1));
-    c.remedy = "fewer --num-samples";
-  } else if (s.contains("ens_members")) {
-    c.kept = c.producers = static_cast<double>(setting(s, "ens_members", 1));
-    c.what = fmt::format("{} members", setting(s, "ens_members", 1));
-    c.remedy = "fewer --ens-members";
-  } else {
-    c.what = "1 point estimate";
-  }
-  return c;
-}
-
 }  // namespace
+
+KeptDraws chain_draws(long chains, long draws, long thin, std::string remedy) {
+  const long per_chain = (draws + thin - 1) / std::max(1L, thin);
+  return {.kept = static_cast<double>(chains) * static_cast<double>(per_chain),
+          .producers = static_cast<double>(chains),
+          .what = fmt::format("{} chains x {} draws", chains, per_chain),
+          .remedy = std::move(remedy)};
+}
+
+KeptDraws approximation_draws(long samples, long members) {
+  return {.kept = static_cast<double>(samples) * static_cast<double>(members),
+          .producers = static_cast<double>(members),
+          .what = members > 1 ? fmt::format("{} members x {} samples", members, samples) : fmt::format("{} samples", samples),
+          .remedy = "fewer --num-samples"};
+}
+
+KeptDraws member_draws(long members) {
+  return {.kept = static_cast<double>(members),
+          .producers = static_cast<double>(members),
+          .what = fmt::format("{} members", members),
+          .remedy = "fewer --ens-members"};
+}
 
 double MemoryEstimate::total() const {
   double sum = 0.0;
@@ -92,7 +79,8 @@ double concurrent_producers(const FitConfig& config, double producers) {
 
 MemoryEstimate estimate_fit_memory(const FitConfig& config, const FitSize& size) {
   const double K = static_cast<double>(size.num_params);
-  const DrawCount draws = draws_kept(config);
+  const MethodSpec& method = find_method(config.method);
+  const KeptDraws draws = method.kept_draws ? method.kept_draws(config.method_settings) : KeptDraws{};
   const double parallel = concurrent_producers(config, draws.producers);
   const double batch_rows = config.training.batch_size > 0
                                 ? std::min<double>(static_cast<double>(config.training.batch_size), size.train_rows)
@@ -114,7 +102,12 @@ MemoryEstimate estimate_fit_memory(const FitConfig& config, const FitSize& size)
   e.items.push_back({fmt::format("activations: {:.0f} rows x {} units, {:.0f} at a time", batch_rows, size.layer_widths, parallel),
                      kActivationCopies * kDouble * parallel * batch_rows * static_cast<double>(size.layer_widths),
                      "--batch-size, or " + network});
-  const MethodSpec& method = find_method(config.method);
+  // --optimizer lbfgs, and auto's choice for a posterior mode on full batches (map, rms, laplace,
+  // swag's pre-training, the chains' MAP starts).
+  if (config.training.optimizer.name == "lbfgs" || config.training.optimizer.name == "auto")
+    e.items.push_back({fmt::format("L-BFGS history: {:.0f} {} at a time x {:.0f} vectors of {:.0f}", parallel,
+                                   parallel > 1 ? "members or chains" : "member or chain", kLbfgsVectors, K),
+                       kLbfgsVectors * kDouble * parallel * K, "--optimizer adam, or " + network});
   if (method.memory)
     for (auto& item : method.memory(config, size.num_params)) e.items.push_back(std::move(item));
   return e;

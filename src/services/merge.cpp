@@ -39,18 +39,39 @@ nlohmann::json read_json(const std::filesystem::path& path) {
   }
 }
 
-PartRun read_part(const std::filesystem::path& dir) {
+/// The settings a fit recorded in DIR/model.json.
+nlohmann::json saved_settings(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir)) throw InputError(fmt::format("{}: is not a directory", dir.string()));
-  PartRun p;
-  p.dir = dir;
   const nlohmann::json model = read_json(dir / "model.json");
   if (model.value("format", "") != "uqnn-fit" || !model.contains("settings") || !model["settings"].contains("settings"))
     throw InputError(fmt::format("{}: is not the model.json of a uqnn fit (no format uqnn-fit with settings)", (dir / "model.json").string()));
-  p.settings = model["settings"]["settings"];
+  return model["settings"]["settings"];
+}
+
+Part saved_part(const nlohmann::json& settings, const std::filesystem::path& dir) {
+  return Part::parse(settings.value("part", std::string("1/1")), (dir / "model.json").string() + ": settings.part");
+}
+
+PartRun read_part(const std::filesystem::path& dir) {
+  PartRun p;
+  p.dir = dir;
+  p.settings = saved_settings(dir);
   p.info = read_json(dir / "metrics.json").value("info", nlohmann::json::object());
-  p.part = Part::parse(p.settings.value("part", std::string("1/1")), (dir / "model.json").string() + ": settings.part");
+  p.part = saved_part(p.settings, dir);
   return p;
 }
+
+}  // namespace
+
+bool is_part_directory(const std::filesystem::path& dir) {
+  try {
+    return saved_part(saved_settings(dir), dir).n > 1;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+namespace {
 
 /// The parts in k order after checking they are 1..n of one run.
 std::vector<PartRun> check_parts(std::vector<PartRun> parts) {

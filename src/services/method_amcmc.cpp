@@ -57,27 +57,31 @@ std::vector<MemoryItem> amcmc_memory(const FitConfig& config, Index num_params) 
   const AdaptiveMetropolisConfig am = amcmc_options().read(config.method_settings);
   const bool dense = am.covariance == AmCovariance::Dense || (am.covariance == AmCovariance::Auto && num_params <= kAmDenseMaxDim);
   if (!dense) return {};
-  const double chains = static_cast<double>(config.method_settings.value("chains", 4L));
+  const double chains = static_cast<double>(detail::chain_options().read(config.method_settings).chains);
   const double K = static_cast<double>(num_params);
   return {{fmt::format("adaptive Metropolis' dense proposal: {:.0f} chains x 5 matrices of {:.0f} x {:.0f}", chains, K, K),
            5.0 * 8.0 * chains * K * K,
            "--am-covariance diagonal, a smaller --arch or fewer --chains, or a gradient-based sampler (--method nuts)"}};
 }
 
-const bool registered_amcmc = register_method(
-    {"amcmc", "adaptive Metropolis", "Haario et al. 2001; QUiNN's manual",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
-     // The dense proposal is learned in warmup's windows: after 1000 iterations it had not reached
-     // the tails of a 10-parameter network posterior (SBC's rank chi-square 57 against a critical
-     // 27.9; 5000: 23.6, tests/unit/mcmc/sbc_test.cpp). A random walk needs more draws than NUTS for
-     // the same ESS (at best 0.3 / K per draw, Roberts, Gelman & Gilks 1997), at one density
-     // evaluation each: with 1000 per chain the worst coordinate of a 5-parameter regression had
-     // MCSE / sd 0.07-0.16 over 40 seeds (ESS ~40-200 of 4000 draws), with 5000 at most 0.047.
-     {{"warmup", 5000}, {"draws", 5000}},
-     nullptr,
-     true,
-     &make_amcmc,
-     &amcmc_memory});
+const bool registered_amcmc = register_method({
+    .name = "amcmc",
+    .summary = "adaptive Metropolis",
+    .reference = "Haario et al. 2001; QUiNN's manual",
+    .family = MethodFamily::Mcmc,
+    .groups = {&detail::chain_options().group(), &detail::chain_start_options().group(), &amcmc_options().group()},
+    // The dense proposal is learned in warmup's windows: after 1000 iterations it had not reached
+    // the tails of a 10-parameter network posterior (SBC's rank chi-square 57 against a critical
+    // 27.9; 5000: 23.6, tests/unit/mcmc/sbc_test.cpp). A random walk needs more draws than NUTS for
+    // the same ESS (at best 0.3 / K per draw, Roberts, Gelman & Gilks 1997), at one density
+    // evaluation each: with 1000 per chain the worst coordinate of a 5-parameter regression had
+    // MCSE / sd 0.07-0.16 over 40 seeds (ESS ~40-200 of 4000 draws), with 5000 at most 0.047.
+    .fit_defaults = {{"warmup", 5000}, {"draws", 5000}},
+    .sampler = &make_amcmc,
+    .kept_draws = &detail::chain_kept_draws,
+    .memory = &amcmc_memory,
+    .sampler_traits = &detail::non_finite_density_traits,
+    .runs_in_parts = true});
 
 }  // namespace
 

@@ -316,25 +316,45 @@ MethodResult run_mile(const FitContext& context) {
 namespace uqnn {
 namespace {
 /// Both keep their finished members and their chains' states in OUT/checkpoint.
-MethodSpec checkpointing(MethodSpec spec) {
-  spec.checkpoints = true;
-  return spec;
+/// One chain per ensemble member (12 unless given), ceil(draws / thin) each.
+KeptDraws member_chain_draws(const DeiOptions& o) {
+  return chain_draws(static_cast<long>(o.members.value_or(o.params.ensemble.members)), o.params.draws, o.params.thin,
+                     "fewer --draws or --members");
 }
-/// dei-nuts' chains are NUTS chains: their trees (the members' draws and working vectors are
-/// counted for every method, services/memory.cpp).
-MethodSpec dei_nuts_spec() {
-  MethodSpec spec = checkpointing({"dei-nuts", "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
-                                   "Sommer et al., sec. 7.2", {&dei_options().group()}, dei_training_defaults(), &run_dei_nuts});
-  spec.memory = [](const FitConfig& config, Index num_params) {
-    const auto members = config.method_settings.find("members");
-    const double chains = members != config.method_settings.end() && members->is_number() ? members->get<double>() : 12.0;
-    return std::vector<MemoryItem>{detail::nuts_tree_memory(config, num_params, chains)};
-  };
-  return spec;
-}
-const bool registered_dei = register_method(dei_nuts_spec());
-const bool registered_mile =
-    register_method(checkpointing({"mile", "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",
-                                   "Sommer et al. 2025 (MILE)", {&mile_options().group()}, mile_training_defaults(), &run_mile}));
+
+const bool registered_dei = register_method({
+    .name = "dei-nuts",
+    .summary = "Deep Ensemble Initialized NUTS: ensemble members as chain starts",
+    .reference = "Sommer et al. 2024, sec. 7.2",
+    .family = MethodFamily::Hybrid,
+    .groups = {&dei_options().group()},
+    .fit_defaults = dei_training_defaults(),
+    .run = &run_dei_nuts,
+    .kept_draws = [](const nlohmann::json& settings) { return member_chain_draws(dei_options().read(settings)); },
+    // dei-nuts' chains are NUTS chains: their trees (the members' draws and working vectors are
+    // counted for every method, services/memory.cpp).
+    .memory = [](const FitConfig& config, Index num_params) {
+      const DeiOptions o = dei_options().read(config.method_settings);
+      const double chains = static_cast<double>(o.members.value_or(o.params.ensemble.members));
+      return std::vector<MemoryItem>{detail::nuts_tree_memory(config, num_params, chains, o.params.nuts.kernel.max_depth)};
+    },
+    .sampler_traits = [](const nlohmann::json& settings) {
+      return SamplerTraits{.max_tree_depth = dei_options().read(settings).params.nuts.kernel.max_depth};
+    },
+    .checkpoints = true,
+    // Sommer et al.'s 100 warmup iterations are too few to adapt the step size here (the nuts demo
+    // uses 300); the trees still reach depth 10, which is a note once the chains converged.
+    .demo_preset = {{"warmup", 400}, {"draws", 400}}});
+const bool registered_mile = register_method({
+    .name = "mile",
+    .summary = "Microcanonical Langevin Ensembles: ensemble members as starts of tuned MCLMC chains",
+    .reference = "Sommer et al. 2025",
+    .family = MethodFamily::Hybrid,
+    .groups = {&mile_options().group()},
+    .fit_defaults = mile_training_defaults(),
+    .run = &run_mile,
+    .kept_draws = [](const nlohmann::json& settings) { return member_chain_draws(mile_options().read(settings)); },
+    .sampler_traits = [](const nlohmann::json&) { return SamplerTraits{.divergence_advice = detail::kMclmcDivergenceAdvice}; },
+    .checkpoints = true});
 }  // namespace
 }  // namespace uqnn

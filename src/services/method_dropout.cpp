@@ -48,7 +48,14 @@ MethodResult run_dropout(const FitContext& c) {
 }
 
 namespace {
-const bool registered_dropout = register_method({"dropout", "MC dropout: one dropout mask per draw", "Gal & Ghahramani 2016; QUiNN's manual", {&detail::samples_options().group(), &dropout_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_dropout});
+const bool registered_dropout = register_method({
+    .name = "dropout",
+    .summary = "MC dropout: one dropout mask per draw",
+    .reference = "Gal & Ghahramani 2016; QUiNN's manual",
+    .family = MethodFamily::Approximation,
+    .groups = {&detail::samples_options().group(), &dropout_options().group(), &detail::training_checkpoint_options().group()},
+    .run = &run_dropout,
+    .kept_draws = [](const nlohmann::json& settings) { return approximation_draws(detail::samples_options().read(settings).num_samples); }});
 }  // namespace
 
 }  // namespace uqnn

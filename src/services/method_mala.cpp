@@ -46,15 +46,27 @@ SamplerFactory make_mala(std::shared_ptr<const LogDensity> density, const nlohma
   return make_sampler_factory(std::move(density), config);
 }
 
-const bool registered_mala = register_method(
-    {"mala", "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574 and the metric in Stan's warmup", "Roberts & Tweedie 1996; QUiNN's manual",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(), &detail::lockstep_options().group(),
-      &mala_options().group()},
-     {},
-     nullptr,
-     true,
-     &make_mala,
-     &detail::metric_memory});
+const bool registered_mala = register_method({
+    .name = "mala",
+    .summary = "Metropolis-adjusted Langevin algorithm, step size adapted to 0.574 and the metric in Stan's warmup",
+    .reference = "Roberts & Tweedie 1996; QUiNN's manual",
+    .family = MethodFamily::Mcmc,
+    .groups = {&detail::chain_options().group(), &detail::chain_start_options().group(), &detail::step_options().group(),
+               &detail::lockstep_options().group(), &mala_options().group()},
+    .sampler = &make_mala,
+    .kept_draws = &detail::chain_kept_draws,
+    .memory = [](const FitConfig& config, Index num_params) {
+      const auto metric = mala_options().read(config.method_settings).metric;
+      return detail::metric_memory(config, num_params,
+                                   metric.value_or(num_params <= kDenseMetricUpTo ? MetricAdaptation::Dense : MetricAdaptation::Diagonal));
+    },
+    // The step size is adapted to a fixed acceptance rate, not to a target the user can raise.
+    .sampler_traits = [](const nlohmann::json& settings) {
+      return SamplerTraits{.divergence_advice = detail::step_options().read(settings).adapt
+                                                    ? "Reparameterise the model, or set a smaller step size and keep it fixed (--no-adapt --step-size)."
+                                                    : detail::kLowerTheStepSize};
+    },
+    .runs_in_parts = true});
 
 }  // namespace
 

@@ -64,14 +64,21 @@ MethodResult run_nngp(const FitContext& c) {
   return r;
 }
 
-const bool registered_nngp = register_method([] {
-  MethodSpec spec{"nngp", "exact Gaussian-process regression with the network's infinite-width (NNGP) kernel", "Lee et al. 2018",
-                  {&detail::samples_options().group(), &nngp_options().group()}, {}, &run_nngp};
-  // Nothing to keep: the fit is two variances on one eigendecomposition (seconds at the row limit),
-  // and a resumed run (uqnn fit --resume) recomputes it bitwise.
-  spec.checkpoints = true;
-  return spec;
-}());
+const bool registered_nngp = register_method({
+    .name = "nngp",
+    .summary = "exact Gaussian-process regression with the network's infinite-width (NNGP) kernel",
+    .reference = "Lee et al. 2018",
+    .family = MethodFamily::GaussianProcess,
+    .groups = {&detail::samples_options().group(), &nngp_options().group()},
+    .run = &run_nngp,
+    .kept_draws = [](const nlohmann::json& settings) { return approximation_draws(detail::samples_options().read(settings).num_samples); },
+    // Nothing to keep: the fit is two variances on one eigendecomposition (seconds at the row limit),
+    // and a resumed run (uqnn fit --resume) recomputes it bitwise.
+    .checkpoints = true,
+    .handles_classification = false,
+    // The GP fits its noise variance by the marginal likelihood and its own prior: the demo's
+    // fixed noise and fan-in prior do not apply.
+    .demo_preset = {{"noise", nullptr}, {"prior", "gaussian"}}});
 
 }  // namespace
 

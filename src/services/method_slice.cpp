@@ -23,13 +23,16 @@ SamplerFactory make_slice(std::shared_ptr<const LogDensity> density, const nlohm
   return [density, params]() { return std::make_unique<SliceChainSampler>(density, params); };
 }
 
-const bool registered_slice = register_method(
-    {"slice", "coordinate-wise slice sampler (no gradients; widths adapted in warmup)", "Neal 2003",
-     {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
-     {},
-     nullptr,
-     true,
-     &make_slice});
+const bool registered_slice = register_method({
+    .name = "slice",
+    .summary = "coordinate-wise slice sampler (no gradients; widths adapted in warmup)",
+    .reference = "Neal 2003",
+    .family = MethodFamily::Mcmc,
+    .groups = {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
+    .sampler = &make_slice,
+    .kept_draws = &detail::chain_kept_draws,
+    .sampler_traits = &detail::non_finite_density_traits,
+    .runs_in_parts = true});
 
 }  // namespace
 

@@ -229,7 +229,21 @@ std::vector<MemoryItem> swag_memory(const FitConfig& config, Index num_params) {
            8.0 * static_cast<double>(o.swag_members) * columns * static_cast<double>(num_params), "fewer --swag-rank or --swag-members"}};
 }
 
-const bool registered_swag = register_method({"swag", "SWAG (diagonal or low-rank), J members (MultiSWAG)", "QUiNN's manual; Maddox et al. 2019", {&detail::samples_options().group(), &swag_options().group(), &detail::training_checkpoint_options().group()}, {}, &run_swag, false, nullptr, &swag_memory});
+const bool registered_swag = register_method({
+    .name = "swag",
+    .summary = "SWAG (diagonal or low-rank), J members (MultiSWAG)",
+    .reference = "QUiNN's manual; Maddox et al. 2019",
+    .family = MethodFamily::Approximation,
+    .groups = {&detail::samples_options().group(), &swag_options().group(), &detail::training_checkpoint_options().group()},
+    .run = &run_swag,
+    .kept_draws = [](const nlohmann::json& settings) {
+      return approximation_draws(detail::samples_options().read(settings).num_samples, swag_options().read(settings).swag_members);
+    },
+    .memory = &swag_memory,
+    // the pre-training lbfgs stalls at the objective's rounding floor on the demo's 20 points (a gradient norm per
+    // point of 1.6e-5 to 3.7e-5 after about 4,000 evaluations; 20,000 epochs change nothing): the
+    // default tolerance of 1e-8 lies below it.
+    .demo_preset = {{"epochs", 6000}, {"gradient_tolerance", 1e-4}}});
 }  // namespace
 
 }  // namespace uqnn

@@ -158,11 +158,23 @@ MethodResult run_vi_hmc_method(const FitContext& c) {
 
 namespace uqnn {
 namespace {
-const bool registered_vi_hmc = register_method(
-    {"vi-hmc", "VI, sensitivities S_i^2, then HMC or NUTS on the sensitive subset", "Thiagarajan et al., Algorithm 2",
-     {&detail::chain_options().group(), &detail::step_options().group(), &detail::samples_options().group(),
-      &detail::vi_options().group(), &vi_hmc_options().group()},
-     {},
-     &run_vi_hmc_method});
+const bool registered_vi_hmc = register_method({
+    .name = "vi-hmc",
+    .summary = "VI, sensitivities S_i^2, then HMC or NUTS on the sensitive subset",
+    .reference = "Thiagarajan et al., Algorithm 2",
+    .family = MethodFamily::Hybrid,
+    .groups = {&detail::chain_options().group(), &detail::step_options().group(), &detail::samples_options().group(),
+               &detail::vi_options().group(), &vi_hmc_options().group()},
+    .run = &run_vi_hmc_method,
+    .kept_draws = &detail::chain_kept_draws,
+    .sampler_traits = [](const nlohmann::json& settings) {
+      const ViHmcOptions o = vi_hmc_options().read(settings);
+      SamplerTraits traits;
+      if (o.params.sampler == "nuts") traits.max_tree_depth = o.params.nuts_max_depth;
+      if (!detail::step_options().read(settings).adapt) traits.divergence_advice = detail::kLowerTheStepSize;
+      return traits;
+    },
+    // At the default target 0.8, 3% of the transitions diverged.
+    .demo_preset = {{"target_accept", 0.95}, {"warmup", 2000}, {"draws", 2000}}});
 }  // namespace
 }  // namespace uqnn

@@ -56,8 +56,26 @@ std::vector<std::string> method_names() {
   return names;
 }
 
+std::string to_string(MethodFamily family) {
+  switch (family) {
+    case MethodFamily::PointEstimate: return "point estimate";
+    case MethodFamily::Mcmc: return "MCMC";
+    case MethodFamily::StochasticGradientMcmc: return "stochastic-gradient MCMC";
+    case MethodFamily::Approximation: return "approximation";
+    case MethodFamily::Ensemble: return "ensemble";
+    case MethodFamily::Hybrid: return "hybrid";
+    case MethodFamily::GaussianProcess: return "Gaussian process";
+  }
+  return "?";
+}
+
 MethodResult run_method(const FitContext& context) {
   const MethodSpec& spec = find_method(context.config.method);
+  const std::string& likelihood = context.config.probability.likelihood;
+  if (!spec.handles_classification && is_classification(likelihood))
+    throw InputError(fmt::format("--method {} models a regression function, not class labels: its methods need --likelihood "
+                                 "gaussian, not '{}'",
+                                 spec.name, likelihood));
   if (spec.run) return spec.run(context);
   return detail::run_sampling_method(context, spec.sampler(detail::lockstep_density(context.posterior, context.config.method_settings),
                                                           context.config.method_settings),

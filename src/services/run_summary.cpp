@@ -106,21 +106,6 @@ RunSummary summarize_run(const Posterior& post, const Draws& draws, const Mat& p
   return summary;
 }
 
-std::string divergence_remedy(const nlohmann::json& method_settings) {
-  const bool has_step_size = method_settings.contains("step_size");
-  const bool adapts = method_settings.value("adapt", false);
-  const std::string lower_step = "Lower the step size (--step-size) or reparameterise the model.";
-  if (has_step_size && method_settings.contains("adapt") && !adapts) return lower_step;  // --no-adapt: warmup changes nothing
-  if (method_settings.contains("target_accept")) return diagnostics::SamplerStatsSummary{}.divergence_remedy;  // Stan's
-  if (method_settings.contains("mclmc_energy_variance"))
-    return "Lower the energy-error target (--mclmc-energy-variance; warmup then tunes a smaller step size) or "
-           "reparameterise the model.";
-  if (adapts)  // MALA: the step size is adapted to a fixed acceptance rate
-    return "Reparameterise the model, or set a smaller step size and keep it fixed (--no-adapt --step-size).";
-  if (has_step_size) return lower_step;  // SG-MCMC: a fixed step
-  return "Check the data and the prior for values where the log density is not finite, or reparameterise the model.";
-}
-
 nlohmann::json RunSummary::to_json() const {
   return {{"rows", diagnostics::to_json(rows)}, {"num_chains", num_chains}, {"num_draws", num_draws},
           {"divergences", divergences},         {"e_bfmi", e_bfmi},         {"max_weight_rhat", max_weight_rhat},

@@ -7,6 +7,7 @@
 
 #include "sampler_options.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/run/observer.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
@@ -84,6 +85,13 @@ SampleResult sample(std::shared_ptr<const LogDensity> density, const InitialPoin
   result.run = run_chains(run, spec.sampler(detail::lockstep_density(density, result.settings), result.settings), initial, observers);
   result.settings["method"] = method;
   return result;
+}
+
+SampleResult sample(std::shared_ptr<const LogDensity> density, const InitialPoints& initial, const std::string& method,
+                    const std::vector<GivenOption>& given, std::shared_ptr<Reporter> progress) {
+  InterruptObserver stop;
+  ProgressObserver report(std::move(progress), method);
+  return sample(std::move(density), initial, method, given, {&stop, &report});
 }
 
 }  // namespace uqnn

@@ -16,6 +16,7 @@
 #include "uqnn/run/lockstep.hpp"
 #include "uqnn/run/mclmc_sampler.hpp"
 #include "uqnn/services/memory.hpp"
+#include "uqnn/services/methods.hpp"
 #include "uqnn/services/options.hpp"
 
 namespace uqnn::detail {
@@ -52,15 +53,15 @@ const OptionSchema<ChainStartOptions>& chain_start_options();
 /// - --metric low-rank: the largest warmup window's draws and gradients (2 x K x n, n rounded up to
 ///   a power of two), and while the metric is estimated about 6 K x n more (centred copies, the
 ///   joint span's QR and basis); the metric itself is K (r + 1) with r <= 2n.
-inline std::vector<MemoryItem> metric_memory(const FitConfig& config, Index num_params) {
-  const std::string metric = config.method_settings.value("metric", std::string("diag"));
-  const double chains = static_cast<double>(config.method_settings.value("chains", 4L));
+inline std::vector<MemoryItem> metric_memory(const FitConfig& config, Index num_params, MetricAdaptation metric) {
+  const ChainOptions run = chain_options().read(config.method_settings);
+  const double chains = static_cast<double>(run.chains);
   const double K = static_cast<double>(num_params);
-  if (metric == "dense")
+  if (metric == MetricAdaptation::Dense)
     return {{fmt::format("the dense metric: {:.0f} chains x 4 matrices of {:.0f} x {:.0f}", chains, K, K),
              4.0 * 8.0 * chains * K * K, "--metric diag, or a smaller --arch"}};
-  if (metric != "low-rank") return {};
-  const WindowSchedule schedule(config.method_settings.value("warmup", 1000L));
+  if (metric != MetricAdaptation::LowRank) return {};
+  const WindowSchedule schedule(run.warmup);
   long window = 0;
   for (const auto& w : schedule.windows()) window = std::max(window, w.end - w.begin);
   double columns = 16;
@@ -77,12 +78,39 @@ inline std::vector<MemoryItem> metric_memory(const FitConfig& config, Index num_
 /// every open subtree, their proposals and momentum sums): measured at K = 161k, 1-6 levels
 /// (FitMemoryCli), beside the working vectors every chain has. Counted as 12 for a margin, for
 /// the chains that run at once (`chains`, at most --threads).
-inline MemoryItem nuts_tree_memory(const FitConfig& config, Index num_params, double chains) {
+inline MemoryItem nuts_tree_memory(const FitConfig& config, Index num_params, double chains, int max_depth) {
   const double parallel = concurrent_producers(config, chains);
-  const double depth = static_cast<double>(config.method_settings.value("max_depth", 10));
+  const double depth = static_cast<double>(max_depth);
   const double K = static_cast<double>(num_params);
   return {fmt::format("NUTS trees: {:.0f} chains at a time x {:.0f} levels x 12 vectors of {:.0f}", parallel, depth, K),
           12.0 * 8.0 * parallel * depth * K, "a smaller --max-depth or --arch, or fewer --threads"};
+}
+
+/// The draws of a method run by the multi-chain driver.
+inline KeptDraws chain_kept_draws(const nlohmann::json& settings) {
+  const ChainOptions o = chain_options().read(settings);
+  return chain_draws(o.chains, o.draws, o.thin, "fewer --draws or --chains, or --thin");
+}
+
+/// The divergence remedy of a sampler whose step size the user sets.
+inline const std::string kLowerTheStepSize = "Lower the step size (--step-size) or reparameterise the model.";
+
+/// Samplers without a step size (adaptive Metropolis, slice): a transition that diverges met a
+/// density that is not finite.
+inline const std::string kNonFiniteDensityAdvice =
+    "Check the data and the prior for values where the log density is not finite, or reparameterise the model.";
+inline SamplerTraits non_finite_density_traits(const nlohmann::json&) { return {.divergence_advice = kNonFiniteDensityAdvice}; }
+
+/// MCLMC's step size is tuned to an energy-error target, which is what the user lowers.
+inline const std::string kMclmcDivergenceAdvice =
+    "Lower the energy-error target (--mclmc-energy-variance; warmup then tunes a smaller step size) or reparameterise the model.";
+
+/// nuts and hmc: Stan's advice (raise --target-accept) while warmup adapts the step size; with
+/// --no-adapt warmup changes nothing, so a smaller fixed step.
+inline SamplerTraits hamiltonian_traits(const nlohmann::json& settings) {
+  SamplerTraits traits;
+  if (!step_options().read(settings).adapt) traits.divergence_advice = kLowerTheStepSize;
+  return traits;
 }
 
 /// --metric: adapted in Stan's warmup windows from the draws (diag, dense: Stan) or from the draw /

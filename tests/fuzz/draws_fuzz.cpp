@@ -4,7 +4,7 @@
 
 #include "fuzz_input.hpp"
 #include "uqnn/core/error.hpp"
-#include "uqnn/diagnostics/draws_table.hpp"
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/diagnostics/warnings.hpp"
 
@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto text = uqnn::fuzz::as_text(data, size);
   try {
     // As diagnose reads a file: either layout, chosen by its header.
-    const uqnn::diagnostics::DrawsTable table =
-        uqnn::diagnostics::read_draws_csv(uqnn::fuzz::write_file("draws.csv", text).string());
+    const uqnn::DrawsTable table =
+        uqnn::read_draws_csv(uqnn::fuzz::write_file("draws.csv", text).string());
     const auto quantities = uqnn::diagnostics::without_sampler_columns(table);
     const auto rows = uqnn::diagnostics::summarize(quantities);
     auto warnings = uqnn::diagnostics::draws_warnings(quantities);

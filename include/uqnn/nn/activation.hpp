@@ -12,7 +12,9 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "uqnn/core/registry.hpp"
 #include "uqnn/core/types.hpp"
 #include "uqnn/nn/activation_kernels.hpp"
 #include "uqnn/nn/dual.hpp"
@@ -21,7 +23,16 @@ namespace uqnn {
 
 enum class Activation { Tanh, Relu, Silu, Sigmoid, Sine, Identity };
 
-/// Parses "tanh", "relu", "silu", "sigmoid", "sine" (or "sin"), "identity" (or "linear").
+/// One activation of the closed set (`--activation`, model.json, Python's `activation=`).
+struct ActivationKind {
+  std::string name = {};
+  Activation value = Activation::Tanh;
+  std::string summary = {};
+  std::vector<std::string> aliases = {};  ///< other spellings accepted (swish, sin, linear)
+};
+/// Every activation, in the order --help lists them.
+const Registry<ActivationKind>& activation_kinds();
+/// The activation called `name` (or an alias); InputError naming the valid ones otherwise.
 Activation parse_activation(const std::string& name);
 std::string to_string(Activation activation);
 

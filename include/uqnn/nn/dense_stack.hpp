@@ -22,6 +22,15 @@ enum class InitScheme {
   He,      ///< N(0, 2 / fan_in) (He et al. 2015); default for relu-like
   Torch,   ///< U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases, PyTorch's nn.Linear default
 };
+/// One initialisation scheme of the closed set (`--init`, model.json).
+struct InitSchemeKind {
+  std::string name = {};
+  InitScheme value = InitScheme::Glorot;
+  std::string summary = {};
+  std::vector<std::string> aliases = {};  ///< other spellings accepted (xavier, kaiming)
+};
+const Registry<InitSchemeKind>& init_scheme_kinds();
+/// The scheme called `name` (or an alias); InputError naming the valid ones otherwise.
 InitScheme parse_init_scheme(const std::string& name);
 std::string to_string(InitScheme scheme);
 /// Glorot for tanh, sigmoid, sine and identity; He for relu and silu.

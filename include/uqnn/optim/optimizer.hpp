@@ -1,10 +1,12 @@
 #pragma once
 /// @file First-order optimisers and learning-rate schedules (PyTorch semantics, so settings
 /// carry over from QUiNN / PyTorch scripts unchanged).
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
 
+#include "uqnn/core/registry.hpp"
 #include "uqnn/core/state_archive.hpp"
 #include "uqnn/core/types.hpp"
 
@@ -30,7 +32,25 @@ class Optimizer {
   virtual void archive(StateArchive& archive) = 0;
 };
 
+/// An optimiser of `--optimizer`. First-order ones step through an Optimizer; lbfgs (full batch) and
+/// auto (chosen per objective) are resolved by train().
+struct OptimizerKind {
+  std::string name = {};
+  std::string summary = {};
+  std::string reference = {};
+  /// The first-order optimiser; null for lbfgs and auto.
+  std::function<std::unique_ptr<Optimizer>(const OptimizerParams&, Index dim)> make = nullptr;
+};
+const Registry<OptimizerKind>& optimizer_kinds();
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerParams& params, Index dim);
+
+/// A learning-rate schedule of `--lr-schedule`.
+struct ScheduleKind {
+  std::string name = {};
+  std::string summary = {};
+};
+const Registry<ScheduleKind>& schedule_kinds();
 
 /// Learning-rate schedule, applied once per epoch.
 struct ScheduleParams {

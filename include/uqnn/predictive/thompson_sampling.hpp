@@ -29,10 +29,12 @@
 /// - ens: M networks trained by Adam on their own minibatches from their own random starts; the
 ///   draw is a uniformly chosen member (ensemble sampling, Lu & Van Roy 2017).
 /// - map: one network trained by Adam; it plays the action its point estimate prefers (greedy).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "uqnn/core/registry.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/nn/model.hpp"
 #include "uqnn/prob/gaussian_process.hpp"
@@ -98,6 +100,17 @@ class BanditAgent {
   /// Number of non-finite gradients or steps met so far (each left the state unchanged).
   virtual Index divergences() const = 0;
 };
+
+/// A kind of agent (`params.kind`, Python's `uqnn.thompson_bandit(agent=...)`).
+struct BanditAgentKind {
+  std::string name = {};
+  std::string summary = {};
+  bool needs_functional_prior = false;  ///< fsgld: the GP over f, pre-trained on random tuples
+  std::function<std::unique_ptr<BanditAgent>(std::shared_ptr<const Model>, std::shared_ptr<const Prior>, const BanditAgentParams&,
+                                             Rng&, const GaussianProcess*)>
+      make = nullptr;
+};
+const Registry<BanditAgentKind>& bandit_agent_kinds();
 
 /// An agent of `params.kind` for `model` (one output: the predicted reward) with weight prior
 /// `prior` (sgld, fsgld unless fsgld_weight_prior is off, vi, ens, map; ens and map use it as

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "uqnn/prob/functional_prior.hpp"
-#include "uqnn/prob/randomized_log_density.hpp"
+#include "uqnn/core/randomized_log_density.hpp"
 #include "uqnn/prob/measurement_sampler.hpp"
 #include "uqnn/prob/posterior.hpp"
 

@@ -15,6 +15,7 @@
 
 #include "uqnn/core/draws.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/core/registry.hpp"
 #include "uqnn/core/reporter.hpp"
 #include "uqnn/data/dataset.hpp"
 #include "uqnn/data/split.hpp"
@@ -246,5 +247,38 @@ std::shared_ptr<Likelihood> build_likelihood(const ProbabilityConfig& config, do
 std::shared_ptr<Model> with_shrinkage(const ProbabilityConfig& config, std::shared_ptr<Model> network);
 /// The prior on `model`'s parameters (a shrinkage prior needs the model with_shrinkage made).
 std::shared_ptr<Prior> build_prior(const ProbabilityConfig& config, const Model& model);
+
+/// A network of `--model`: how a ModelConfig becomes one.
+struct ModelKind {
+  std::string name = {};
+  std::string summary = {};
+  std::function<std::shared_ptr<Model>(const ModelConfig&, Index input_dim, Index output_dim)> build = nullptr;
+};
+const Registry<ModelKind>& model_kinds();
+
+/// A likelihood of `--likelihood`.
+struct LikelihoodKind {
+  std::string name = {};
+  std::string summary = {};
+  bool classification = false;  ///< targets are class labels (never standardised; accuracy, Brier, ECE)
+  /// `target_scale` converts a noise sd in target units to standardised units.
+  std::function<std::shared_ptr<Likelihood>(const ProbabilityConfig&, double target_scale)> build = nullptr;
+};
+const Registry<LikelihoodKind>& likelihood_kinds();
+/// Whether `--likelihood name` models class labels.
+bool is_classification(const std::string& likelihood);
+
+/// A prior of `--prior`.
+struct PriorKind {
+  std::string name = {};
+  std::string summary = {};
+  std::string reference = {};
+  /// A hierarchical shrinkage prior: the network is wrapped in its NonCentredModel (with_shrinkage)
+  /// and the prior is that model's hierarchy.
+  bool shrinkage = false;
+  /// The prior on a network's parameters (null for shrinkage priors, which the model carries).
+  std::function<std::shared_ptr<Prior>(const ProbabilityConfig&, const ParamLayout&)> build = nullptr;
+};
+const Registry<PriorKind>& prior_kinds();
 
 }  // namespace uqnn

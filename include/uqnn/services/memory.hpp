@@ -27,6 +27,20 @@ struct MemoryEstimate {
   const MemoryItem& largest() const;
 };
 
+/// The draws a fit keeps and the chains or members that produce them (MethodSpec::kept_draws).
+struct KeptDraws {
+  double kept = 1;
+  double producers = 1;
+  std::string what = "1 point estimate";
+  std::string remedy;  ///< which options keep fewer, as the user types them
+};
+/// chains x ceil(draws / thin).
+KeptDraws chain_draws(long chains, long draws, long thin, std::string remedy);
+/// samples of an approximation, drawn from each of `members` (SWAG's) approximations.
+KeptDraws approximation_draws(long samples, long members = 1);
+/// One point per member (ens, rms).
+KeptDraws member_draws(long members);
+
 /// The sizes a fit's memory depends on (known once the data's header and the model are known).
 struct FitSize {
   Index num_params = 0;     ///< K, the network's weights and biases (plus likelihood extras)

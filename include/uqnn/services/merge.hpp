@@ -23,6 +23,10 @@ struct MergeConfig {
   bool quiet = false;
 };
 
+/// Whether `dir` holds the model.json of a `uqnn fit --part k/n` run with n > 1: a part, never an
+/// output directory (false for anything unreadable: the merge itself then says what is wrong).
+bool is_part_directory(const std::filesystem::path& dir);
+
 /// Merges the parts. Throws InputError naming the directory and setting when a part is missing,
 /// repeated, of another n, or ran with other settings.
 FitReport run_merge(const MergeConfig& config);

@@ -1,13 +1,20 @@
 #pragma once
 /// @file The registry of `uqnn fit --method` names. Each method lives in one file,
 /// src/services/method_<name>.cpp, which declares its typed Params with their options
-/// (services/options.hpp), its runner, and registers both:
+/// (services/options.hpp), its runner, and registers both with designated initialisers:
 ///
-///     const bool registered_slice = register_method({"slice", "slice sampler", "Neal 2003",
-///                                                     {&chain_options(), &schema().group()}, {}, &run_slice});
+///     const bool registered_slice = register_method({
+///         .name = "slice",
+///         .summary = "coordinate-wise slice sampler (no gradients; widths adapted in warmup)",
+///         .reference = "Neal 2003",
+///         .family = MethodFamily::Mcmc,
+///         .groups = {&detail::chain_options().group(), &detail::chain_start_options().group(), &slice_options().group()},
+///         .sampler = &make_slice,
+///         .runs_in_parts = true});
 ///
-/// Nothing else lists the methods: the CLI flags, --help, the TOML keys and the Python keywords come
-/// from the registry. A name that is not registered is an error, never a fallback.
+/// Nothing else lists the methods: the CLI flags, --help, the TOML keys, the Python keywords and
+/// docstrings, `uqnn demo --method X` and the tests' method lists come from the registry. A name that
+/// is not registered is an error, never a fallback.
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,33 +27,57 @@
 
 namespace uqnn {
 
+/// What kind of answer a method gives, which decides how its output is judged: chains by R-hat and
+/// ESS (Mcmc, StochasticGradientMcmc, Hybrid), members by their spread (Ensemble), samples of a fitted
+/// distribution (Approximation), one point (PointEstimate) or a closed form (GaussianProcess).
+enum class MethodFamily { PointEstimate, Mcmc, StochasticGradientMcmc, Approximation, Ensemble, Hybrid, GaussianProcess };
+std::string to_string(MethodFamily family);
+
+/// What a sampling method's convergence summary needs to know at given settings.
+struct SamplerTraits {
+  int max_tree_depth = 0;         ///< NUTS: draws that reach this depth are counted (0: no trees)
+  std::string divergence_advice = {};  ///< the divergence warning's remedy; empty: Stan's
+};
+
 struct MethodSpec {
-  std::string name;       ///< --method value
-  std::string summary;    ///< one line for --help
-  std::string reference;  ///< the paper or manual it follows
+  std::string name = {};       ///< --method value
+  std::string summary = {};    ///< one line for --help
+  std::string reference = {};  ///< the paper or manual it follows
+  MethodFamily family = MethodFamily::Mcmc;
   /// Option groups the method reads besides the fit's (data, model, probability, training,
   /// output); a group shared by several methods (e.g. chains) is one object.
-  std::vector<const OptionGroup*> groups;
+  std::vector<const OptionGroup*> groups = {};
   /// Defaults of fit-level options that differ for this method, name -> value (dei-nuts trains
-  /// its members for seed 003's 5000 epochs).
+  /// its members for Sommer et al.'s 5000 epochs).
   nlohmann::json fit_defaults = nlohmann::json::object();
   /// The fit: from the posterior to draws. May be empty when `sampler` is set: the fit then runs
   /// the sampler's chains from the chain-start option (each chain's own MAP fit by default).
-  MethodRunner run;
-  /// Whether `--part k/n` can run part of its chains or members (each an independent stream
-  /// Rng(seed, c)) for `uqnn merge` to join: the samplers of the multi-chain driver, ens and rms.
-  bool runs_in_parts = false;
+  MethodRunner run = {};
   /// Samplers that need nothing but a log density and its gradient (nuts, hmc, mala, amcmc, slice):
   /// one chain sampler per chain from the method's settings. Such a method also samples any
   /// LogDensity, e.g. a Python callable (services/sample.hpp).
   std::function<SamplerFactory(std::shared_ptr<const LogDensity>, const nlohmann::json& settings)> sampler = nullptr;
+  /// The draws it keeps at the given settings, for the memory estimate (null: one point estimate).
+  std::function<KeptDraws(const nlohmann::json& settings)> kept_draws = nullptr;
   /// The method's own large structures at K = `num_params` (services/memory.hpp), beyond what
   /// every fit holds (data, draws kept, working vectors): a dense covariance, SWAG's columns.
   std::function<std::vector<MemoryItem>(const FitConfig&, Index num_params)> memory = nullptr;
+  /// Tree depth and divergence advice at the given settings (null: no trees, Stan's advice).
+  std::function<SamplerTraits(const nlohmann::json& settings)> sampler_traits = nullptr;
+  /// Whether `--part k/n` can run part of its chains or members (each an independent stream
+  /// Rng(seed, c)) for `uqnn merge` to join: the samplers of the multi-chain driver, ens and rms.
+  bool runs_in_parts = false;
   /// Whether the method keeps what a resumed run needs in OUT/checkpoint (uqnn fit --resume): each
   /// chain's state, each epoch loop's, each member's (set by register_method for every method with
   /// an option --checkpoint-every), or nothing when a resumed run recomputes the fit bitwise (nngp).
   bool checkpoints = false;
+  /// Whether it fits class labels (--likelihood bernoulli or categorical); the GP methods model a
+  /// regression function only.
+  bool handles_classification = true;
+  /// `uqnn demo --method X`: settings beyond the demo's shared ones (20 points, NUTS's 300 + 300
+  /// iterations, the fan-in prior) that this method needs to end without a warning its own settings
+  /// cause. Each entry says why in a comment where it is declared.
+  nlohmann::json demo_preset = nlohmann::json::object();
 };
 
 /// Adds a method to the registry (call it from a namespace-scope initialiser of the method's own

@@ -135,6 +135,13 @@ class OptionSchema {
       s.choices.assign(values.begin(), values.end());
     });
   }
+  /// Choices from a registry's names (core/registry.hpp): the list is declared where the names are.
+  OptionSchema& one_of(std::vector<std::string> values) {
+    return set([values = std::move(values)](OptionSpec& s) {
+      s.type = OptionType::Choice;
+      s.choices = values;
+    });
+  }
   OptionSchema& existing() { return set([](OptionSpec& s) { s.must_exist = true; }); }
   /// A Text option whose form `check(text, where)` checks (throwing InputError).
   OptionSchema& checked_by(std::function<void(const std::string&, const std::string&)> check) {

@@ -41,16 +41,9 @@ struct RunSummary {
 /// statistics when the draws have them, else evaluated. Probe inputs are in original units;
 /// predictions are reported in original units. `max_depth` is the sampler's maximum tree depth
 /// (NUTS), 0 for samplers without a tree.
-/// `divergence_remedy` is the advice of the divergence warning (divergence_remedy below; empty: Stan's).
+/// `divergence_remedy` is the advice of the divergence warning (the method's SamplerTraits; empty: Stan's).
 RunSummary summarize_run(const Posterior& posterior, const Draws& draws, const Mat& probe_inputs, const Standardizer& standardizer,
                          Index worst_k = 5, int max_depth = 0, const std::string& divergence_remedy = {});
 
-/// What to do about divergences, by the flags the method has (its settings, defaults filled in):
-/// with a fixed step (--no-adapt, SG-MCMC) lower --step-size; samplers with a warmup target
-/// acceptance raise it (--target-accept); MCLMC lowers its energy-error target
-/// (--mclmc-energy-variance), which its tuning turns into a smaller step; MALA, whose step is adapted
-/// to a fixed acceptance, fixes a smaller one; the rest (adaptive Metropolis: a proposal where the
-/// density is not finite) point at the model, data and prior.
-std::string divergence_remedy(const nlohmann::json& method_settings);
 
 }  // namespace uqnn

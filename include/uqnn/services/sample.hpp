@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "uqnn/core/log_density.hpp"
+#include "uqnn/core/reporter.hpp"
 #include "uqnn/run/run_chains.hpp"
 #include "uqnn/services/options.hpp"
 
@@ -31,5 +32,10 @@ struct SampleResult {
 /// out of range), then runs `method`'s chains on `density` from `initial`.
 SampleResult sample(std::shared_ptr<const LogDensity> density, const InitialPoints& initial, const std::string& method,
                     const std::vector<GivenOption>& given, const std::vector<Observer*>& observers = {});
+
+/// As above, stopped cleanly by a stop signal (core/stop_signal.hpp) and reporting progress to
+/// `progress` (a task named after the method): what the Python module's uqnn.sample runs.
+SampleResult sample(std::shared_ptr<const LogDensity> density, const InitialPoints& initial, const std::string& method,
+                    const std::vector<GivenOption>& given, std::shared_ptr<Reporter> progress);
 
 }  // namespace uqnn

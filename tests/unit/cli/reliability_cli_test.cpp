@@ -301,10 +301,10 @@ TEST_F(Reliability, MessagesNameTheOptionAsTyped) {
 }
 
 TEST_F(Reliability, AnUnknownCommandIsAnErrorEvenWithHelp) {
-  for (const std::string args : {"evaluate --help", "evaluate", ""}) {
+  for (const std::string args : {"evalute --help", "evalute", ""}) {
     const CliRun r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    EXPECT_TRUE(output_has(r, args.empty() ? "give a command: one of fit, predict" : "'evaluate' is not a uqnn command: the commands are fit, predict"))
+    EXPECT_TRUE(output_has(r, args.empty() ? "give a command: one of fit, predict" : "'evalute' is not a uqnn command: the commands are fit, predict"))
         << r.output;
   }
   EXPECT_EQ(run_cli("--help").exit_code, 0);

@@ -12,7 +12,7 @@
 #include "unit/cli/cli_fixture.hpp"
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/types.hpp"
-#include "uqnn/diagnostics/draws_table.hpp"
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/io/csv.hpp"
 
 namespace uqnn {
@@ -42,7 +42,7 @@ class ShrinkageCli : public testing::CliTest {
   /// gives the weight of input j at draw s (chains stacked).
   template <typename Weight>
   static std::vector<double> median_abs_weights(const fs::path& run, Weight weight) {
-    const auto table = diagnostics::read_draws_csv((run / "draws.csv").string());
+    const auto table = read_draws_csv((run / "draws.csv").string());
     std::vector<double> medians;
     for (Index j = 0; j < 6; ++j) {
       std::vector<double> w;
@@ -53,7 +53,7 @@ class ShrinkageCli : public testing::CliTest {
     }
     return medians;
   }
-  static double at(const diagnostics::DrawsTable& t, const std::string& name, Index s) {
+  static double at(const DrawsTable& t, const std::string& name, Index s) {
     const Mat& m = t.at(name);
     return m.data()[s];
   }
@@ -71,11 +71,11 @@ TEST_F(ShrinkageCli, HorseshoeShrinksIrrelevantInputsAndReloads) {
   EXPECT_EQ(model["model"]["shrinkage"]["groups"], "weight");
   EXPECT_EQ(model["prior"]["kind"], "shrinkage");
 
-  const auto gaussian = median_abs_weights(dir_ / "gaussian", [](const diagnostics::DrawsTable& t, Index s, Index j) {
+  const auto gaussian = median_abs_weights(dir_ / "gaussian", [](const DrawsTable& t, Index s, Index j) {
     return at(t, fmt::format("layer1.weight[0,{}]", j), s);
   });
   // w_j = z_j tau lambda_j / sqrt(6) (nn/non_centred_model.hpp).
-  const auto horseshoe = median_abs_weights(dir_ / "horseshoe", [](const diagnostics::DrawsTable& t, Index s, Index j) {
+  const auto horseshoe = median_abs_weights(dir_ / "horseshoe", [](const DrawsTable& t, Index s, Index j) {
     return at(t, fmt::format("layer1.weight_raw[0,{}]", j), s) * std::exp(at(t, "layer1.weight.log_tau[0]", s)) *
            std::exp(at(t, fmt::format("layer1.weight.log_lambda[{}]", j), s)) / std::sqrt(6.0);
   });
@@ -112,7 +112,7 @@ TEST_F(ShrinkageCli, ArdRanksTheInputs) {
   // 0-11, each with step size ~1e-3 and R-hat of lp__ ~1.9), which the fit must then report; the
   // chains that mix rank the inputs. Pooled means would make the test depend on the seed and on the
   // build's rounding (the sanitizer build's trajectories differ from Release's).
-  const auto table = diagnostics::read_draws_csv((ard / "draws.csv").string());
+  const auto table = read_draws_csv((ard / "draws.csv").string());
   const std::string warnings = json(ard / "metrics.json")["warnings"].dump();
   const bool not_mixed_warning = warnings.find("\"rhat\"") != std::string::npos;
   int ranking_chains = 0;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 

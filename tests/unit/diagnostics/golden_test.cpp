@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "unit/diagnostics/golden_table.hpp"
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/diagnostics/draws_table.hpp"
 #include "uqnn/diagnostics/ess.hpp"
 #include "uqnn/diagnostics/rhat.hpp"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/diagnostics/ess.hpp"
 #include "uqnn/diagnostics/rhat.hpp"
 #include "uqnn/diagnostics/statistics.hpp"

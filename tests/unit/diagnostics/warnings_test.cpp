@@ -1,4 +1,5 @@
 // Warnings that say when not to trust a result: each threshold on both sides.
+#include "uqnn/io/draws_csv.hpp"
 #include "uqnn/diagnostics/warnings.hpp"
 
 #include <gtest/gtest.h>

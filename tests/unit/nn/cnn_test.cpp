@@ -110,7 +110,7 @@ std::vector<CnnCase> cnn_cases() {
 
 // L(Y) = sum C .* Y + 0.5 sum Y.^2 (curvature in the outputs, as in model_derivatives_test).
 template <typename T>
-OutputLoss<T> make_loss(const Mat& C) {
+OutputLoss<T> cnn_loss(const Mat& C) {
   return [C](const MatT<T>& Y, MatT<T>& dY) -> T {
     const MatT<T> Ct = C.cast<T>();
     dY = Ct + Y;
@@ -132,11 +132,11 @@ class CnnDerivatives : public ::testing::TestWithParam<CnnCase> {
   }
   double loss_value(const Vec& theta) const {
     Vec g = Vec::Zero(theta.size());
-    return model_->value_and_gradient(theta, X_, make_loss<double>(C_), g);
+    return model_->value_and_gradient(theta, X_, cnn_loss<double>(C_), g);
   }
   Vec gradient(const Vec& theta) const {
     Vec g = Vec::Zero(theta.size());
-    model_->value_and_gradient(theta, X_, make_loss<double>(C_), g);
+    model_->value_and_gradient(theta, X_, cnn_loss<double>(C_), g);
     return g;
   }
   std::shared_ptr<Cnn> model_;
@@ -144,15 +144,15 @@ class CnnDerivatives : public ::testing::TestWithParam<CnnCase> {
   Mat X_, C_;
 };
 
-constexpr double kStep = 1e-5;
+constexpr double kCnnStep = 1e-5;
 
 TEST_P(CnnDerivatives, GradientMatchesFiniteDifferences) {
   const Vec g = gradient(theta_);
   for (Index k = 0; k < theta_.size(); ++k) {
     Vec plus = theta_, minus = theta_;
-    plus[k] += kStep;
-    minus[k] -= kStep;
-    const double fd = (loss_value(plus) - loss_value(minus)) / (2 * kStep);
+    plus[k] += kCnnStep;
+    minus[k] -= kCnnStep;
+    const double fd = (loss_value(plus) - loss_value(minus)) / (2 * kCnnStep);
     ASSERT_NEAR(g[k], fd, 1e-6 * (1 + std::abs(fd))) << GetParam().name << " parameter " << model_->layout().name_of(k);
   }
 }
@@ -167,7 +167,7 @@ TEST_P(CnnDerivatives, JacobianMatchesFiniteDifferences) {
   Rng rng(3);
   for (int repeat = 0; repeat < 4; ++repeat) {
     const Vec v = rng.normal_vector(theta_.size()).normalized();
-    const Mat fd = (model_->forward(theta_ + kStep * v, X_) - model_->forward(theta_ - kStep * v, X_)) / (2 * kStep);
+    const Mat fd = (model_->forward(theta_ + kCnnStep * v, X_) - model_->forward(theta_ - kCnnStep * v, X_)) / (2 * kCnnStep);
     const Vec jv = J * v;
     const double scale = 1 + fd.cwiseAbs().maxCoeff();
     for (Index i = 0; i < X_.cols(); ++i)
@@ -189,8 +189,8 @@ TEST_P(CnnDerivatives, HessianVectorProductMatchesFiniteDifferencesOfGradient) {
   Rng rng(5);
   for (int repeat = 0; repeat < 2; ++repeat) {
     const Vec v = rng.normal_vector(theta_.size()).normalized();
-    const Vec hv = model_->hessian_vector_product(theta_, v, X_, make_loss<Dual>(C_));
-    const Vec fd = (gradient(theta_ + kStep * v) - gradient(theta_ - kStep * v)) / (2 * kStep);
+    const Vec hv = model_->hessian_vector_product(theta_, v, X_, cnn_loss<Dual>(C_));
+    const Vec fd = (gradient(theta_ + kCnnStep * v) - gradient(theta_ - kCnnStep * v)) / (2 * kCnnStep);
     const double scale = 1 + fd.cwiseAbs().maxCoeff();
     for (Index k = 0; k < theta_.size(); ++k)
       ASSERT_NEAR(hv[k], fd[k], 1e-6 * scale) << GetParam().name << " component " << model_->layout().name_of(k);
@@ -202,8 +202,8 @@ TEST_P(CnnDerivatives, HessianIsSymmetric) {
   Rng rng(8);
   // u^T H v == v^T H u for random u, v (exact for an exact Hessian-vector product).
   const Vec u = rng.normal_vector(P), v = rng.normal_vector(P);
-  const double uhv = u.dot(model_->hessian_vector_product(theta_, v, X_, make_loss<Dual>(C_)));
-  const double vhu = v.dot(model_->hessian_vector_product(theta_, u, X_, make_loss<Dual>(C_)));
+  const double uhv = u.dot(model_->hessian_vector_product(theta_, v, X_, cnn_loss<Dual>(C_)));
+  const double vhu = v.dot(model_->hessian_vector_product(theta_, u, X_, cnn_loss<Dual>(C_)));
   EXPECT_NEAR(uhv, vhu, 1e-9 * (1 + std::abs(uhv))) << GetParam().name;
 }
 

@@ -227,6 +227,19 @@ TEST(Likelihood, BernoulliAndCategoricalAreTheClosedForms) {
   EXPECT_THROW(make_categorical_likelihood(3)->validate_targets(bad), InputError);
 }
 
+// The predictive sums mean(Y) and noise_variance(Y) element by element: both have one row per
+// output of the mean (a classifier's K class probabilities), or the sum reads past the end.
+TEST(Likelihood, NoiseVarianceHasTheShapeOfTheMean) {
+  Mat logits(3, 4);
+  logits.setRandom();
+  for (const auto& lik : {make_categorical_likelihood(3), make_bernoulli_likelihood(), make_gaussian_likelihood(0.5)}) {
+    const Mat Y = lik->kind() == "categorical" ? logits : Mat(logits.topRows(1));
+    const Mat mean = lik->mean(Y), noise = lik->noise_variance(Y, Vec(0));
+    EXPECT_EQ(noise.rows(), mean.rows()) << lik->kind();
+    EXPECT_EQ(noise.cols(), mean.cols()) << lik->kind();
+  }
+}
+
 TEST(Prior, ValuesAreTheClosedForms) {
   Vec theta(3);
   theta << 0.5, -1.0, 2.0;

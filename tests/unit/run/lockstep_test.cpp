@@ -10,7 +10,7 @@
 #include "../mcmc/test_models.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/mcmc/sgmcmc/sgld.hpp"
-#include "uqnn/prob/randomized_log_density.hpp"
+#include "uqnn/core/randomized_log_density.hpp"
 #include "uqnn/run/lockstep.hpp"
 
 namespace uqnn {

@@ -82,11 +82,20 @@ class Options : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST(OptionRegistry, EveryMethodIsRegisteredAndAnOptionNameHasOneType) {
-  const auto names = method_names();
-  for (const char* m : {"map", "nuts", "hmc", "mala", "amcmc", "sgld", "sghmc", "psgld", "fsgld", "fsghmc", "ens", "rms", "vi",
-                        "laplace", "swag", "dropout", "vi-hmc", "dei-nuts", "slice", "mclmc", "mile"})
-    EXPECT_NE(std::find(names.begin(), names.end(), m), names.end()) << m;
+TEST(OptionRegistry, EveryMethodSaysWhatItIsAndAnOptionNameHasOneType) {
+  ASSERT_FALSE(registered_methods().empty());
+  for (const MethodSpec* m : registered_methods()) {
+    EXPECT_FALSE(m->summary.empty()) << m->name;
+    EXPECT_FALSE(m->reference.empty()) << m->name;
+    EXPECT_TRUE(m->run || m->sampler) << m->name;
+    // A method whose run keeps draws of chains or samples says how many (the memory estimate).
+    EXPECT_EQ(static_cast<bool>(m->kept_draws), m->family != MethodFamily::PointEstimate) << m->name;
+    // Its demo preset names only options it reads.
+    std::set<std::string> reads;
+    for (const OptionGroup& g : fit_option_groups(m->name))
+      for (const OptionSpec& o : g.options) reads.insert(o.name);
+    for (const auto& [name, value] : m->demo_preset.items()) EXPECT_TRUE(reads.count(name)) << m->name << " demo preset: " << name;
+  }
   std::map<std::string, OptionType> type_of;
   std::size_t count = 0;
   for (const OptionGroup& g : all_option_groups())

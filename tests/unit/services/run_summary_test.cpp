@@ -3,6 +3,7 @@
 #include "uqnn/diagnostics/summary.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/methods.hpp"
 #include "uqnn/services/run_summary.hpp"
 
 namespace uqnn {
@@ -86,13 +87,15 @@ TEST(RunSummary, FunctionSpaceRowsWorstWeightsAndFooter) {
 // raise (its step is fixed), MCLMC tunes its step from an energy-error target.
 TEST(RunSummary, DivergenceAdviceNamesAFlagOfTheMethod) {
   const auto advice = [](nlohmann::json options) {
-    return divergence_remedy(fit_config_from_options(options).method_settings);
+    const FitConfig config = fit_config_from_options(options);
+    return find_method(config.method).sampler_traits(config.method_settings).divergence_advice;
   };
   const auto expect_flag = [&](const nlohmann::json& options, const std::string& flag) {
     const std::string text = advice(options);
     EXPECT_NE(text.find(flag), std::string::npos) << options.dump() << ": " << text;
   };
-  for (const std::string method : {"nuts", "hmc", "dei-nuts", "vi-hmc"}) expect_flag({{"method", method}}, "(--target-accept)");
+  for (const std::string method : {"nuts", "hmc", "dei-nuts", "vi-hmc"}) EXPECT_EQ(advice({{"method", method}}), "") << method;  // Stan's
+  EXPECT_NE(diagnostics::SamplerStatsSummary{}.divergence_remedy.find("(--target-accept)"), std::string::npos);
   for (const std::string method : {"mclmc", "mile"}) expect_flag({{"method", method}}, "(--mclmc-energy-variance;");
   for (const std::string method : {"sgld", "sghmc", "psgld", "fsgld", "fsghmc"}) expect_flag({{"method", method}}, "(--step-size)");
   expect_flag({{"method", "mala"}}, "(--no-adapt --step-size)");

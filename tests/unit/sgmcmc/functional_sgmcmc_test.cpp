@@ -11,6 +11,7 @@
 #include "check_moments.hpp"
 #include "targets.hpp"
 #include "uqnn/mcmc/sgmcmc/functional_sgmcmc.hpp"
+#include "uqnn/prob/functional_posterior.hpp"
 
 namespace uqnn::sgmcmc {
 namespace {

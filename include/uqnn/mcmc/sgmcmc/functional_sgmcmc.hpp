@@ -19,17 +19,18 @@
 
 #include "uqnn/mcmc/sgmcmc/sghmc.hpp"
 #include "uqnn/mcmc/sgmcmc/sgld.hpp"
-#include "uqnn/prob/functional_posterior.hpp"
+#include "uqnn/core/randomized_log_density.hpp"
 
 namespace uqnn::sgmcmc {
 
-/// fSGLD for one chain: SGLD on the functional posterior.
-inline std::unique_ptr<SgldSampler> make_fsgld_sampler(std::shared_ptr<const FunctionalPosterior> target, SgldParams params) {
+/// fSGLD for one chain: SGLD on the functional posterior (a FunctionalPosterior, which the samplers
+/// see as the RandomizedLogDensity of core: mcmc does not include prob).
+inline std::unique_ptr<SgldSampler> make_fsgld_sampler(std::shared_ptr<const RandomizedLogDensity> target, SgldParams params) {
   return std::make_unique<SgldSampler>(std::move(target), std::move(params));
 }
 
 /// fSGHMC for one chain: SGHMC on the functional posterior.
-inline std::unique_ptr<SghmcSampler> make_fsghmc_sampler(std::shared_ptr<const FunctionalPosterior> target, SghmcParams params) {
+inline std::unique_ptr<SghmcSampler> make_fsghmc_sampler(std::shared_ptr<const RandomizedLogDensity> target, SghmcParams params) {
   return std::make_unique<SghmcSampler>(std::move(target), std::move(params));
 }
 

@@ -16,7 +16,7 @@
 
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/state_archive.hpp"
-#include "uqnn/prob/randomized_log_density.hpp"
+#include "uqnn/core/randomized_log_density.hpp"
 
 namespace uqnn::sgmcmc {
 

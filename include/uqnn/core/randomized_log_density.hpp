@@ -1,5 +1,6 @@
 #pragma once
 /// @file RandomizedLogDensity: a minibatch log-density estimate that needs random numbers of its own.
+/// An interface in core beside LogDensity: the samplers (mcmc/sgmcmc) call it and prob implements it.
 #include "uqnn/core/rng.hpp"
 #include "uqnn/core/log_density.hpp"
 

@@ -1,0 +1,59 @@
+"""uqnn.evaluate against scikit-learn and properscoring's formulas, and on a fitted BNN."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
+
+import uqnn
+
+
+def _csv(path, **columns):
+    names = list(columns)
+    np.savetxt(path, np.column_stack([columns[n] for n in names]), delimiter=",", header=",".join(names), comments="", fmt="%.17g")
+    return path
+
+
+def test_gaussian_predictions_match_properscoring_crps(tmp_path):
+    rng = np.random.default_rng(1)
+    mean, sd, y = rng.normal(size=50), rng.uniform(0.3, 2, size=50), rng.normal(size=50)
+    m = uqnn.evaluate(predictions=_csv(tmp_path / "p.csv", mean=mean, sd=sd, y=y), out=tmp_path / "ev", figures=False)
+    z = (y - mean) / sd  # properscoring.crps_gaussian, written out
+    crps = sd * (z * (2 * stats.norm.cdf(z) - 1) + 2 * stats.norm.pdf(z) - 1 / np.sqrt(np.pi))
+    assert m["crps"] == pytest.approx(crps.mean(), rel=1e-12)
+    assert m["nll"] == pytest.approx(-stats.norm.logpdf(y, mean, sd).mean(), rel=1e-12)
+    assert m["rmse"] == pytest.approx(np.sqrt(np.mean((y - mean) ** 2)), rel=1e-12)
+    assert json.load(open(tmp_path / "ev" / "metrics.json"))["crps"] == m["crps"]
+
+
+def test_class_probabilities_and_ood_match_scikit_learn(tmp_path):
+    rng = np.random.default_rng(2)
+    p1 = rng.uniform(size=80)
+    labels = (rng.uniform(size=80) < p1).astype(int)
+    ood_p1 = np.clip(0.5 + 0.2 * rng.normal(size=40), 0.01, 0.99)
+    m = uqnn.evaluate(predictions=_csv(tmp_path / "p.csv", prob_0=1 - p1, prob_1=p1, y=labels),
+                      ood_predictions=_csv(tmp_path / "o.csv", prob_0=1 - ood_p1, prob_1=ood_p1), out=tmp_path / "ev", figures=False)
+    # Two classes: the sum over classes is twice scikit-learn's (p - y)^2.
+    assert m["brier"] == pytest.approx(2 * brier_score_loss(labels, p1), rel=1e-12)
+    entropy = lambda p: -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    scores = np.r_[entropy(p1), entropy(ood_p1)]
+    is_ood = np.r_[np.zeros(80), np.ones(40)]
+    assert m["ood"]["predictive_entropy"]["auroc"] == pytest.approx(roc_auc_score(is_ood, scores), rel=1e-12)
+    assert m["ood"]["predictive_entropy"]["aupr"] == pytest.approx(average_precision_score(is_ood, scores), rel=1e-12)
+    assert m["ood"]["mutual_information"]["auroc"] == 0.5  # one set of probabilities: MI is 0 everywhere
+
+
+def test_a_fitted_bnn_with_split_conformal(tmp_path, sine):
+    X, y = sine
+    est = uqnn.BNN(hidden=(8,), method="ens", ens_members=2, epochs=60, progress=False, out=str(tmp_path / "run")).fit(X, y)
+    m = uqnn.evaluate(est, X, y, conformal="split", calibration_fraction=0.5, out=tmp_path / "ev", seed=3)
+    assert m["task"] == "regression" and m["predictive_form"] == "mixture"
+    assert m["n"] == 30 and m["conformal"]["calibration_rows"] == 30
+    assert os.path.exists(tmp_path / "ev" / "calibration.png") and os.path.exists(tmp_path / "ev" / "conformal.png")
+    # The 90% conformal quantile is the ceil(31 x 0.9) = 28th of the 30 normalised calibration residuals.
+    assert math.isfinite(m["conformal"]["levels"]["0.9"]["quantile"])
+    with pytest.raises(ValueError, match="calibration-fraction"):
+        uqnn.evaluate(est, X, y, conformal="split", out=tmp_path / "ev2")
