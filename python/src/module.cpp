@@ -21,6 +21,7 @@
 #include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
+#include "uqnn/services/network.hpp"
 #include "uqnn/services/sample.hpp"
 #include "uqnn/services/vocabulary.hpp"
 
@@ -501,6 +502,78 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   });
+
+  // A network on its own (any model.json description): outputs, the gradient of sum(G .* f) and
+  // Hessian-vector products, for checking uqnn's layers against PyTorch's (python/tests/test_cnn.py)
+  // and for uqnn.from_torch's translations. X is (n, input_dim) rows, outputs (n, output_dim).
+  m.def(
+      "cnn_description",
+      [](const std::string& layers, const std::vector<Index>& input_shape, Index output_dim, const std::string& activation,
+         const std::string& init) { return to_python(cnn_description(layers, input_shape, output_dim, activation, init)); },
+      py::arg("layers"), py::arg("input_shape"), py::arg("output_dim"), py::arg("activation") = "relu", py::arg("init") = "auto",
+      "the model.json description of a cnn from a layer list (docs/networks.md)");
+  const auto vector_of = [](const CArray& a, const char* what) {
+    if (a.ndim() != 1) throw InputError(std::string(what) + " must be a vector");
+    return Vec(Eigen::Map<const Vec>(a.data(), a.size()));
+  };
+  py::class_<Network>(m, "Model")
+      .def(py::init([](const py::dict& description) { return Network(to_json(description)); }))
+      .def_property_readonly("kind", &Network::kind)
+      .def_property_readonly("num_params", &Network::num_params)
+      .def_property_readonly("input_dim", &Network::input_dim)
+      .def_property_readonly("output_dim", &Network::output_dim)
+      .def_property_readonly("param_names", [](const Network& n) { return n.layout().names(); })
+      .def_property_readonly("param_blocks",
+                             [](const Network& n) {
+                               py::list blocks;  // (name, offset, rows, cols) in theta order
+                               for (const ParamBlock& b : n.layout().blocks()) blocks.append(py::make_tuple(b.name, b.offset, b.rows, b.cols));
+                               return blocks;
+                             })
+      .def_property_readonly("description", [](const Network& n) { return to_python(n.description()); })
+      .def("set_precision", &Network::set_precision)
+      .def("initial_params",
+           [](const Network& n, std::uint64_t seed) {
+             const Vec theta = n.initial_params(seed);
+             return py::array_t<double>(theta.size(), theta.data());
+           })
+      .def("forward",
+           [vector_of](const Network& n, const CArray& theta, const CArray& X) {
+             const Vec t = vector_of(theta, "theta");
+             const Mat x = columns_of(X, "X");
+             Mat y;
+             {
+               py::gil_scoped_release release;
+               y = n.forward(t, x);
+             }
+             return rows_of(y);
+           })
+      .def(
+          "value_and_gradient",
+          [vector_of](const Network& n, const CArray& theta, const CArray& X, const CArray& G) {
+            const Vec t = vector_of(theta, "theta");
+            const Mat x = columns_of(X, "X"), g = columns_of(G, "G");
+            Vec grad;
+            double value = 0.0;
+            {
+              py::gil_scoped_release release;
+              value = n.value_and_gradient(t, x, g, grad);
+            }
+            return py::make_tuple(value, py::array_t<double>(grad.size(), grad.data()));
+          },
+          "(sum(G * f(theta, X)), its gradient in theta)")
+      .def(
+          "hessian_vector_product",
+          [vector_of](const Network& n, const CArray& theta, const CArray& v, const CArray& X, const CArray& G) {
+            const Vec t = vector_of(theta, "theta"), direction = vector_of(v, "v");
+            const Mat x = columns_of(X, "X"), g = columns_of(G, "G");
+            Vec hv;
+            {
+              py::gil_scoped_release release;
+              hv = n.hessian_vector_product(t, direction, x, g);
+            }
+            return py::array_t<double>(hv.size(), hv.data());
+          },
+          "H v of sum(G * f) + 0.5 sum(f * f) in theta");
 
   py::class_<FitProblem>(m, "FitProblem")
       .def(py::init([](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,

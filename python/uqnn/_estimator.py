@@ -264,13 +264,22 @@ class BNN(BaseEstimator):
         return self
 
     @classmethod
-    def from_torch(cls, module, method: str = "laplace", **kwargs) -> "BNN":
-        """An estimator whose network is the user's ``torch.nn.Sequential`` (same architecture; its
-        weights start the fit): see ``uqnn.from_torch``."""
-        from ._torch import sequential_spec
+    def from_torch(cls, module, method: str = "laplace", input_shape=None, **kwargs) -> "BNN":
+        """An estimator whose network is the user's PyTorch network (same architecture; its weights
+        start the fit): see ``uqnn.from_torch``. A convolutional network needs ``input_shape=(C, H, W)``
+        and a layer list that builds it (docs/networks.md); ``to_torch_state_dicts`` then gives state
+        dicts with the module's own keys."""
+        from ._torch import cnn_layer_list, from_torch
 
-        spec = sequential_spec(module)
-        est = cls(hidden=spec["hidden"], activation=spec["activation"], method=method, **kwargs)
+        spec = from_torch(module, input_shape)
+        if spec.get("model") == "cnn":
+            layers, activation = cnn_layer_list(spec)
+            est = cls(activation=activation, method=method, model="cnn", layers=layers, input_shape=list(spec["input_shape"]),
+                      **kwargs)
+            est._torch_names = [b[0] for b in _core.Model(spec["description"]).param_blocks]
+            est._torch_shapes = spec["shapes"]
+        else:
+            est = cls(hidden=spec["hidden"], activation=spec["activation"], method=method, **kwargs)
         est._start = spec["theta"]
         return est
 
@@ -282,10 +291,16 @@ class BNN(BaseEstimator):
         return f.acquisition(self._x(X), strategy)
 
     def to_torch_state_dicts(self) -> list:
-        """The draws as PyTorch ``nn.Sequential`` state dicts (Linear layers at 0, 2, 4, ...)."""
-        from ._torch import state_dicts
+        """The draws as PyTorch state dicts: ``nn.Sequential`` ones (Linear layers at 0, 2, 4, ...)
+        for an MLP; for a cnn, keyed by its parameter blocks (conv1.weight, ...), or by the module's
+        own keys when the estimator came from ``from_torch``."""
+        from ._torch import cnn_state_dicts, state_dicts
 
         f = self._require_fit()
+        model = f.model_json["model"]
+        model = model.get("network", model) if model.get("kind") == "non_centred" else model
+        if model.get("kind") == "cnn":
+            return cnn_state_dicts(f.network_weights, model, getattr(self, "_torch_shapes", None), getattr(self, "_torch_names", None))
         return state_dicts(f.network_weights, tuple(self.hidden), len(f.input_names), len(f.target_names))
 
     def __sklearn_is_fitted__(self) -> bool:

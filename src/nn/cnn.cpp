@@ -18,13 +18,13 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Compiling the description: shapes, parameter blocks, checks.
 
-std::string layer_label(const CnnLayer& l, const std::string& where) {
+std::string cnn_layer_label(const CnnLayer& l, const std::string& where) {
   return fmt::format("{} ({}{})", where, to_string(l.type), l.name.empty() ? "" : " " + l.name);
 }
 
-Index output_extent(Index in, Index kernel, Index stride, Index pad) { return (in + 2 * pad - kernel) / stride + 1; }
+Index cnn_output_extent(Index in, Index kernel, Index stride, Index pad) { return (in + 2 * pad - kernel) / stride + 1; }
 
-void check_window(const CnnLayer& l, const ImageShape& in, const std::string& label) {
+void check_cnn_window(const CnnLayer& l, const ImageShape& in, const std::string& label) {
   if (l.kernel_h < 1 || l.kernel_w < 1 || l.stride_h < 1 || l.stride_w < 1 || l.pad_h < 0 || l.pad_w < 0)
     throw InputError(fmt::format("{}: kernel {}x{}, stride {}x{} and padding {}x{} must be >= 1, >= 1 and >= 0", label,
                                  l.kernel_h, l.kernel_w, l.stride_h, l.stride_w, l.pad_h, l.pad_w));
@@ -37,15 +37,15 @@ void check_window(const CnnLayer& l, const ImageShape& in, const std::string& la
 /// Parameters and per-example activations a network may have (8 GB per draw, or per example, in double).
 constexpr double kMaxCnnSize = 1e9;
 
-void check_size(double size, const std::string& what, const std::string& label) {
+void check_cnn_size(double size, const std::string& what, const std::string& label) {
   if (size > kMaxCnnSize) throw InputError(fmt::format("{}: {} {:.3g}, more than the {:g} uqnn takes", label, what, size, kMaxCnnSize));
 }
 
-void compile_layers(std::vector<CnnLayer>& layers, ImageShape shape, ParamLayout& layout, std::set<std::string>& names,
+void compile_cnn_layers(std::vector<CnnLayer>& layers, ImageShape shape, ParamLayout& layout, std::set<std::string>& names,
                     const std::string& where) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     CnnLayer& l = layers[i];
-    const std::string label = layer_label(l, fmt::format("{}layer {}", where, i + 1));
+    const std::string label = cnn_layer_label(l, fmt::format("{}layer {}", where, i + 1));
     l.in_shape = shape;
     l.offset = layout.size();
     const auto named = [&](const char* kind) {
@@ -57,35 +57,35 @@ void compile_layers(std::vector<CnnLayer>& layers, ImageShape shape, ParamLayout
     switch (l.type) {
       case CnnLayerType::Conv: {
         named("conv");
-        check_window(l, shape, label);
+        check_cnn_window(l, shape, label);
         if (l.out < 1 || l.groups < 1 || shape.channels % l.groups != 0 || l.out % l.groups != 0)
           throw InputError(fmt::format("{}: {} input and {} output channels must be >= 1 and divisible by groups {}", label,
                                        shape.channels, l.out, l.groups));
-        check_size(static_cast<double>(layout.size()) + static_cast<double>(l.out) * static_cast<double>(shape.channels / l.groups) *
+        check_cnn_size(static_cast<double>(layout.size()) + static_cast<double>(l.out) * static_cast<double>(shape.channels / l.groups) *
                            static_cast<double>(l.kernel_h) * static_cast<double>(l.kernel_w),
                    "parameters", label);
         const Index fan_in = shape.channels / l.groups * l.kernel_h * l.kernel_w;
         layout.add_matrix(l.name + ".weight", l.out, fan_in, fan_in);
         if (l.bias) layout.add_vector(l.name + ".bias", l.out, fan_in);
-        out = {l.out, output_extent(shape.height, l.kernel_h, l.stride_h, l.pad_h),
-               output_extent(shape.width, l.kernel_w, l.stride_w, l.pad_w)};
+        out = {l.out, cnn_output_extent(shape.height, l.kernel_h, l.stride_h, l.pad_h),
+               cnn_output_extent(shape.width, l.kernel_w, l.stride_w, l.pad_w)};
         break;
       }
       case CnnLayerType::MaxPool:
       case CnnLayerType::AvgPool:
-        check_window(l, shape, label);
+        check_cnn_window(l, shape, label);
         if (2 * l.pad_h > l.kernel_h || 2 * l.pad_w > l.kernel_w)
           throw InputError(fmt::format("{}: padding {}x{} must be at most half the kernel {}x{} (as in PyTorch)", label,
                                        l.pad_h, l.pad_w, l.kernel_h, l.kernel_w));
-        out = {shape.channels, output_extent(shape.height, l.kernel_h, l.stride_h, l.pad_h),
-               output_extent(shape.width, l.kernel_w, l.stride_w, l.pad_w)};
+        out = {shape.channels, cnn_output_extent(shape.height, l.kernel_h, l.stride_h, l.pad_h),
+               cnn_output_extent(shape.width, l.kernel_w, l.stride_w, l.pad_w)};
         break;
       case CnnLayerType::GlobalAvgPool: out = {shape.channels, 1, 1}; break;
       case CnnLayerType::Flatten: out = {shape.size(), 1, 1}; break;
       case CnnLayerType::Linear:
         named("fc");
         if (l.out < 1) throw InputError(fmt::format("{}: {} output features must be >= 1", label, l.out));
-        check_size(static_cast<double>(layout.size()) + static_cast<double>(l.out) * static_cast<double>(shape.size()), "parameters", label);
+        check_cnn_size(static_cast<double>(layout.size()) + static_cast<double>(l.out) * static_cast<double>(shape.size()), "parameters", label);
         layout.add_matrix(l.name + ".weight", l.out, shape.size(), shape.size());
         if (l.bias) layout.add_vector(l.name + ".bias", l.out, shape.size());
         out = {l.out, 1, 1};
@@ -122,8 +122,8 @@ void compile_layers(std::vector<CnnLayer>& layers, ImageShape shape, ParamLayout
       }
       case CnnLayerType::Residual: {
         if (l.body.empty()) throw InputError(fmt::format("{}: a residual block needs a body", label));
-        compile_layers(l.body, shape, layout, names, fmt::format("{}layer {} body ", where, i + 1));
-        compile_layers(l.shortcut, shape, layout, names, fmt::format("{}layer {} shortcut ", where, i + 1));
+        compile_cnn_layers(l.body, shape, layout, names, fmt::format("{}layer {} body ", where, i + 1));
+        compile_cnn_layers(l.shortcut, shape, layout, names, fmt::format("{}layer {} shortcut ", where, i + 1));
         out = l.body.back().out_shape;
         const ImageShape through = l.shortcut.empty() ? shape : l.shortcut.back().out_shape;
         if (!(out == through))
@@ -132,7 +132,7 @@ void compile_layers(std::vector<CnnLayer>& layers, ImageShape shape, ParamLayout
         break;
       }
     }
-    check_size(static_cast<double>(out.channels) * static_cast<double>(out.height) * static_cast<double>(out.width),
+    check_cnn_size(static_cast<double>(out.channels) * static_cast<double>(out.height) * static_cast<double>(out.width),
                "values per example in its output", label);
     if (out.channels < 1 || out.height < 1 || out.width < 1)
       throw InputError(fmt::format("{}: its output {} is empty", label, out.to_string()));
@@ -147,7 +147,7 @@ void compile_layers(std::vector<CnnLayer>& layers, ImageShape shape, ParamLayout
 
 /// dst (=|+=) a b: Eigen's GEMM, or three double GEMMs for dual numbers (narrow_product.hpp).
 template <typename T, typename Dst, typename A, typename B>
-void gemm(Dst&& dst, const A& a, const B& b, bool accumulate) {
+void cnn_gemm(Dst&& dst, const A& a, const B& b, bool accumulate) {
   if constexpr (std::is_same_v<T, Dual>) {
     if (accumulate) dst += detail::dual_product(a, b);
     else dst = detail::dual_product(a, b);
@@ -166,11 +166,11 @@ struct CnnTape {
   std::vector<CnnTape> body, shortcut;
 };
 
-/// Examples per im2col chunk: about 2^18 entries of the column matrix (2 MB in double).
-Index chunk_examples(Index P, Index K, Index n) { return std::clamp<Index>((Index{1} << 18) / std::max<Index>(1, P * K), 1, std::max<Index>(n, 1)); }
+/// Examples per cnn_im2col chunk: about 2^18 entries of the column matrix (2 MB in double).
+Index im2col_chunk_examples(Index P, Index K, Index n) { return std::clamp<Index>((Index{1} << 18) / std::max<Index>(1, P * K), 1, std::max<Index>(n, 1)); }
 
 /// The range [first, last) of output positions o along one axis whose input i = o s - p + k lies in [0, extent).
-inline std::pair<Index, Index> valid_range(Index k, Index stride, Index pad, Index extent, Index outputs) {
+inline std::pair<Index, Index> im2col_valid_range(Index k, Index stride, Index pad, Index extent, Index outputs) {
   // i >= 0: o >= (p - k) / s rounded up; i < extent: o <= (extent - 1 + p - k) / s rounded down.
   const Index low = pad - k, high = extent - 1 + pad - k;
   const Index first = low <= 0 ? 0 : (low + stride - 1) / stride;
@@ -180,16 +180,16 @@ inline std::pair<Index, Index> valid_range(Index k, Index stride, Index pad, Ind
 
 /// Columns of one example: cols[p + ld * ((c kh + ki) kw + kj)] = x[c, oh s - p + ki, ow s - p + kj] (0 outside).
 template <typename T>
-void im2col(const CnnLayer& l, const T* x, T* cols, Index ld) {
+void cnn_im2col(const CnnLayer& l, const T* x, T* cols, Index ld) {
   const ImageShape& in = l.in_shape;
   const Index Ho = l.out_shape.height, Wo = l.out_shape.width;
   for (Index c = 0; c < in.channels; ++c) {
     const T* plane = x + c * in.plane();
     for (Index ki = 0; ki < l.kernel_h; ++ki) {
-      const auto [oh0, oh1] = valid_range(ki, l.stride_h, l.pad_h, in.height, Ho);
+      const auto [oh0, oh1] = im2col_valid_range(ki, l.stride_h, l.pad_h, in.height, Ho);
       for (Index kj = 0; kj < l.kernel_w; ++kj) {
         T* dst = cols + ld * ((c * l.kernel_h + ki) * l.kernel_w + kj);
-        const auto [ow0, ow1] = valid_range(kj, l.stride_w, l.pad_w, in.width, Wo);
+        const auto [ow0, ow1] = im2col_valid_range(kj, l.stride_w, l.pad_w, in.width, Wo);
         for (Index oh = 0; oh < Ho; ++oh) {
           T* row = dst + oh * Wo;
           if (oh < oh0 || oh >= oh1) {
@@ -208,18 +208,18 @@ void im2col(const CnnLayer& l, const T* x, T* cols, Index ld) {
   }
 }
 
-/// The adjoint of im2col: dx[c, ih, iw] += the columns' entries that came from it.
+/// The adjoint of cnn_im2col: dx[c, ih, iw] += the columns' entries that came from it.
 template <typename T>
-void col2im_add(const CnnLayer& l, const T* cols, Index ld, T* dx) {
+void cnn_col2im_add(const CnnLayer& l, const T* cols, Index ld, T* dx) {
   const ImageShape& in = l.in_shape;
   const Index Ho = l.out_shape.height, Wo = l.out_shape.width;
   for (Index c = 0; c < in.channels; ++c) {
     T* plane = dx + c * in.plane();
     for (Index ki = 0; ki < l.kernel_h; ++ki) {
-      const auto [oh0, oh1] = valid_range(ki, l.stride_h, l.pad_h, in.height, Ho);
+      const auto [oh0, oh1] = im2col_valid_range(ki, l.stride_h, l.pad_h, in.height, Ho);
       for (Index kj = 0; kj < l.kernel_w; ++kj) {
         const T* src = cols + ld * ((c * l.kernel_h + ki) * l.kernel_w + kj);
-        const auto [ow0, ow1] = valid_range(kj, l.stride_w, l.pad_w, in.width, Wo);
+        const auto [ow0, ow1] = im2col_valid_range(kj, l.stride_w, l.pad_w, in.width, Wo);
         for (Index oh = oh0; oh < oh1; ++oh) {
           const T* row = src + oh * Wo;
           T* dst = plane + (oh * l.stride_h - l.pad_h + ki) * in.width + (kj - l.pad_w);
@@ -231,22 +231,22 @@ void col2im_add(const CnnLayer& l, const T* cols, Index ld, T* dx) {
 }
 
 template <typename T>
-void conv_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, MatT<T>& Y) {
+void cnn_conv_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, MatT<T>& Y) {
   const Index n = X.cols(), P = l.out_shape.plane(), Cout = l.out, G = l.groups;
   const Index K = l.in_shape.channels * l.kernel_h * l.kernel_w, Kg = K / G, Cg = Cout / G;
   const T* W = theta + l.offset;
   const T* b = l.bias ? W + Cout * Kg : nullptr;
   Y.resize(Cout * P, n);
-  const Index m = chunk_examples(P, K, n);
+  const Index m = im2col_chunk_examples(P, K, n);
   thread_local MatT<T> cols, prod;  // per-thread buffers: a sampler's gradients come again and again
   for (Index start = 0; start < n; start += m) {
     const Index mm = std::min(m, n - start), ld = mm * P;
     cols.resize(ld, K);
-    for (Index e = 0; e < mm; ++e) im2col(l, X.col(start + e).data(), cols.data() + e * P, ld);
+    for (Index e = 0; e < mm; ++e) cnn_im2col(l, X.col(start + e).data(), cols.data() + e * P, ld);
     prod.resize(ld, Cout);
     // [mm P, Kg] [Kg, Cg] per group: the weights [Cout, Kg] row-major are the transposed [Kg, Cout].
     for (Index g = 0; g < G; ++g)
-      gemm<T>(prod.middleCols(g * Cg, Cg), cols.middleCols(g * Kg, Kg), Eigen::Map<const MatT<T>>(W + g * Cg * Kg, Kg, Cg), false);
+      cnn_gemm<T>(prod.middleCols(g * Cg, Cg), cols.middleCols(g * Kg, Kg), Eigen::Map<const MatT<T>>(W + g * Cg * Kg, Kg, Cg), false);
     for (Index e = 0; e < mm; ++e)
       for (Index c = 0; c < Cout; ++c) {
         auto dst = Y.col(start + e).segment(c * P, P);
@@ -257,14 +257,14 @@ void conv_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, MatT<T>& 
 }
 
 template <typename T>
-void conv_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, const MatT<T>& dY, T* grad, MatT<T>* dX) {
+void cnn_conv_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, const MatT<T>& dY, T* grad, MatT<T>* dX) {
   const Index n = X.cols(), P = l.out_shape.plane(), Cout = l.out, G = l.groups;
   const Index K = l.in_shape.channels * l.kernel_h * l.kernel_w, Kg = K / G, Cg = Cout / G;
   const T* W = theta + l.offset;
   T* gW = grad + l.offset;
   T* gb = l.bias ? gW + Cout * Kg : nullptr;
   if (dX) dX->setZero(l.in_shape.size(), n);
-  const Index m = chunk_examples(P, K, n);
+  const Index m = im2col_chunk_examples(P, K, n);
   thread_local MatT<T> cols, d, dcols;
   for (Index start = 0; start < n; start += m) {
     const Index mm = std::min(m, n - start), ld = mm * P;
@@ -274,21 +274,21 @@ void conv_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, const Ma
     if (gb)
       for (Index c = 0; c < Cout; ++c) gb[c] += d.col(c).sum();
     cols.resize(ld, K);
-    for (Index e = 0; e < mm; ++e) im2col(l, X.col(start + e).data(), cols.data() + e * P, ld);
+    for (Index e = 0; e < mm; ++e) cnn_im2col(l, X.col(start + e).data(), cols.data() + e * P, ld);
     for (Index g = 0; g < G; ++g) {
       Eigen::Map<MatT<T>> gWg(gW + g * Cg * Kg, Kg, Cg);
-      gemm<T>(gWg, cols.middleCols(g * Kg, Kg).transpose(), d.middleCols(g * Cg, Cg), true);
+      cnn_gemm<T>(gWg, cols.middleCols(g * Kg, Kg).transpose(), d.middleCols(g * Cg, Cg), true);
     }
     if (!dX) continue;
     dcols.resize(ld, K);
     for (Index g = 0; g < G; ++g)
-      gemm<T>(dcols.middleCols(g * Kg, Kg), d.middleCols(g * Cg, Cg), Eigen::Map<const RowMajorMatT<T>>(W + g * Cg * Kg, Cg, Kg), false);
-    for (Index e = 0; e < mm; ++e) col2im_add(l, dcols.data() + e * P, ld, dX->col(start + e).data());
+      cnn_gemm<T>(dcols.middleCols(g * Kg, Kg), d.middleCols(g * Cg, Cg), Eigen::Map<const RowMajorMatT<T>>(W + g * Cg * Kg, Cg, Kg), false);
+    for (Index e = 0; e < mm; ++e) cnn_col2im_add(l, dcols.data() + e * P, ld, dX->col(start + e).data());
   }
 }
 
 template <typename T>
-void max_pool_forward(const CnnLayer& l, const MatT<T>& X, CnnTape<T>& tape) {
+void cnn_max_pool_forward(const CnnLayer& l, const MatT<T>& X, CnnTape<T>& tape) {
   const ImageShape &in = l.in_shape, &os = l.out_shape;
   const Index n = X.cols();
   tape.out.resize(os.size(), n);
@@ -332,7 +332,7 @@ void max_pool_forward(const CnnLayer& l, const MatT<T>& X, CnnTape<T>& tape) {
 }
 
 template <typename T>
-void avg_pool_forward(const CnnLayer& l, const MatT<T>& X, MatT<T>& Y) {
+void cnn_avg_pool_forward(const CnnLayer& l, const MatT<T>& X, MatT<T>& Y) {
   const ImageShape &in = l.in_shape, &os = l.out_shape;
   const Index n = X.cols();
   const T scale = T(1.0 / static_cast<double>(l.kernel_h * l.kernel_w));
@@ -354,7 +354,7 @@ void avg_pool_forward(const CnnLayer& l, const MatT<T>& X, MatT<T>& Y) {
 }
 
 template <typename T>
-void avg_pool_backward(const CnnLayer& l, const MatT<T>& dY, MatT<T>& dX) {
+void cnn_avg_pool_backward(const CnnLayer& l, const MatT<T>& dY, MatT<T>& dX) {
   const ImageShape &in = l.in_shape, &os = l.out_shape;
   const Index n = dY.cols();
   const T scale = T(1.0 / static_cast<double>(l.kernel_h * l.kernel_w));
@@ -375,7 +375,7 @@ void avg_pool_backward(const CnnLayer& l, const MatT<T>& dY, MatT<T>& dX) {
 }
 
 template <typename T>
-void group_norm_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>& tape) {
+void cnn_group_norm_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>& tape) {
   using std::sqrt;
   const Index n = X.cols(), C = l.in_shape.channels, HW = l.in_shape.plane(), G = l.groups, M = C / G * HW;
   const T* gamma = theta + l.offset;
@@ -399,7 +399,7 @@ void group_norm_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, Cnn
 }
 
 template <typename T>
-void group_norm_backward(const CnnLayer& l, const T* theta, const CnnTape<T>& tape, const MatT<T>& dY, T* grad, MatT<T>* dX) {
+void cnn_group_norm_backward(const CnnLayer& l, const T* theta, const CnnTape<T>& tape, const MatT<T>& dY, T* grad, MatT<T>* dX) {
   const Index n = dY.cols(), C = l.in_shape.channels, HW = l.in_shape.plane(), G = l.groups, M = C / G * HW;
   const T* gamma = theta + l.offset;
   T* dgamma = grad + l.offset;
@@ -425,7 +425,7 @@ void group_norm_backward(const CnnLayer& l, const T* theta, const CnnTape<T>& ta
 }
 
 template <typename T>
-void frn_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>& tape) {
+void cnn_frn_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>& tape) {
   using std::sqrt;
   const Index n = X.cols(), C = l.in_shape.channels, HW = l.in_shape.plane();
   const T *gamma = theta + l.offset, *beta = gamma + C, *tau = beta + C;
@@ -449,7 +449,7 @@ void frn_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>
 }
 
 template <typename T>
-void frn_backward(const CnnLayer& l, const T* theta, const CnnTape<T>& tape, const MatT<T>& dY, T* grad, MatT<T>* dX) {
+void cnn_frn_backward(const CnnLayer& l, const T* theta, const CnnTape<T>& tape, const MatT<T>& dY, T* grad, MatT<T>* dX) {
   const Index n = dY.cols(), C = l.in_shape.channels, HW = l.in_shape.plane();
   const T *gamma = theta + l.offset, *beta = gamma + C, *tau = beta + C;
   T *dgamma = grad + l.offset, *dbeta = dgamma + C, *dtau = dbeta + C;
@@ -478,7 +478,7 @@ void frn_backward(const CnnLayer& l, const T* theta, const CnnTape<T>& tape, con
 }
 
 template <typename T>
-void batch_norm_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, MatT<T>& Y) {
+void cnn_batch_norm_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, MatT<T>& Y) {
   const Index n = X.cols(), C = l.in_shape.channels, HW = l.in_shape.plane();
   const T *gamma = theta + l.offset, *beta = gamma + C;
   Y.resize(X.rows(), n);
@@ -490,7 +490,7 @@ void batch_norm_forward(const CnnLayer& l, const T* theta, const MatT<T>& X, Mat
 }
 
 template <typename T>
-void batch_norm_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, const MatT<T>& dY, T* grad, MatT<T>* dX) {
+void cnn_batch_norm_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, const MatT<T>& dY, T* grad, MatT<T>* dX) {
   const Index n = X.cols(), C = l.in_shape.channels, HW = l.in_shape.plane();
   const T* gamma = theta + l.offset;
   T *dgamma = grad + l.offset, *dbeta = dgamma + C;
@@ -508,18 +508,18 @@ void batch_norm_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, co
 }
 
 template <typename T>
-const MatT<T>& forward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, std::vector<CnnTape<T>>& tapes);
+const MatT<T>& cnn_forward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, std::vector<CnnTape<T>>& tapes);
 template <typename T>
-void backward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, const std::vector<CnnTape<T>>& tapes,
+void cnn_backward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, const std::vector<CnnTape<T>>& tapes,
                    MatT<T>& dY, T* grad, MatT<T>* dX);
 
 template <typename T>
-void forward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>& tape) {
+void cnn_forward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<T>& tape) {
   const Index n = X.cols();
   switch (l.type) {
-    case CnnLayerType::Conv: conv_forward(l, theta, X, tape.out); return;
-    case CnnLayerType::MaxPool: max_pool_forward(l, X, tape); return;
-    case CnnLayerType::AvgPool: avg_pool_forward(l, X, tape.out); return;
+    case CnnLayerType::Conv: cnn_conv_forward(l, theta, X, tape.out); return;
+    case CnnLayerType::MaxPool: cnn_max_pool_forward(l, X, tape); return;
+    case CnnLayerType::AvgPool: cnn_avg_pool_forward(l, X, tape.out); return;
     case CnnLayerType::GlobalAvgPool: {
       const Index C = l.in_shape.channels, HW = l.in_shape.plane();
       const T scale = T(1.0 / static_cast<double>(HW));
@@ -532,17 +532,17 @@ void forward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<
     case CnnLayerType::Linear: {
       const Index in = l.in_shape.size();
       const T* W = theta + l.offset;
-      gemm<T>(tape.out, Eigen::Map<const RowMajorMatT<T>>(W, l.out, in), X, false);
+      cnn_gemm<T>(tape.out, Eigen::Map<const RowMajorMatT<T>>(W, l.out, in), X, false);
       if (l.bias) tape.out.colwise() += Eigen::Map<const VecT<T>>(W + l.out * in, l.out);
       return;
     }
     case CnnLayerType::Activation: activate(l.activation, X, tape.out); return;
-    case CnnLayerType::GroupNorm: group_norm_forward(l, theta, X, tape); return;
-    case CnnLayerType::FilterResponseNorm: frn_forward(l, theta, X, tape); return;
-    case CnnLayerType::BatchNorm: batch_norm_forward(l, theta, X, tape.out); return;
+    case CnnLayerType::GroupNorm: cnn_group_norm_forward(l, theta, X, tape); return;
+    case CnnLayerType::FilterResponseNorm: cnn_frn_forward(l, theta, X, tape); return;
+    case CnnLayerType::BatchNorm: cnn_batch_norm_forward(l, theta, X, tape.out); return;
     case CnnLayerType::Residual: {
-      const MatT<T>& body = forward_list(l.body, theta, X, tape.body);
-      const MatT<T>& shortcut = l.shortcut.empty() ? X : forward_list(l.shortcut, theta, X, tape.shortcut);
+      const MatT<T>& body = cnn_forward_list(l.body, theta, X, tape.body);
+      const MatT<T>& shortcut = l.shortcut.empty() ? X : cnn_forward_list(l.shortcut, theta, X, tape.shortcut);
       if (activation_needs_preactivation(l.activation)) {
         tape.aux = body + shortcut;
         activate(l.activation, tape.aux, tape.out);
@@ -558,10 +558,10 @@ void forward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, CnnTape<
 /// Adds the layer's parameter gradient to grad and, when dX is given, writes its input's cotangent.
 /// dY may be used as workspace.
 template <typename T>
-void backward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, const CnnTape<T>& tape, MatT<T>& dY, T* grad, MatT<T>* dX) {
+void cnn_backward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, const CnnTape<T>& tape, MatT<T>& dY, T* grad, MatT<T>* dX) {
   const Index n = X.cols();
   switch (l.type) {
-    case CnnLayerType::Conv: conv_backward(l, theta, X, dY, grad, dX); return;
+    case CnnLayerType::Conv: cnn_conv_backward(l, theta, X, dY, grad, dX); return;
     case CnnLayerType::MaxPool: {
       if (!dX) return;
       const Index out_size = l.out_shape.size();
@@ -575,7 +575,7 @@ void backward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, const C
       return;
     }
     case CnnLayerType::AvgPool:
-      if (dX) avg_pool_backward(l, dY, *dX);
+      if (dX) cnn_avg_pool_backward(l, dY, *dX);
       return;
     case CnnLayerType::GlobalAvgPool: {
       if (!dX) return;
@@ -593,9 +593,9 @@ void backward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, const C
       const Index in = l.in_shape.size();
       const T* W = theta + l.offset;
       Eigen::Map<RowMajorMatT<T>> gW(grad + l.offset, l.out, in);
-      gemm<T>(gW, dY, X.transpose(), true);
+      cnn_gemm<T>(gW, dY, X.transpose(), true);
       if (l.bias) Eigen::Map<VecT<T>>(grad + l.offset + l.out * in, l.out) += dY.rowwise().sum();
-      if (dX) gemm<T>(*dX, Eigen::Map<const RowMajorMatT<T>>(W, l.out, in).transpose(), dY, false);
+      if (dX) cnn_gemm<T>(*dX, Eigen::Map<const RowMajorMatT<T>>(W, l.out, in).transpose(), dY, false);
       return;
     }
     case CnnLayerType::Activation:
@@ -603,19 +603,19 @@ void backward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, const C
       activation_backward(l.activation, X, tape.out, dY);
       dX->swap(dY);
       return;
-    case CnnLayerType::GroupNorm: group_norm_backward(l, theta, tape, dY, grad, dX); return;
-    case CnnLayerType::FilterResponseNorm: frn_backward(l, theta, tape, dY, grad, dX); return;
-    case CnnLayerType::BatchNorm: batch_norm_backward(l, theta, X, dY, grad, dX); return;
+    case CnnLayerType::GroupNorm: cnn_group_norm_backward(l, theta, tape, dY, grad, dX); return;
+    case CnnLayerType::FilterResponseNorm: cnn_frn_backward(l, theta, tape, dY, grad, dX); return;
+    case CnnLayerType::BatchNorm: cnn_batch_norm_backward(l, theta, X, dY, grad, dX); return;
     case CnnLayerType::Residual: {
       activation_backward(l.activation, tape.aux, tape.out, dY);  // dY is now the sum's cotangent
       MatT<T> d_body = dY, d_from_body;
-      backward_list(l.body, theta, X, tape.body, d_body, grad, dX ? &d_from_body : nullptr);
+      cnn_backward_list(l.body, theta, X, tape.body, d_body, grad, dX ? &d_from_body : nullptr);
       if (l.shortcut.empty()) {
         if (dX) *dX = d_from_body + dY;
         return;
       }
       MatT<T> d_from_shortcut;
-      backward_list(l.shortcut, theta, X, tape.shortcut, dY, grad, dX ? &d_from_shortcut : nullptr);
+      cnn_backward_list(l.shortcut, theta, X, tape.shortcut, dY, grad, dX ? &d_from_shortcut : nullptr);
       if (dX) *dX = d_from_body + d_from_shortcut;
       return;
     }
@@ -623,18 +623,18 @@ void backward_layer(const CnnLayer& l, const T* theta, const MatT<T>& X, const C
 }
 
 template <typename T>
-const MatT<T>& forward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, std::vector<CnnTape<T>>& tapes) {
+const MatT<T>& cnn_forward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, std::vector<CnnTape<T>>& tapes) {
   tapes.resize(layers.size());
   const MatT<T>* input = &X;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    forward_layer(layers[i], theta, *input, tapes[i]);
+    cnn_forward_layer(layers[i], theta, *input, tapes[i]);
     input = &tapes[i].out;
   }
   return *input;
 }
 
 template <typename T>
-void backward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, const std::vector<CnnTape<T>>& tapes,
+void cnn_backward_list(const std::vector<CnnLayer>& layers, const T* theta, const MatT<T>& X, const std::vector<CnnTape<T>>& tapes,
                    MatT<T>& dY, T* grad, MatT<T>* dX) {
   // Two buffers in turn: the cotangent of a layer's output, and of its input.
   MatT<T> spare;
@@ -643,17 +643,17 @@ void backward_list(const std::vector<CnnLayer>& layers, const T* theta, const Ma
   for (std::size_t i = layers.size(); i-- > 0;) {
     const MatT<T>& input = i > 0 ? tapes[i - 1].out : X;
     if (i == 0 && !dX) {  // the list's input needs no cotangent
-      backward_layer(layers[i], theta, input, tapes[i], *current, grad, static_cast<MatT<T>*>(nullptr));
+      cnn_backward_layer(layers[i], theta, input, tapes[i], *current, grad, static_cast<MatT<T>*>(nullptr));
       return;
     }
-    backward_layer(layers[i], theta, input, tapes[i], *current, grad, other);
+    cnn_backward_layer(layers[i], theta, input, tapes[i], *current, grad, other);
     std::swap(current, other);
   }
   if (dX) dX->swap(*current);
 }
 
 /// Weights of one conv or linear block per the scheme (PyTorch's fans: fan_out = out * kh * kw).
-void initialize_weights(Vec& theta, Index offset, Index count, double fan_in, double fan_out, InitScheme scheme, Rng& rng) {
+void initialize_cnn_weights(Vec& theta, Index offset, Index count, double fan_in, double fan_out, InitScheme scheme, Rng& rng) {
   for (Index i = 0; i < count; ++i) {
     switch (scheme) {
       case InitScheme::Glorot: {
@@ -671,7 +671,7 @@ void initialize_weights(Vec& theta, Index offset, Index count, double fan_in, do
   }
 }
 
-void initialize_layers(const std::vector<CnnLayer>& layers, Vec& theta, InitScheme scheme, Rng& rng) {
+void initialize_cnn_layers(const std::vector<CnnLayer>& layers, Vec& theta, InitScheme scheme, Rng& rng) {
   for (const CnnLayer& l : layers) {
     switch (l.type) {
       case CnnLayerType::Conv:
@@ -679,10 +679,10 @@ void initialize_layers(const std::vector<CnnLayer>& layers, Vec& theta, InitSche
         const bool conv = l.type == CnnLayerType::Conv;
         const Index fan_in = conv ? l.in_shape.channels / l.groups * l.kernel_h * l.kernel_w : l.in_shape.size();
         const Index fan_out = conv ? l.out / l.groups * l.kernel_h * l.kernel_w : l.out;
-        initialize_weights(theta, l.offset, l.out * fan_in, static_cast<double>(fan_in), static_cast<double>(fan_out), scheme, rng);
+        initialize_cnn_weights(theta, l.offset, l.out * fan_in, static_cast<double>(fan_in), static_cast<double>(fan_out), scheme, rng);
         if (l.bias) {
           auto b = theta.segment(l.offset + l.out * fan_in, l.out);
-          if (scheme == InitScheme::Torch) initialize_weights(theta, l.offset + l.out * fan_in, l.out, static_cast<double>(fan_in), 0.0, scheme, rng);
+          if (scheme == InitScheme::Torch) initialize_cnn_weights(theta, l.offset + l.out * fan_in, l.out, static_cast<double>(fan_in), 0.0, scheme, rng);
           else b.setZero();
         }
         break;
@@ -696,19 +696,19 @@ void initialize_layers(const std::vector<CnnLayer>& layers, Vec& theta, InitSche
         break;
       }
       case CnnLayerType::Residual:
-        initialize_layers(l.body, theta, scheme, rng);
-        initialize_layers(l.shortcut, theta, scheme, rng);
+        initialize_cnn_layers(l.body, theta, scheme, rng);
+        initialize_cnn_layers(l.shortcut, theta, scheme, rng);
         break;
       default: break;
     }
   }
 }
 
-Index activations_of(const std::vector<CnnLayer>& layers) {
+Index cnn_activations_of(const std::vector<CnnLayer>& layers) {
   Index total = 0;
   for (const CnnLayer& l : layers) {
     total += l.out_shape.size();
-    if (l.type == CnnLayerType::Residual) total += activations_of(l.body) + activations_of(l.shortcut);
+    if (l.type == CnnLayerType::Residual) total += cnn_activations_of(l.body) + cnn_activations_of(l.shortcut);
   }
   return total;
 }
@@ -720,18 +720,18 @@ Cnn::Cnn(ImageShape input, std::vector<CnnLayer> layers, InitScheme init, std::s
   if (input_.channels < 1 || input_.height < 1 || input_.width < 1)
     throw InputError("cnn model: the input shape " + input_.to_string() + " must have every size >= 1");
   if (layers_.empty()) throw InputError("cnn model: the network has no layer");
-  check_size(static_cast<double>(input_.channels) * static_cast<double>(input_.height) * static_cast<double>(input_.width),
+  check_cnn_size(static_cast<double>(input_.channels) * static_cast<double>(input_.height) * static_cast<double>(input_.width),
              "values per example", "cnn model: the input " + input_.to_string());
   std::set<std::string> names;
-  compile_layers(layers_, input_, layout_, names, "cnn model: ");
+  compile_cnn_layers(layers_, input_, layout_, names, "cnn model: ");
   output_dim_ = layers_.back().out_shape.size();
-  activation_size_ = activations_of(layers_);
+  activation_size_ = cnn_activations_of(layers_);
 }
 
 
 Vec Cnn::initial_params(Rng& rng) const {
   Vec theta = Vec::Zero(num_params());
-  initialize_layers(layers_, theta, init_, rng);
+  initialize_cnn_layers(layers_, theta, init_, rng);
   return theta;
 }
 
@@ -774,11 +774,11 @@ MatT<T> Cnn::evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* los
   thread_local MatT<T> dY;
   const Index n = X.cols(), chunk = examples_per_pass();
   if (n <= chunk) {
-    const MatT<T>& Y = forward_list(layers_, theta, X, tapes);
+    const MatT<T>& Y = cnn_forward_list(layers_, theta, X, tapes);
     if (!loss) return Y;
     dY.resize(Y.rows(), Y.cols());
     *loss_value = (*loss)(Y, dY);
-    backward_list(layers_, theta, X, tapes, dY, grad, static_cast<MatT<T>*>(nullptr));
+    cnn_backward_list(layers_, theta, X, tapes, dY, grad, static_cast<MatT<T>*>(nullptr));
     return MatT<T>();
   }
   // Many examples (a full-batch gradient, predictions on a test set): in chunks, so that the
@@ -788,7 +788,7 @@ MatT<T> Cnn::evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* los
   for (Index start = 0; start < n; start += chunk) {
     const Index m = std::min(chunk, n - start);
     X_chunk = X.middleCols(start, m);
-    Y.middleCols(start, m) = forward_list(layers_, theta, X_chunk, tapes);
+    Y.middleCols(start, m) = cnn_forward_list(layers_, theta, X_chunk, tapes);
   }
   if (!loss) return Y;
   MatT<T> dY_all(Y.rows(), n);
@@ -796,9 +796,9 @@ MatT<T> Cnn::evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* los
   for (Index start = 0; start < n; start += chunk) {
     const Index m = std::min(chunk, n - start);
     X_chunk = X.middleCols(start, m);
-    forward_list(layers_, theta, X_chunk, tapes);
+    cnn_forward_list(layers_, theta, X_chunk, tapes);
     dY = dY_all.middleCols(start, m);
-    backward_list(layers_, theta, X_chunk, tapes, dY, grad, static_cast<MatT<T>*>(nullptr));
+    cnn_backward_list(layers_, theta, X_chunk, tapes, dY, grad, static_cast<MatT<T>*>(nullptr));
   }
   return MatT<T>();
 }

@@ -30,7 +30,7 @@ CnnLayerType parse_cnn_layer_type(const std::string& name) {
 
 /// A size of a description: a whole number in [0, 10^6] (never 6.5 read as 6, nor 10^12 handed to
 /// an allocation); the layer's own checks then say which sizes must be >= 1.
-Index size_of(const nlohmann::json& j, const std::string& field) {
+Index cnn_size_of(const nlohmann::json& j, const std::string& field) {
   constexpr double kMaxSize = 1e6;
   const bool ok = j.is_number() && std::isfinite(j.get<double>()) && j.get<double>() == std::floor(j.get<double>()) &&
                   j.get<double>() >= 0 && j.get<double>() <= kMaxSize;
@@ -39,12 +39,12 @@ Index size_of(const nlohmann::json& j, const std::string& field) {
 }
 
 /// [a, b] from a JSON pair, or [a, a] from a number.
-std::pair<Index, Index> pair_of(const nlohmann::json& j, const std::string& field) {
+std::pair<Index, Index> cnn_pair_of(const nlohmann::json& j, const std::string& field) {
   if (j.is_array()) {
     if (j.size() != 2) throw InputError("cnn layer: " + field + " must be a number or a pair [h, w], not " + j.dump());
-    return {size_of(j.at(0), field), size_of(j.at(1), field)};
+    return {cnn_size_of(j.at(0), field), cnn_size_of(j.at(1), field)};
   }
-  const Index v = size_of(j, field);
+  const Index v = cnn_size_of(j, field);
   return {v, v};
 }
 
@@ -115,16 +115,16 @@ CnnLayer CnnLayer::from_json(const nlohmann::json& j) {
   l.type = parse_cnn_layer_type(j.at("type").get<std::string>());
   l.name = j.value("name", std::string());
   const auto window = [&](bool stride_defaults_to_kernel) {
-    std::tie(l.kernel_h, l.kernel_w) = pair_of(j.at("kernel"), "kernel");
-    if (j.contains("stride")) std::tie(l.stride_h, l.stride_w) = pair_of(j.at("stride"), "stride");
+    std::tie(l.kernel_h, l.kernel_w) = cnn_pair_of(j.at("kernel"), "kernel");
+    if (j.contains("stride")) std::tie(l.stride_h, l.stride_w) = cnn_pair_of(j.at("stride"), "stride");
     else if (stride_defaults_to_kernel) std::tie(l.stride_h, l.stride_w) = std::pair{l.kernel_h, l.kernel_w};
-    if (j.contains("padding")) std::tie(l.pad_h, l.pad_w) = pair_of(j.at("padding"), "padding");
+    if (j.contains("padding")) std::tie(l.pad_h, l.pad_w) = cnn_pair_of(j.at("padding"), "padding");
   };
   switch (l.type) {
     case CnnLayerType::Conv:
-      l.out = size_of(j.at("out"), "out");
+      l.out = cnn_size_of(j.at("out"), "out");
       window(false);
-      l.groups = j.contains("groups") ? size_of(j.at("groups"), "groups") : 1;
+      l.groups = j.contains("groups") ? cnn_size_of(j.at("groups"), "groups") : 1;
       l.bias = j.value("bias", true);
       break;
     case CnnLayerType::MaxPool:
@@ -132,12 +132,12 @@ CnnLayer CnnLayer::from_json(const nlohmann::json& j) {
     case CnnLayerType::GlobalAvgPool:
     case CnnLayerType::Flatten: break;
     case CnnLayerType::Linear:
-      l.out = size_of(j.at("out"), "out");
+      l.out = cnn_size_of(j.at("out"), "out");
       l.bias = j.value("bias", true);
       break;
     case CnnLayerType::Activation: l.activation = parse_activation(j.at("activation").get<std::string>()); break;
     case CnnLayerType::GroupNorm:
-      l.groups = size_of(j.at("groups"), "groups");
+      l.groups = cnn_size_of(j.at("groups"), "groups");
       l.eps = j.value("eps", 1e-5);
       break;
     case CnnLayerType::FilterResponseNorm: l.eps = j.value("eps", 1e-6); break;

@@ -13,20 +13,20 @@ namespace uqnn {
 
 namespace {
 
-constexpr const char* kValidTokens =
+constexpr const char* kCnnValidTokens =
     "conv<out>k<k>[s<stride>][p<pad>][g<groups>][nb], pool<k>[s<stride>][p<pad>] (max; also maxpool<k>), "
     "avgpool<k>[s<stride>][p<pad>], gap, flatten, fc<n>, gn<groups>, frn, bn, res<out>[s<stride>][gn<groups>|frn|bn|nn], "
     "resnet<depth>[w<width>][gn<groups>|frn|bn|nn] (docs/networks.md)";
 
 /// One token split as head, number and options: "conv16k3s2" -> conv, 16, {k: 3, s: 2}.
-struct Token {
+struct CnnToken {
   std::string text, head;
   long long number = -1;                       ///< -1: none
   std::vector<std::pair<std::string, long long>> options;  ///< in order; -1: no number
 };
 
 /// A letters-then-digits run starting at `at`; returns false when there is none.
-bool read_run(const std::string& s, std::size_t& at, std::string& letters, long long& number) {
+bool read_cnn_token_run(const std::string& s, std::size_t& at, std::string& letters, long long& number) {
   letters.clear();
   number = -1;
   while (at < s.size() && std::isalpha(static_cast<unsigned char>(s[at]))) letters += s[at++];
@@ -36,9 +36,9 @@ bool read_run(const std::string& s, std::size_t& at, std::string& letters, long 
   return !letters.empty() || !digits.empty();
 }
 
-class Parser {
+class CnnLayerParser {
  public:
-  Parser(std::string text, ImageShape input, Activation activation, std::string what)
+  CnnLayerParser(std::string text, ImageShape input, Activation activation, std::string what)
       : text_(std::move(text)), input_(input), shape_(input), activation_(activation), what_(std::move(what)) {}
 
   std::vector<CnnLayer> parse(Index output_dim) {
@@ -53,7 +53,7 @@ class Parser {
     if (pieces.size() == 1 && trim(pieces[0]).empty())
       throw InputError(fmt::format("{} is empty: give a layer list such as conv16k3,pool2,conv32k3,pool2,fc128, or a "
                                    "preset such as resnet8; valid tokens are {}",
-                                   what_, kValidTokens));
+                                   what_, kCnnValidTokens));
     for (std::size_t i = 0; i < pieces.size(); ++i) {
       position_ = i + 1;
       token_ = tokenize(trim(pieces[i]));
@@ -79,20 +79,20 @@ class Parser {
 
   [[noreturn]] void fail(const std::string& problem) const {
     throw InputError(fmt::format("{} '{}': token {} '{}' {}; valid tokens are {}", what_, text_, position_, token_.text, problem,
-                                 kValidTokens));
+                                 kCnnValidTokens));
   }
 
-  Token tokenize(const std::string& text) {
-    token_ = Token{text, "", -1, {}};
+  CnnToken tokenize(const std::string& text) {
+    token_ = CnnToken{text, "", -1, {}};
     if (text.empty()) fail("is empty (two commas in a row, or one at an end?)");
     std::size_t at = 0;
     std::string letters;
     long long number = -1;
-    read_run(text, at, letters, number);
+    read_cnn_token_run(text, at, letters, number);
     if (letters.empty()) fail("does not start with a layer name");
-    Token t{text, letters, number, {}};
+    CnnToken t{text, letters, number, {}};
     while (at < text.size()) {
-      if (!read_run(text, at, letters, number)) fail(fmt::format("has an unexpected character '{}'", text[at]));
+      if (!read_cnn_token_run(text, at, letters, number)) fail(fmt::format("has an unexpected character '{}'", text[at]));
       if (letters.empty()) fail("has a number without an option letter before it");
       t.options.emplace_back(letters, number);
     }
@@ -294,7 +294,7 @@ class Parser {
   std::map<std::string, int> counters_;
   bool pending_activation_ = false;
   std::size_t position_ = 0;
-  Token token_;
+  CnnToken token_;
 };
 
 }  // namespace
@@ -302,7 +302,7 @@ class Parser {
 std::vector<CnnLayer> parse_cnn_layers(const std::string& text, const ImageShape& input, Index output_dim, Activation activation,
                                        const std::string& what) {
   if (output_dim < 1) throw InputError(fmt::format("{}: the network needs at least one output, not {}", what, output_dim));
-  Parser parser(text, input, activation, what);
+  CnnLayerParser parser(text, input, activation, what);
   return parser.parse(output_dim);
 }
 
