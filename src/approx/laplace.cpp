@@ -313,218 +313,259 @@ Vec refine_map_newton(const Posterior& post, Vec theta, Index steps, double max_
   return theta;
 }
 
-LaplaceApproximation::LaplaceApproximation(std::shared_ptr<const Posterior> posterior, Vec theta_map, LaplaceParams params)
-    : posterior_(std::move(posterior)), map_(std::move(theta_map)), params_(params) {
-  params_.validate();
-  if (map_.size() != posterior_->dim())
-    throw std::invalid_argument(fmt::format("laplace: theta has {} entries, the posterior {}", map_.size(), posterior_->dim()));
-  active_ = laplace_active_parameters(*posterior_, params_.subset);
-  switch (params_.structure) {
-    case CurvatureStructure::Full:
-      curvature_ = curvature_matrix(*posterior_, map_, params_.backend, params_.max_memory_bytes, &active_);
-      break;
-    case CurvatureStructure::Diagonal: curvature_ = curvature_diagonal(*posterior_, map_, params_.backend, &active_); break;
-    case CurvatureStructure::Kronecker: {
-      if (params_.backend != CurvatureBackend::GaussNewton)
-        throw InputError("--laplace-structure kron factorises the generalized Gauss-Newton matrix: use --laplace-curvature ggn");
-      const Vec prior = prior_precision_diagonal(*posterior_, map_);
-      std::vector<char> in_layer(static_cast<std::size_t>(map_.size()), 0);
-      for (KroneckerFactors& f : kronecker_factors(*posterior_, map_, active_)) {
-        KroneckerLayer layer;
-        const Vec delta = prior(f.index);
-        layer.prior_precision = delta[0];
-        if (!((delta.array() - delta[0]).abs() <= 1e-12 * std::abs(delta[0])).all())
-          throw InputError("--laplace-structure kron needs one prior precision shared by each layer's weights and bias "
-                           "(--prior gaussian or fan-in)");
-        const Eigen::SelfAdjointEigenSolver<Mat> g(f.output_factor), a(f.input_factor);
-        layer.output_vectors = g.eigenvectors();
-        layer.input_vectors = a.eigenvectors();
-        layer.output_values = g.eigenvalues().cwiseMax(0.0);  // PSD up to round-off
-        layer.input_values = a.eigenvalues().cwiseMax(0.0);
-        for (const Index k : f.index) in_layer[static_cast<std::size_t>(k)] = 1;
-        layer.index = std::move(f.index);
-        kronecker_.push_back(std::move(layer));
-      }
-      for (const Index k : active_)
-        if (!in_layer[static_cast<std::size_t>(k)]) kronecker_rest_.push_back(k);
-      // The extras' diagonal, as the diagonal structure computes it.
-      curvature_ = curvature_diagonal(*posterior_, map_, params_.backend, &kronecker_rest_);
-      break;
-    }
-  }
-  log_joint_ = posterior_->log_density(map_);
-  factorise();
-}
+/// One curvature structure of the Laplace approximation: how H (the curvature of -log p(theta | D),
+/// prior included) is stored over the active coordinates, factorised into N(theta*, (s H)^-1),
+/// compared with the prior, and rescaled by the marginal-likelihood tuning to H = tau H_lik + alpha P.
+/// The network's active coordinates come first, the likelihood extras (a learned log sigma) last.
+class LaplaceCurvature {
+ public:
+  virtual ~LaplaceCurvature() = default;
+  /// N(theta*, (s H)^-1) over the active coordinates, the others fixed at theta*, and log det H.
+  /// std::runtime_error with `advice` when H is not positive definite.
+  struct Factorisation {
+    std::shared_ptr<const ApproximatePosterior> approximation;
+    double log_det = 0.0;
+  };
+  virtual Factorisation factorise(const Vec& map, const IndexVec& active, double s, const std::string& advice) const = 0;
+  /// P^-1/2 H P^-1/2's eigenvalues (or its diagonal's ratios), P the prior precision diagonal over all
+  /// coordinates with a flat prior counted as 1 (`prior_or_one`).
+  virtual Vec over_prior(const Vec& prior_or_one, const IndexVec& active) const = 0;
+  /// The eigenvalues e_i of P^-1/2 H_lik P^-1/2 over the network's P active coordinates (p their prior
+  /// precision), H_lik = H - P.
+  virtual Vec likelihood_eigenvalues(const Vec& p) const = 0;
+  /// H <- tau H_lik + alpha P over the network's coordinates.
+  virtual void rescale(double tau, double alpha, const Vec& p) = 0;
+  /// The extras' block (the last E active coordinates) replaced by `block` [E x E].
+  virtual void set_extras_block(const Mat& block) = 0;
+  /// Whether H couples the network's P coordinates with the E extras (tuning the network's prior alone
+  /// then cannot split log det H).
+  virtual bool couples_extras(Index P, Index E) const = 0;
+  virtual const Mat& stored() const = 0;
 
-std::vector<Vec> LaplaceApproximation::kronecker_likelihood_eigenvalues() const {
-  std::vector<Vec> values;
-  for (const KroneckerLayer& l : kronecker_) {
-    const Mat outer = l.output_values * l.input_values.transpose();  // g_p a_q, [rows, cols]
-    values.emplace_back(Eigen::Map<const Vec>(outer.data(), outer.size()));
-  }
-  return values;
-}
-
-void LaplaceApproximation::factorise() {
-  const std::string advice =
-      params_.backend == CurvatureBackend::Exact
-          ? " (the MAP may not be a minimum, or the exact Hessian is indefinite there): use --laplace-curvature ggn or "
-            "fisher (positive semi-definite plus the prior), or --laplace-structure diag with ggn/fisher"
-          : ": check the prior (its precision keeps ggn / fisher positive definite)";
-  const double s = params_.covariance_scale;
-  const bool subset = static_cast<Index>(active_.size()) < map_.size();
-  const auto check_diagonal = [&](const Vec& d, const IndexVec& index) {
+ protected:
+  /// Throws when an entry of a diagonal precision is not positive, naming its coordinate.
+  void check_diagonal(const Vec& d, const IndexVec& index, const std::string& advice) const {
     for (Index k = 0; k < d.size(); ++k)
       if (!(d[k] > 0))
         throw std::runtime_error(fmt::format("Laplace: diagonal entry {} ({}) of the {} Hessian is {:.4g}, not positive{}",
                                              index[static_cast<std::size_t>(k)],
                                              posterior_->layout().name_of(index[static_cast<std::size_t>(k)]),
-                                             to_string(params_.backend), d[k], advice));
+                                             to_string(backend_), d[k], advice));
+  }
+  /// The active coordinates' approximation `inner` as one over all K (the others at theta*).
+  static std::shared_ptr<const ApproximatePosterior> over_all(const Vec& map, const IndexVec& active,
+                                                              std::shared_ptr<const ApproximatePosterior> inner) {
+    if (static_cast<Index>(active.size()) == map.size()) return inner;
+    return std::make_shared<SubsetPosterior>(map, active, std::move(inner));
+  }
+  LaplaceCurvature(const Posterior& posterior, CurvatureBackend backend) : posterior_(&posterior), backend_(backend) {}
+  const Posterior* posterior_;
+  CurvatureBackend backend_;
+};
+
+namespace {
+
+/// The whole S x S matrix H, factorised by Cholesky.
+class FullCurvature final : public LaplaceCurvature {
+ public:
+  FullCurvature(const Posterior& post, const Vec& map, const IndexVec& active, const LaplaceParams& params)
+      : LaplaceCurvature(post, params.backend), H_(curvature_matrix(post, map, params.backend, params.max_memory_bytes, &active)) {}
+
+  Factorisation factorise(const Vec& map, const IndexVec& active, double s, const std::string& advice) const override {
+    Eigen::LLT<Mat> llt(H_);
+    if (llt.info() != Eigen::Success)
+      throw std::runtime_error("Laplace: the " + to_string(backend_) + " Hessian of -log posterior is not positive definite" + advice);
+    return {over_all(map, active, std::make_shared<GaussianPosterior>(map(active), s * H_)),
+            2.0 * Mat(llt.matrixL()).diagonal().array().log().sum()};
+  }
+  Vec over_prior(const Vec& prior_or_one, const IndexVec& active) const override {
+    const Vec p = prior_or_one(active);
+    if (H_.rows() <= 2000) {
+      const Vec r = p.cwiseSqrt().cwiseInverse();
+      return Eigen::SelfAdjointEigenSolver<Mat>(r.asDiagonal() * H_ * r.asDiagonal(), Eigen::EigenvaluesOnly).eigenvalues();
+    }
+    return Vec(H_.diagonal()).cwiseQuotient(p);
+  }
+  Vec likelihood_eigenvalues(const Vec& p) const override {
+    const Vec ps = p.cwiseSqrt().cwiseInverse();
+    return Eigen::SelfAdjointEigenSolver<Mat>(ps.asDiagonal() * likelihood_block(p) * ps.asDiagonal(), Eigen::EigenvaluesOnly).eigenvalues();
+  }
+  void rescale(double tau, double alpha, const Vec& p) override {
+    const Index P = p.size();
+    H_.topLeftCorner(P, P) = tau * likelihood_block(p);
+    H_.topLeftCorner(P, P).diagonal() += alpha * p;
+  }
+  void set_extras_block(const Mat& block) override { H_.bottomRightCorner(block.rows(), block.cols()) = block; }
+  bool couples_extras(Index P, Index E) const override { return E > 0 && !H_.topRightCorner(P, E).isZero(0.0); }
+  const Mat& stored() const override { return H_; }
+
+ private:
+  /// H_lik over the network's coordinates: H's top-left block minus the prior precision p.
+  Mat likelihood_block(const Vec& p) const {
+    Mat Hl = H_.topLeftCorner(p.size(), p.size());
+    Hl.diagonal() -= p;
+    return Hl;
+  }
+  Mat H_;
+};
+
+/// diag(H) as an S x 1 matrix.
+class DiagonalCurvature final : public LaplaceCurvature {
+ public:
+  DiagonalCurvature(const Posterior& post, const Vec& map, const IndexVec& active, const LaplaceParams& params)
+      : LaplaceCurvature(post, params.backend), d_(curvature_diagonal(post, map, params.backend, &active)) {}
+
+  Factorisation factorise(const Vec& map, const IndexVec& active, double s, const std::string& advice) const override {
+    const Vec d = d_.col(0);
+    check_diagonal(d, active, advice);
+    return {over_all(map, active, std::make_shared<DiagonalGaussianPosterior>(map(active), (s * d).cwiseSqrt().cwiseInverse())),
+            d.array().log().sum()};
+  }
+  Vec over_prior(const Vec& prior_or_one, const IndexVec& active) const override {
+    return Vec(d_.col(0)).cwiseQuotient(prior_or_one(active));
+  }
+  Vec likelihood_eigenvalues(const Vec& p) const override {
+    return (d_.col(0).head(p.size()) - p).cwiseProduct(p.cwiseSqrt().cwiseInverse().cwiseAbs2());
+  }
+  void rescale(double tau, double alpha, const Vec& p) override {
+    d_.col(0).head(p.size()) = tau * (d_.col(0).head(p.size()) - p) + alpha * p;
+  }
+  void set_extras_block(const Mat& block) override { d_.col(0).tail(block.rows()) = block.diagonal(); }
+  bool couples_extras(Index, Index) const override { return false; }
+  const Mat& stored() const override { return d_; }
+
+ private:
+  Mat d_;
+};
+
+/// K-FAC (Ritter et al. 2018): per dense layer, the likelihood block G (x) A kept as its factors'
+/// eigendecompositions, and the layer's prior precision delta I; the coordinates in no layer (the
+/// extras) as a diagonal. After tuning the layer precision is tau g_p a_q + alpha delta.
+class KroneckerCurvature final : public LaplaceCurvature {
+ public:
+  KroneckerCurvature(const Posterior& post, const Vec& map, const IndexVec& active, const LaplaceParams& params)
+      : LaplaceCurvature(post, params.backend) {
+    if (params.backend != CurvatureBackend::GaussNewton)
+      throw InputError("--laplace-structure kron factorises the generalized Gauss-Newton matrix: use --laplace-curvature ggn");
+    const Vec prior = prior_precision_diagonal(post, map);
+    std::vector<char> in_layer(static_cast<std::size_t>(map.size()), 0);
+    for (KroneckerFactors& f : kronecker_factors(post, map, active)) {
+      Layer layer;
+      const Vec delta = prior(f.index);
+      layer.prior_precision = delta[0];
+      if (!((delta.array() - delta[0]).abs() <= 1e-12 * std::abs(delta[0])).all())
+        throw InputError("--laplace-structure kron needs one prior precision shared by each layer's weights and bias "
+                         "(--prior gaussian or fan-in)");
+      const Eigen::SelfAdjointEigenSolver<Mat> g(f.output_factor), a(f.input_factor);
+      layer.output_vectors = g.eigenvectors();
+      layer.input_vectors = a.eigenvectors();
+      layer.output_values = g.eigenvalues().cwiseMax(0.0);  // PSD up to round-off
+      layer.input_values = a.eigenvalues().cwiseMax(0.0);
+      for (const Index k : f.index) in_layer[static_cast<std::size_t>(k)] = 1;
+      layer.index = std::move(f.index);
+      layers_.push_back(std::move(layer));
+    }
+    for (const Index k : active)
+      if (!in_layer[static_cast<std::size_t>(k)]) rest_.push_back(k);
+    // The extras' diagonal, as the diagonal structure computes it.
+    rest_diagonal_ = curvature_diagonal(post, map, params.backend, &rest_);
+  }
+
+  Factorisation factorise(const Vec& map, const IndexVec&, double s, const std::string& advice) const override {
+    // Layer precision in its factors' eigenbasis: tau g_p a_q + alpha delta (a scaled prior keeps
+    // the eigenbasis because the prior is isotropic within the layer).
+    std::vector<KroneckerGaussianPosterior::Block> blocks;
+    double log_det = 0.0;
+    for (const Layer& l : layers_) {
+      KroneckerGaussianPosterior::Block b;
+      b.index = l.index;
+      b.output_vectors = l.output_vectors;
+      b.input_vectors = l.input_vectors;
+      b.precision = (likelihood_scale_ * l.output_values * l.input_values.transpose()).array() + prior_scale_ * l.prior_precision;
+      if (!(b.precision.array() > 0).all())
+        throw std::runtime_error(fmt::format("Laplace: the kron curvature of the layer at {} is not positive definite{}",
+                                             posterior_->layout().name_of(l.index.front()), advice));
+      log_det += b.precision.array().log().sum();
+      b.precision *= s;
+      blocks.push_back(std::move(b));
+    }
+    const Vec d = rest_diagonal_.col(0);
+    check_diagonal(d, rest_, advice);
+    log_det += d.array().log().sum();
+    return {std::make_shared<KroneckerGaussianPosterior>(map, std::move(blocks), rest_, s * d), log_det};
+  }
+  Vec over_prior(const Vec& prior_or_one, const IndexVec& active) const override {
+    Vec out(static_cast<Index>(active.size()));
+    Index at = 0;
+    const std::vector<Vec> values = likelihood_eigenvalues_by_layer();
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      const double delta = layers_[l].prior_precision > 0 ? layers_[l].prior_precision : 1.0;
+      out.segment(at, values[l].size()) = (likelihood_scale_ * values[l].array() + prior_scale_ * layers_[l].prior_precision) / delta;
+      at += values[l].size();
+    }
+    out.tail(rest_diagonal_.rows()) = Vec(rest_diagonal_.col(0)).cwiseQuotient(prior_or_one(rest_));
+    return out;
+  }
+  Vec likelihood_eigenvalues(const Vec& p) const override {  // g_p a_q / delta: the layer's prior is delta I
+    Vec e(p.size());
+    Index at = 0;
+    const std::vector<Vec> values = likelihood_eigenvalues_by_layer();
+    for (std::size_t l = 0; l < values.size(); ++l) {
+      e.segment(at, values[l].size()) = values[l] / layers_[l].prior_precision;
+      at += values[l].size();
+    }
+    return e;
+  }
+  void rescale(double tau, double alpha, const Vec&) override {
+    likelihood_scale_ = tau;
+    prior_scale_ = alpha;
+  }
+  void set_extras_block(const Mat& block) override { rest_diagonal_.col(0).tail(block.rows()) = block.diagonal(); }
+  bool couples_extras(Index, Index) const override { return false; }
+  const Mat& stored() const override { return rest_diagonal_; }
+
+ private:
+  struct Layer {
+    IndexVec index;
+    Mat output_vectors, input_vectors;
+    Vec output_values, input_values;
+    double prior_precision = 0.0;
   };
-  std::shared_ptr<const ApproximatePosterior> inner;
-  switch (params_.structure) {
-    case CurvatureStructure::Full: {
-      Eigen::LLT<Mat> llt(curvature_);
-      if (llt.info() != Eigen::Success)
-        throw std::runtime_error("Laplace: the " + to_string(params_.backend) + " Hessian of -log posterior is not positive definite" + advice);
-      log_det_ = 2.0 * Mat(llt.matrixL()).diagonal().array().log().sum();
-      inner = std::make_shared<GaussianPosterior>(map_(active_), s * curvature_);
-      break;
+  /// The likelihood eigenvalues g_p a_q of each layer, one vector per layer.
+  std::vector<Vec> likelihood_eigenvalues_by_layer() const {
+    std::vector<Vec> values;
+    for (const Layer& l : layers_) {
+      const Mat outer = l.output_values * l.input_values.transpose();  // g_p a_q, [rows, cols]
+      values.emplace_back(Eigen::Map<const Vec>(outer.data(), outer.size()));
     }
-    case CurvatureStructure::Diagonal: {
-      const Vec d = curvature_.col(0);
-      check_diagonal(d, active_);
-      log_det_ = d.array().log().sum();
-      inner = std::make_shared<DiagonalGaussianPosterior>(map_(active_), (s * d).cwiseSqrt().cwiseInverse());
-      break;
-    }
-    case CurvatureStructure::Kronecker: {
-      // Layer precision in its factors' eigenbasis: tau g_p a_q + alpha delta (a scaled prior keeps
-      // the eigenbasis because the prior is isotropic within the layer).
-      std::vector<KroneckerGaussianPosterior::Block> blocks;
-      log_det_ = 0.0;
-      for (const KroneckerLayer& l : kronecker_) {
-        KroneckerGaussianPosterior::Block b;
-        b.index = l.index;
-        b.output_vectors = l.output_vectors;
-        b.input_vectors = l.input_vectors;
-        b.precision = (likelihood_scale_ * l.output_values * l.input_values.transpose()).array() + prior_scale_ * l.prior_precision;
-        if (!(b.precision.array() > 0).all())
-          throw std::runtime_error(fmt::format("Laplace: the kron curvature of the layer at {} is not positive definite{}",
-                                               posterior_->layout().name_of(l.index.front()), advice));
-        log_det_ += b.precision.array().log().sum();
-        b.precision *= s;
-        blocks.push_back(std::move(b));
-      }
-      const Vec d = curvature_.col(0);
-      check_diagonal(d, kronecker_rest_);
-      log_det_ += d.array().log().sum();
-      approximation_ = std::make_shared<KroneckerGaussianPosterior>(map_, std::move(blocks), kronecker_rest_, s * d);
-      return;
-    }
+    return values;
   }
-  approximation_ = subset ? std::shared_ptr<const ApproximatePosterior>(std::make_shared<SubsetPosterior>(map_, active_, inner)) : inner;
-}
+  std::vector<Layer> layers_;
+  IndexVec rest_;       // active coordinates in no layer (the extras)
+  Mat rest_diagonal_;   // their diagonal, as a column
+  double likelihood_scale_ = 1.0, prior_scale_ = 1.0;  // tau and alpha after tune()
+};
 
-double LaplaceApproximation::log_marginal_likelihood() const {
-  return log_joint_ + 0.5 * static_cast<double>(active_.size()) * kLog2Pi - 0.5 * log_det_;
-}
-
-Vec LaplaceApproximation::curvature_over_prior() const {
-  const Vec prior = prior_precision_diagonal(*posterior_, map_);
-  const auto flat_as_one = [](const Vec& p) { return Vec((p.array() > 0).select(p, 1.0)); };
-  switch (params_.structure) {
-    case CurvatureStructure::Full: {
-      const Vec p = flat_as_one(prior(active_));
-      if (curvature_.rows() <= 2000) {
-        const Vec r = p.cwiseSqrt().cwiseInverse();
-        return Eigen::SelfAdjointEigenSolver<Mat>(r.asDiagonal() * curvature_ * r.asDiagonal(), Eigen::EigenvaluesOnly).eigenvalues();
-      }
-      return Vec(curvature_.diagonal()).cwiseQuotient(p);
-    }
-    case CurvatureStructure::Diagonal: return Vec(curvature_.col(0)).cwiseQuotient(flat_as_one(prior(active_)));
-    case CurvatureStructure::Kronecker: {
-      Vec out(static_cast<Index>(active_.size()));
-      Index at = 0;
-      const std::vector<Vec> values = kronecker_likelihood_eigenvalues();
-      for (std::size_t l = 0; l < kronecker_.size(); ++l) {
-        const double delta = kronecker_[l].prior_precision > 0 ? kronecker_[l].prior_precision : 1.0;
-        out.segment(at, values[l].size()) = (likelihood_scale_ * values[l].array() + prior_scale_ * kronecker_[l].prior_precision) / delta;
-        at += values[l].size();
-      }
-      out.tail(curvature_.rows()) = Vec(curvature_.col(0)).cwiseQuotient(flat_as_one(prior(kronecker_rest_)));
-      return out;
-    }
-  }
-  return {};
-}
-
-LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) {
-  const Posterior& post = *posterior_;
-  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
-  if (!gaussian) throw InputError("Laplace marginal-likelihood tuning needs a Gaussian prior (--prior gaussian or fan-in)");
-  // alpha scales the network's prior only. Likelihood extras (a learned log sigma) keep their block,
-  // which must be decoupled from the network's for log det H to split: so it is with ggn (the
-  // extras' expected Fisher) and with any diagonal structure.
-  const Index E = post.likelihood().num_extra();
-  IndexVec network;  // the active network coordinates, first in active_
-  for (const Index k : active_)
-    if (k < post.model().num_params()) network.push_back(k);
-  const Index P = static_cast<Index>(network.size());
-  if (E > 0 && params_.structure == CurvatureStructure::Full && !curvature_.topRightCorner(P, E).isZero(0.0))
-    throw InputError("Laplace marginal-likelihood tuning with a learned noise needs a curvature that keeps the noise apart "
-                     "from the network: use --laplace-curvature ggn, or --laplace-structure diag, or give --noise");
-  const std::string kind = post.likelihood().kind();
-  if (tune_noise && kind != "gaussian" && kind != "gaussian_learned_sigma")
-    throw InputError("Laplace noise tuning needs a Gaussian likelihood with one noise sd, not '" + kind + "'");
-  // A learned log sigma's curvature is its Fisher information, which does not depend on sigma, only
-  // with ggn; moving it keeps the rest of H valid.
-  const bool tune_learned_noise = tune_noise && E > 0;
-  if (tune_learned_noise && params_.backend != CurvatureBackend::GaussNewton)
-    throw InputError("Laplace noise tuning with a learned noise needs --laplace-curvature ggn");
-  LaplaceTuning result;
-  result.log_marginal_likelihood_before = log_marginal_likelihood();
-  const Vec p = prior_precision_diagonal(post, map_)(network);  // Gaussian: 1 / sd^2
-  const Vec dev = map_(network) - gaussian->mean()(network);
-  const double q = (dev.array().square() * p.array()).sum();
-  const double log_prior0 = post.log_prior(map_);
-  const double log_lik0 = log_joint_ - log_prior0;
-  const Mat Y = post.model().forward(map_.head(post.model().num_params()), post.inputs());
-  const double r2 = (Y - post.targets()).squaredNorm();
-  const auto M = static_cast<double>(post.targets().size());
-  double sigma0 = 0.0;
-  if (tune_noise) sigma0 = std::sqrt(post.likelihood().noise_variance(Y.leftCols(1), map_.tail(E))(0, 0));
-
-  // Eigenvalues e_i of P^-1/2 H_lik P^-1/2 (H_lik = H - P at sigma0): log det(tau H_lik + alpha P) =
-  // log det P + sum_i log(tau e_i + alpha).
-  const Vec ps = p.cwiseSqrt().cwiseInverse();
-  Vec e(P);
-  switch (params_.structure) {
-    case CurvatureStructure::Full: {
-      Mat Hl = curvature_.topLeftCorner(P, P);
-      Hl.diagonal() -= p;
-      e = Eigen::SelfAdjointEigenSolver<Mat>(ps.asDiagonal() * Hl * ps.asDiagonal(), Eigen::EigenvaluesOnly).eigenvalues();
-      break;
-    }
-    case CurvatureStructure::Diagonal: e = (curvature_.col(0).head(P) - p).cwiseProduct(ps.cwiseAbs2()); break;
-    case CurvatureStructure::Kronecker: {  // g_p a_q / delta: the layer's prior is delta I
-      Index at = 0;
-      const std::vector<Vec> values = kronecker_likelihood_eigenvalues();
-      for (std::size_t l = 0; l < values.size(); ++l) {
-        e.segment(at, values[l].size()) = values[l] / kronecker_[l].prior_precision;
-        at += values[l].size();
-      }
-      break;
-    }
-  }
-  // The log marginal likelihood as a function of u = log tau and v = log alpha (up to constants),
-  //   L = -tau r2 / (2 sigma0^2) + (M / 2) u - alpha q / 2 + (P / 2) v - 1/2 sum_i log(tau e_i + alpha),
-  // is jointly concave (log-sum-exp), and its stationary point is MacKay's alpha q = gamma,
-  // sigma^2 = r2 / (M - gamma) with gamma = sum_i tau e_i / (tau e_i + alpha). MacKay's fixed-point
-  // iteration can overshoot to gamma > M (kron and diag count more effective parameters than
-  // observations: a Kronecker product has rank up to min(N, fan-in) min(N T, fan-out)) and then
-  // oscillates, so the maximum is found by Newton's method with backtracking instead.
-  const double noise_weight = tune_noise ? sigma0 * sigma0 : 0.0;  // tau r2 / sigma0^2 = tau r2 / noise_weight
+/// The maximum of the Laplace log marginal likelihood over tau (the likelihood's scale, when
+/// `tune_noise`) and alpha (the prior precision's), given the eigenvalues e_i of P^-1/2 H_lik P^-1/2,
+/// q = (theta* - m)^T P (theta* - m), the residual sum of squares r2 and noise_weight = sigma0^2 (the
+/// noise variance the curvature was built with). As a function of u = log tau and v = log alpha
+/// (up to constants),
+///   L = -tau r2 / (2 sigma0^2) + (M / 2) u - alpha q / 2 + (P / 2) v - 1/2 sum_i log(tau e_i + alpha),
+/// it is jointly concave (log-sum-exp), and its stationary point is MacKay's alpha q = gamma,
+/// sigma^2 = r2 / (M - gamma) with gamma = sum_i tau e_i / (tau e_i + alpha). MacKay's fixed-point
+/// iteration can overshoot to gamma > M (kron and diag count more effective parameters than
+/// observations: a Kronecker product has rank up to min(N, fan-in) min(N T, fan-out)) and then
+/// oscillates, so the maximum is found by Newton's method with backtracking instead, from tau =
+/// alpha = 1 (the curvature as built).
+struct EvidenceMaximum {
+  double tau = 1.0, alpha = 1.0;
+  Index iterations = 0;
+  bool converged = false;
+};
+EvidenceMaximum maximise_evidence(const Vec& e, double q, double r2, double noise_weight, double M, bool tune_noise,
+                                  Index max_iterations) {
+  const Index P = e.size();
   const auto objective = [&](double u, double v) {
     const double tau = std::exp(u), alpha = std::exp(v);
     double value = -0.5 * alpha * q + 0.5 * static_cast<double>(P) * v;
@@ -536,7 +577,8 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
     }
     return value;
   };
-  double u = 0.0, v = 0.0;  // tau = alpha = 1: the curvature as built
+  EvidenceMaximum result;
+  double u = 0.0, v = 0.0;
   double value = objective(u, v);
   if (!std::isfinite(value)) throw std::runtime_error("Laplace tuning: the curvature is not positive definite for the given prior precision");
   Index it = 0;
@@ -580,25 +622,106 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
       break;
     }
   }
-  const double alpha = std::exp(v), tau = std::exp(u);
+  result.tau = std::exp(u);
+  result.alpha = std::exp(v);
   result.iterations = it;
+  return result;
+}
+
+std::unique_ptr<LaplaceCurvature> make_curvature(const Posterior& post, const Vec& map, const IndexVec& active, const LaplaceParams& params) {
+  switch (params.structure) {
+    case CurvatureStructure::Full: return std::make_unique<FullCurvature>(post, map, active, params);
+    case CurvatureStructure::Diagonal: return std::make_unique<DiagonalCurvature>(post, map, active, params);
+    case CurvatureStructure::Kronecker: return std::make_unique<KroneckerCurvature>(post, map, active, params);
+  }
+  throw std::logic_error("laplace: unknown curvature structure");
+}
+
+}  // namespace
+
+LaplaceApproximation::LaplaceApproximation(std::shared_ptr<const Posterior> posterior, Vec theta_map, LaplaceParams params)
+    : posterior_(std::move(posterior)), map_(std::move(theta_map)), params_(params) {
+  params_.validate();
+  if (map_.size() != posterior_->dim())
+    throw std::invalid_argument(fmt::format("laplace: theta has {} entries, the posterior {}", map_.size(), posterior_->dim()));
+  active_ = laplace_active_parameters(*posterior_, params_.subset);
+  curvature_ = make_curvature(*posterior_, map_, active_, params_);
+  log_joint_ = posterior_->log_density(map_);
+  factorise();
+}
+
+LaplaceApproximation::~LaplaceApproximation() = default;
+
+const Mat& LaplaceApproximation::curvature() const { return curvature_->stored(); }
+
+void LaplaceApproximation::factorise() {
+  const std::string advice =
+      params_.backend == CurvatureBackend::Exact
+          ? " (the MAP may not be a minimum, or the exact Hessian is indefinite there): use --laplace-curvature ggn or "
+            "fisher (positive semi-definite plus the prior), or --laplace-structure diag with ggn/fisher"
+          : ": check the prior (its precision keeps ggn / fisher positive definite)";
+  LaplaceCurvature::Factorisation f = curvature_->factorise(map_, active_, params_.covariance_scale, advice);
+  log_det_ = f.log_det;
+  approximation_ = std::move(f.approximation);
+}
+
+double LaplaceApproximation::log_marginal_likelihood() const {
+  return log_joint_ + 0.5 * static_cast<double>(active_.size()) * kLog2Pi - 0.5 * log_det_;
+}
+
+Vec LaplaceApproximation::curvature_over_prior() const {
+  const Vec prior = prior_precision_diagonal(*posterior_, map_);
+  return curvature_->over_prior(Vec((prior.array() > 0).select(prior, 1.0)), active_);
+}
+
+LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) {
+  const Posterior& post = *posterior_;
+  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
+  if (!gaussian) throw InputError("Laplace marginal-likelihood tuning needs a Gaussian prior (--prior gaussian or fan-in)");
+  // alpha scales the network's prior only. Likelihood extras (a learned log sigma) keep their block,
+  // which must be decoupled from the network's for log det H to split: so it is with ggn (the
+  // extras' expected Fisher) and with any diagonal structure.
+  const Index E = post.likelihood().num_extra();
+  IndexVec network;  // the active network coordinates, first in active_
+  for (const Index k : active_)
+    if (k < post.model().num_params()) network.push_back(k);
+  const Index P = static_cast<Index>(network.size());
+  if (curvature_->couples_extras(P, E))
+    throw InputError("Laplace marginal-likelihood tuning with a learned noise needs a curvature that keeps the noise apart "
+                     "from the network: use --laplace-curvature ggn, or --laplace-structure diag, or give --noise");
+  const std::string kind = post.likelihood().kind();
+  if (tune_noise && kind != "gaussian" && kind != "gaussian_learned_sigma")
+    throw InputError("Laplace noise tuning needs a Gaussian likelihood with one noise sd, not '" + kind + "'");
+  // A learned log sigma's curvature is its Fisher information, which does not depend on sigma, only
+  // with ggn; moving it keeps the rest of H valid.
+  const bool tune_learned_noise = tune_noise && E > 0;
+  if (tune_learned_noise && params_.backend != CurvatureBackend::GaussNewton)
+    throw InputError("Laplace noise tuning with a learned noise needs --laplace-curvature ggn");
+  LaplaceTuning result;
+  result.log_marginal_likelihood_before = log_marginal_likelihood();
+  const Vec p = prior_precision_diagonal(post, map_)(network);  // Gaussian: 1 / sd^2
+  const Vec dev = map_(network) - gaussian->mean()(network);
+  const double q = (dev.array().square() * p.array()).sum();
+  const double log_prior0 = post.log_prior(map_);
+  const double log_lik0 = log_joint_ - log_prior0;
+  const Mat Y = post.model().forward(map_.head(post.model().num_params()), post.inputs());
+  const double r2 = (Y - post.targets()).squaredNorm();
+  const auto M = static_cast<double>(post.targets().size());
+  double sigma0 = 0.0;
+  if (tune_noise) sigma0 = std::sqrt(post.likelihood().noise_variance(Y.leftCols(1), map_.tail(E))(0, 0));
+
+  // Eigenvalues e_i of P^-1/2 H_lik P^-1/2 (H_lik = H - P at sigma0): log det(tau H_lik + alpha P) =
+  // log det P + sum_i log(tau e_i + alpha).
+  const Vec e = curvature_->likelihood_eigenvalues(p);
+  const double noise_weight = tune_noise ? sigma0 * sigma0 : 0.0;  // tau r2 / sigma0^2 = tau r2 / noise_weight
+  const EvidenceMaximum maximum = maximise_evidence(e, q, r2, noise_weight, M, tune_noise, max_iterations);
+  const double alpha = maximum.alpha, tau = maximum.tau;
+  result.iterations = maximum.iterations;
+  result.converged = maximum.converged;
   result.prior_precision_factor = alpha;
   if (tune_noise) result.noise_sd = sigma0 / std::sqrt(tau);
   // Rebuild H and the log joint with the tuned values.
-  switch (params_.structure) {
-    case CurvatureStructure::Full: {
-      Mat Hl = curvature_.topLeftCorner(P, P);
-      Hl.diagonal() -= p;
-      curvature_.topLeftCorner(P, P) = tau * Hl;
-      curvature_.topLeftCorner(P, P).diagonal() += alpha * p;
-      break;
-    }
-    case CurvatureStructure::Diagonal: curvature_.col(0).head(P) = tau * (curvature_.col(0).head(P) - p) + alpha * p; break;
-    case CurvatureStructure::Kronecker:
-      likelihood_scale_ = tau;
-      prior_scale_ = alpha;
-      break;
-  }
+  curvature_->rescale(tau, alpha, p);
   double log_prior = log_prior0 - 0.5 * (alpha - 1.0) * q + 0.5 * static_cast<double>(P) * std::log(alpha);
   if (tune_learned_noise) {
     // The noise as a hyperparameter (type-II maximum likelihood): the centre's log sigma moves to the
@@ -609,10 +732,7 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
     log_prior += lik.extra_log_prior(map_.tail(E), nullptr);
     Mat block = extras_fisher(post, map_);
     block.diagonal() += prior_precision_diagonal(post, map_).tail(E);
-    if (params_.structure == CurvatureStructure::Full)
-      curvature_.bottomRightCorner(E, E) = block;
-    else  // diag, and kron's diagonal part: the extras come last in both
-      curvature_.col(0).tail(E) = block.diagonal();
+    curvature_->set_extras_block(block);
   }
   double log_lik = log_lik0;
   if (tune_noise) {

@@ -102,11 +102,15 @@ struct LaplaceTuning {
   bool converged = false;  ///< the gradient vanished, or no step raised the evidence further
 };
 
+/// One curvature structure (full, diagonal, Kronecker-factored), defined in laplace.cpp.
+class LaplaceCurvature;
+
 class LaplaceApproximation {
  public:
   /// Builds the curvature at `theta_map` (the caller's MAP) and factorises s H. Throws
   /// std::runtime_error with advice (diag / ggn / fisher) when H is not positive definite.
   LaplaceApproximation(std::shared_ptr<const Posterior> posterior, Vec theta_map, LaplaceParams params);
+  ~LaplaceApproximation();
 
   /// N(theta*, (s H)^-1) as an ApproximatePosterior (GaussianPosterior or DiagonalGaussianPosterior).
   std::shared_ptr<const ApproximatePosterior> approximation() const { return approximation_; }
@@ -115,7 +119,7 @@ class LaplaceApproximation {
   const IndexVec& active() const { return active_; }
   /// H over the active coordinates (full structure), diag(H) as an S x 1 matrix (diagonal
   /// structure), or for kron the diagonal of the coordinates outside its layers (the extras).
-  const Mat& curvature() const { return curvature_; }
+  const Mat& curvature() const;
   /// Eigenvalues of P^-1/2 H P^-1/2 over the active coordinates (P the prior precision at the MAP,
   /// 1 where the prior is flat): near 1 where the data hardly constrain a direction. Exact for kron,
   /// and for full with at most 2000 coordinates; otherwise the diagonal's ratios.
@@ -139,28 +143,14 @@ class LaplaceApproximation {
 
  private:
   void factorise();
-  /// kron: the likelihood eigenvalues g_p a_q of each layer, one vector per layer.
-  std::vector<Vec> kronecker_likelihood_eigenvalues() const;
-
-  /// K-FAC block of one layer: the eigendecompositions of its factors and its prior precision
-  /// delta (shared by the layer's parameters); its precision is tau g_p a_q + alpha delta.
-  struct KroneckerLayer {
-    IndexVec index;
-    Mat output_vectors, input_vectors;
-    Vec output_values, input_values;
-    double prior_precision = 0.0;
-  };
 
   std::shared_ptr<const Posterior> posterior_;
   Vec map_;
   LaplaceParams params_;
   IndexVec active_;
-  Mat curvature_;             // full H, or the diagonal as a column (kron: of the extras)
-  std::vector<KroneckerLayer> kronecker_;
-  IndexVec kronecker_rest_;   // kron: active coordinates in no layer (the extras), diagonal in curvature_
-  double likelihood_scale_ = 1.0, prior_scale_ = 1.0;  // kron's tau and alpha after tune()
-  double log_joint_ = 0.0;    // log p(D | theta*) + log p(theta*) with the current prior / noise
-  double log_det_ = 0.0;      // log det H
+  std::unique_ptr<LaplaceCurvature> curvature_;  // H in the structure of params_.structure
+  double log_joint_ = 0.0;  // log p(D | theta*) + log p(theta*) with the current prior / noise
+  double log_det_ = 0.0;    // log det H
   std::shared_ptr<const ApproximatePosterior> approximation_;
 };
 
