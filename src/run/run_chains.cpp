@@ -235,6 +235,258 @@ Vec initial_point_of(const InitialPoints& points, int chain, int num_chains, Rng
   return fn(chain, rng);
 }
 
+/// One call of run_chains: the chains this process runs, their samplers, and what they drew.
+class ChainRun {
+ public:
+  ChainRun(const RunConfig& config, const SamplerFactory& factory, const InitialPoints& initial_points,
+           const std::vector<Observer*>& observers)
+      : config_(config), initial_points_(initial_points), observers_(observers), start_(std::chrono::steady_clock::now()) {
+    const int num_chains = config.num_chains;
+    const auto chains = static_cast<std::size_t>(num_chains);
+    kept_per_chain_ = (config.num_draws + config.thin - 1) / config.thin;
+    result_.draws.resize(chains);
+    result_.stats.resize(chains);
+    result_.warmup_stats.resize(chains);
+    result_.sampler_descriptions.resize(chains);
+    result_.initial_points.resize(chains);
+    result_.chain_stopped.assign(chains, false);
+    const WorkLayout& layout = work_layout();
+    distributed_ = layout.chains->size() > 1 || !layout.part.whole();
+    result_.chain_in_part.resize(chains);
+    for (int c = 0; c < num_chains; ++c) result_.chain_in_part[static_cast<std::size_t>(c)] = layout.part.owns(c);
+    for (int c = 0; c < num_chains; ++c)
+      if (!distributed_ || layout.runs_here(c)) here_.push_back(c);
+    // Samplers are made on the calling thread (factories need not be thread safe).
+    samplers_.resize(chains);
+    for (auto& s : samplers_) {
+      s = factory();
+      require(s != nullptr, "factory", "returning a sampler");
+    }
+    errors_.resize(chains);
+    result_.resumed_at.assign(chains, 0);
+    if (config.checkpoint.enabled()) {
+      std::error_code error;
+      std::filesystem::create_directories(config.checkpoint.directory, error);
+      if (error)
+        throw InputError(fmt::format("{}: the checkpoint directory cannot be created ({})", config.checkpoint.directory.string(),
+                                     error.message()));
+    }
+  }
+
+  RunResult run() {
+    for (Observer* o : observers_) o->on_begin(config_);
+    run_on_threads();
+    std::exception_ptr first_error;
+    for (const auto& e : errors_)
+      if (e && !first_error) first_error = e;
+    if (distributed_) {
+      try {
+        gather_other_ranks(first_error);
+      } catch (...) {
+        for (Observer* o : observers_) o->on_end(result_);
+        throw;
+      }
+    } else if (first_error) {
+      for (Observer* o : observers_) o->on_end(result_);
+      std::rethrow_exception(first_error);
+    }
+    note_interruption();
+    result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    for (Observer* o : observers_) o->on_end(result_);
+    return std::move(result_);
+  }
+
+ private:
+  /// Chain c from its start (or its checkpoint) to its end, a stop, or an error (kept in errors_).
+  void run_chain(int c) {
+    const auto ci = static_cast<std::size_t>(c);
+    Rng rng(config_.seed, static_cast<std::uint64_t>(c));
+    ChainProgress restored;
+    bool begins = true;
+    try {
+      begins = start_chain(c, rng, restored);
+    } catch (...) {
+      errors_[ci] = std::current_exception();
+      stop_ = true;
+      return;
+    }
+    sample_chain(c, rng, std::move(restored), begins);
+  }
+
+  /// Restores chain c from its checkpoint into `restored`, or initialises its sampler at its initial
+  /// point; false when the chain must not begin (a start made after a stop).
+  bool start_chain(int c, Rng& rng, ChainProgress& restored) {
+    const auto ci = static_cast<std::size_t>(c);
+    ChainSampler& sampler = *samplers_[ci];
+    const CheckpointConfig& checkpoint = config_.checkpoint;
+    if (checkpoint.enabled() && checkpoint.resume && std::filesystem::exists(checkpoint.chain_file(c))) {
+      restored = load_checkpoint(config_, c, sampler, rng);
+      result_.initial_points[ci] = restored.initial_point;
+      return true;
+    }
+    Vec x0 = initial_point_of(initial_points_, c, config_.num_chains, rng);
+    result_.initial_points[ci] = x0;
+    try {
+      sampler.init(x0);
+      sampler.begin_warmup(config_.num_warmup);  // (adaptive Metropolis' curvature start may find a bad gradient)
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("chain {}: {}", c, e.what()));
+    }
+    // A start made after a stop (a chain's own MAP fit cut short by the signal) is not the one an
+    // uninterrupted run makes: such a chain does not begin and keeps no checkpoint, so that a
+    // resumed run starts it afresh.
+    return !stop_.load(std::memory_order_relaxed) && !stop_requested();
+  }
+
+  /// Chain c's transitions from `restored` on: its warmup, its kept draws, the observers' verdicts
+  /// and its checkpoints.
+  void sample_chain(int c, Rng& rng, ChainProgress restored, bool begins) {
+    const auto ci = static_cast<std::size_t>(c);
+    ChainSampler& sampler = *samplers_[ci];
+    const CheckpointConfig& checkpoint = config_.checkpoint;
+    Mat& draws = result_.draws[ci];
+    auto& stats = result_.stats[ci];
+    draws.resize(kept_per_chain_, sampler.position().size());
+    const Index kept_before = restored.draws.rows();
+    if (kept_before > 0) draws.topRows(kept_before) = restored.draws;  // (a fresh chain's is 0 x 0)
+    long kept = static_cast<long>(kept_before);
+    stats = std::move(restored.stats);
+    stats.reserve(static_cast<std::size_t>(kept_per_chain_));
+    result_.warmup_stats[ci] = std::move(restored.warmup_stats);
+    result_.warmup_stats[ci].reserve(static_cast<std::size_t>(config_.num_warmup));
+    result_.resumed_at[ci] = restored.next_iteration;
+    replay_kept_draws(observers_, result_, config_, c, kept_before);
+    const long total = config_.num_warmup + config_.num_draws;
+    bool chain_stop = restored.chain_stopped;
+    long it = restored.next_iteration;
+    auto save = [&] {
+      ChainProgress progress;
+      progress.next_iteration = it;
+      progress.initial_point = result_.initial_points[ci];
+      progress.draws = draws.topRows(kept);
+      progress.stats = stats;
+      progress.warmup_stats = result_.warmup_stats[ci];
+      progress.chain_stopped = chain_stop;
+      save_checkpoint(config_, c, sampler, rng, progress);
+    };
+    try {
+      SaveInterval interval(checkpoint.every_iterations, checkpoint.every_seconds);
+      for (; begins && it < total && !chain_stop && !stop_.load(std::memory_order_relaxed);) {
+        const bool warmup = it < config_.num_warmup;
+        DrawStats s = sampler.transition(rng, warmup);
+        IterationEvent event;
+        event.chain = c;
+        event.iteration = it;
+        event.warmup = warmup;
+        if (warmup) {
+          result_.warmup_stats[ci].push_back(s);
+        } else if ((it - config_.num_warmup) % config_.thin == 0) {
+          draws.row(kept) = sampler.position().transpose();
+          stats.push_back(s);
+          event.kept = true;
+          event.draw_index = kept;
+          ++kept;
+        }
+        event.position = &sampler.position();
+        event.stats = &s;
+        for (Observer* o : observers_) {
+          const ObserverAction action = o->on_iteration(event);
+          if (action == ObserverAction::Stop) stop_ = true;
+          if (action == ObserverAction::StopChain) chain_stop = true;
+        }
+        ++it;
+        if (checkpoint.enabled() && it < total && interval.due(it)) {
+          save();
+          interval.saved();
+        }
+      }
+      result_.chain_stopped[ci] = chain_stop;
+      // A chain that stopped before its end keeps its state, so that a resumed run continues it.
+      if (checkpoint.enabled() && begins && (it < total || chain_stop || checkpoint.at_chain_end)) save();
+    } catch (...) {
+      errors_[ci] = std::current_exception();
+      stop_ = true;
+    }
+    draws.conservativeResize(kept, draws.cols());
+    result_.sampler_descriptions[ci] = sampler.describe();
+  }
+
+  /// This process's chains on up to num_threads threads: each takes the next chain, or with lockstep
+  /// runs a contiguous group of chains as fibers.
+  void run_on_threads() {
+    int num_threads = config_.num_threads;
+    if (num_threads == 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    num_threads = std::min(num_threads, static_cast<int>(here_.size()));
+    auto worker = [&](int thread) {
+      if (config_.lockstep) {
+        // Thread t runs the t-th of num_threads contiguous groups of chains, as fibers in lockstep.
+        const std::size_t count = here_.size(), threads = static_cast<std::size_t>(num_threads);
+        const std::size_t t = static_cast<std::size_t>(thread);
+        if (count == 0) return;
+        std::vector<std::function<void()>> group;
+        for (std::size_t i = t * count / threads; i < (t + 1) * count / threads; ++i)
+          group.push_back([this, c = here_[i]] { run_chain(c); });
+        run_in_lockstep(group);  // run_chain keeps its errors in errors_
+        return;
+      }
+      for (std::size_t i = next_chain_++; i < here_.size(); i = next_chain_++) run_chain(here_[i]);
+    };
+    if (num_threads <= 1) {
+      worker(0);
+      return;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(num_threads));
+    for (int t = 0; t < num_threads; ++t) pool.emplace_back(worker, t);
+    for (auto& t : pool) t.join();
+  }
+
+  /// Every rank gets every chain of the part (or every rank rethrows the lowest failing rank's error).
+  void gather_other_ranks(const std::exception_ptr& first_error) {
+    const int num_chains = config_.num_chains;
+    std::vector<std::string> local(static_cast<std::size_t>(num_chains));
+    if (!first_error)
+      for (const int c : here_) local[static_cast<std::size_t>(c)] = chain_bytes(result_, static_cast<std::size_t>(c));
+    const std::vector<std::string> all = exchange_items(num_chains, local, first_error);
+    for (int c = 0; c < num_chains; ++c) {
+      const auto ci = static_cast<std::size_t>(c);
+      if (!result_.chain_in_part[ci] || std::find(here_.begin(), here_.end(), c) != here_.end()) continue;
+      read_chain(all[ci], result_, ci);
+      // Observers that are functions of the kept draws see the other ranks' chains as if run here.
+      replay_kept_draws(observers_, result_, config_, c, result_.draws[ci].rows());
+    }
+  }
+
+  /// Marks the run interrupted when a chain of the part kept fewer draws than asked without having
+  /// been stopped by an observer.
+  void note_interruption() {
+    const std::size_t chains = result_.draws.size();
+    for (std::size_t c = 0; c < chains; ++c)
+      if (result_.in_part(static_cast<int>(c)) && result_.draws[c].rows() < kept_per_chain_ && !result_.chain_stopped[c])
+        result_.interrupted = true;
+    // With fewer threads than chains, chains run in turn: a stop can come before some start. Those
+    // are left out (not of this part), so that what the others drew is kept rather than cut to 0.
+    if (result_.interrupted && result_.min_draws() == 0)
+      for (std::size_t c = 0; c < chains; ++c)
+        if (result_.in_part(static_cast<int>(c)) && result_.draws[c].rows() == 0 &&
+            std::any_of(result_.draws.begin(), result_.draws.end(), [](const Mat& d) { return d.rows() > 0; }))
+          result_.chain_in_part[c] = false;
+  }
+
+  const RunConfig& config_;
+  const InitialPoints& initial_points_;
+  const std::vector<Observer*>& observers_;
+  std::chrono::steady_clock::time_point start_;
+  long kept_per_chain_ = 0;
+  bool distributed_ = false;
+  std::vector<int> here_;  ///< the chains this process runs (all of them in one process without --part)
+  std::vector<std::unique_ptr<ChainSampler>> samplers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> next_chain_{0};
+  std::vector<std::exception_ptr> errors_;
+  RunResult result_;
+};
+
 }  // namespace
 
 RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, const InitialPoints& initial_points,
@@ -244,211 +496,7 @@ RunResult run_chains(const RunConfig& config, const SamplerFactory& factory, con
   if (const auto* each = std::get_if<std::vector<Vec>>(&initial_points))
     require(static_cast<int>(each->size()) == config.num_chains, "initial_points",
             fmt::format("one vector per chain ({} given, num_chains {})", each->size(), config.num_chains));
-  const auto start = std::chrono::steady_clock::now();
-  const int num_chains = config.num_chains;
-  const auto chains = static_cast<std::size_t>(num_chains);
-  const long kept_per_chain = (config.num_draws + config.thin - 1) / config.thin;
-
-  RunResult result;
-  result.draws.resize(chains);
-  result.stats.resize(chains);
-  result.warmup_stats.resize(chains);
-  result.sampler_descriptions.resize(chains);
-  result.initial_points.resize(chains);
-  result.chain_stopped.assign(chains, false);
-  const WorkLayout& layout = work_layout();
-  const bool distributed = layout.chains->size() > 1 || !layout.part.whole();
-  result.chain_in_part.resize(chains);
-  for (int c = 0; c < num_chains; ++c) result.chain_in_part[static_cast<std::size_t>(c)] = layout.part.owns(c);
-  // The chains this process runs (all of them in one process without --part).
-  std::vector<int> here;
-  for (int c = 0; c < num_chains; ++c)
-    if (!distributed || layout.runs_here(c)) here.push_back(c);
-
-  // Samplers are made on the calling thread (factories need not be thread safe).
-  std::vector<std::unique_ptr<ChainSampler>> samplers(chains);
-  for (auto& s : samplers) {
-    s = factory();
-    require(s != nullptr, "factory", "returning a sampler");
-  }
-
-  std::atomic<bool> stop{false};
-  std::atomic<std::size_t> next_chain{0};
-  std::vector<std::exception_ptr> errors(chains);
-  bool began = false;
-
-  result.resumed_at.assign(chains, 0);
-  const CheckpointConfig& checkpoint = config.checkpoint;
-  if (checkpoint.enabled()) {
-    std::error_code error;
-    std::filesystem::create_directories(checkpoint.directory, error);
-    if (error)
-      throw InputError(fmt::format("{}: the checkpoint directory cannot be created ({})", checkpoint.directory.string(), error.message()));
-  }
-
-  auto run_one = [&](int c) {
-    const auto ci = static_cast<std::size_t>(c);
-    Rng rng(config.seed, static_cast<std::uint64_t>(c));
-    ChainSampler& sampler = *samplers[ci];
-    ChainProgress restored;
-    bool begins = true;
-    try {
-      if (checkpoint.enabled() && checkpoint.resume && std::filesystem::exists(checkpoint.chain_file(c))) {
-        restored = load_checkpoint(config, c, sampler, rng);
-        result.initial_points[ci] = restored.initial_point;
-      } else {
-        Vec x0 = initial_point_of(initial_points, c, num_chains, rng);
-        result.initial_points[ci] = x0;
-        try {
-          sampler.init(x0);
-          sampler.begin_warmup(config.num_warmup);  // (adaptive Metropolis' curvature start may find a bad gradient)
-        } catch (const InputError& e) {
-          throw InputError(fmt::format("chain {}: {}", c, e.what()));
-        }
-        // A start made after a stop (a chain's own MAP fit cut short by the signal) is not the one an
-        // uninterrupted run makes: such a chain does not begin and keeps no checkpoint, so that a
-        // resumed run starts it afresh.
-        begins = !stop.load(std::memory_order_relaxed) && !stop_requested();
-      }
-    } catch (...) {
-      errors[ci] = std::current_exception();
-      stop = true;
-      return;
-    }
-    Mat& draws = result.draws[ci];
-    auto& stats = result.stats[ci];
-    draws.resize(kept_per_chain, sampler.position().size());
-    const Index kept_before = restored.draws.rows();
-    if (kept_before > 0) draws.topRows(kept_before) = restored.draws;  // (a fresh chain's is 0 x 0)
-    long kept = static_cast<long>(kept_before);
-    stats = std::move(restored.stats);
-    stats.reserve(static_cast<std::size_t>(kept_per_chain));
-    result.warmup_stats[ci] = std::move(restored.warmup_stats);
-    result.warmup_stats[ci].reserve(static_cast<std::size_t>(config.num_warmup));
-    result.resumed_at[ci] = restored.next_iteration;
-    replay_kept_draws(observers, result, config, c, kept_before);
-    const long total = config.num_warmup + config.num_draws;
-    bool chain_stop = restored.chain_stopped;
-    long it = restored.next_iteration;
-    auto save = [&] {
-      ChainProgress progress;
-      progress.next_iteration = it;
-      progress.initial_point = result.initial_points[ci];
-      progress.draws = draws.topRows(kept);
-      progress.stats = stats;
-      progress.warmup_stats = result.warmup_stats[ci];
-      progress.chain_stopped = chain_stop;
-      save_checkpoint(config, c, sampler, rng, progress);
-    };
-    try {
-      SaveInterval interval(checkpoint.every_iterations, checkpoint.every_seconds);
-      for (; begins && it < total && !chain_stop && !stop.load(std::memory_order_relaxed);) {
-        const bool warmup = it < config.num_warmup;
-        DrawStats s = sampler.transition(rng, warmup);
-        IterationEvent event;
-        event.chain = c;
-        event.iteration = it;
-        event.warmup = warmup;
-        if (warmup) {
-          result.warmup_stats[ci].push_back(s);
-        } else if ((it - config.num_warmup) % config.thin == 0) {
-          draws.row(kept) = sampler.position().transpose();
-          stats.push_back(s);
-          event.kept = true;
-          event.draw_index = kept;
-          ++kept;
-        }
-        event.position = &sampler.position();
-        event.stats = &s;
-        for (Observer* o : observers) {
-          const ObserverAction action = o->on_iteration(event);
-          if (action == ObserverAction::Stop) stop = true;
-          if (action == ObserverAction::StopChain) chain_stop = true;
-        }
-        ++it;
-        if (checkpoint.enabled() && it < total && interval.due(it)) {
-          save();
-          interval.saved();
-        }
-      }
-      result.chain_stopped[ci] = chain_stop;
-      // A chain that stopped before its end keeps its state, so that a resumed run continues it.
-      if (checkpoint.enabled() && begins && (it < total || chain_stop || checkpoint.at_chain_end)) save();
-    } catch (...) {
-      errors[ci] = std::current_exception();
-      stop = true;
-    }
-    draws.conservativeResize(kept, draws.cols());
-    result.sampler_descriptions[ci] = sampler.describe();
-  };
-
-  for (Observer* o : observers) o->on_begin(config);
-  began = true;
-  int num_threads = config.num_threads;
-  if (num_threads == 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  num_threads = std::min(num_threads, static_cast<int>(here.size()));
-  auto worker = [&](int thread) {
-    if (config.lockstep) {
-      // Thread t runs the t-th of num_threads contiguous groups of chains, as fibers in lockstep.
-      const std::size_t count = here.size(), threads = static_cast<std::size_t>(num_threads);
-      const std::size_t t = static_cast<std::size_t>(thread);
-      if (count == 0) return;
-      std::vector<std::function<void()>> group;
-      for (std::size_t i = t * count / threads; i < (t + 1) * count / threads; ++i) group.push_back([&run_one, c = here[i]] { run_one(c); });
-      run_in_lockstep(group);  // run_one keeps its errors in `errors`
-      return;
-    }
-    for (std::size_t i = next_chain++; i < here.size(); i = next_chain++) run_one(here[i]);
-  };
-  if (num_threads <= 1) {
-    worker(0);
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(num_threads));
-    for (int t = 0; t < num_threads; ++t) pool.emplace_back(worker, t);
-    for (auto& t : pool) t.join();
-  }
-  std::exception_ptr first_error;
-  for (const auto& e : errors)
-    if (e && !first_error) first_error = e;
-  if (distributed) {
-    // Every rank gets every chain of the part (or every rank rethrows the lowest failing rank's error).
-    std::vector<std::string> local(chains);
-    if (!first_error)
-      for (const int c : here) local[static_cast<std::size_t>(c)] = chain_bytes(result, static_cast<std::size_t>(c));
-    std::vector<std::string> all;
-    try {
-      all = exchange_items(num_chains, local, first_error);
-    } catch (...) {
-      if (began)
-        for (Observer* o : observers) o->on_end(result);
-      throw;
-    }
-    for (int c = 0; c < num_chains; ++c) {
-      const auto ci = static_cast<std::size_t>(c);
-      if (!result.chain_in_part[ci] || std::find(here.begin(), here.end(), c) != here.end()) continue;
-      read_chain(all[ci], result, ci);
-      // Observers that are functions of the kept draws see the other ranks' chains as if run here.
-      replay_kept_draws(observers, result, config, c, result.draws[ci].rows());
-    }
-  } else if (first_error) {
-    if (began)
-      for (Observer* o : observers) o->on_end(result);
-    std::rethrow_exception(first_error);
-  }
-  for (std::size_t c = 0; c < chains; ++c)
-    if (result.in_part(static_cast<int>(c)) && result.draws[c].rows() < kept_per_chain && !result.chain_stopped[c])
-      result.interrupted = true;
-  // With fewer threads than chains, chains run in turn: a stop can come before some start. Those
-  // are left out (not of this part), so that what the others drew is kept rather than cut to 0.
-  if (result.interrupted && result.min_draws() == 0)
-    for (std::size_t c = 0; c < chains; ++c)
-      if (result.in_part(static_cast<int>(c)) && result.draws[c].rows() == 0 &&
-          std::any_of(result.draws.begin(), result.draws.end(), [](const Mat& d) { return d.rows() > 0; }))
-        result.chain_in_part[c] = false;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (Observer* o : observers) o->on_end(result);
-  return result;
+  return ChainRun(config, factory, initial_points, observers).run();
 }
 
 }  // namespace uqnn
