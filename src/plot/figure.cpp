@@ -295,6 +295,177 @@ set grid xtics ytics back lt 1 lw 1 lc rgb '#E3E3E3' dt solid
 set style fill solid 1 noborder
 )";
 
+/// The terminal, output and palette lines that open every script.
+std::string script_header(Format format, const fs::path& output, int width, int height, double font_size) {
+  std::string s;
+  const std::string font = fmt::format("sans-serif,{}", font_size);
+  s += "set encoding utf8\n";
+  if (format == Format::Png)
+    s += fmt::format("set terminal pngcairo size {},{} noenhanced font '{}' linewidth 1 rounded background rgb 'white'\n",
+                     width, height, font);
+  else
+    s += fmt::format("set terminal svg size {},{} fixed noenhanced font '{}' linewidth 1 rounded background rgb 'white'\n",
+                     width, height, font);
+  s += "set output " + gnuplot_quote(output.string()) + "\n";
+  s += "set palette defined (0 '#440154', 0.25 '#3B528B', 0.5 '#21918C', 0.75 '#5EC962', 1 '#FDE725')\n";
+  return s;
+}
+
+/// Writes every series' data as a datablock (they cannot be defined inside multiplot) and returns
+/// the blocks' names, per panel and series ("" for a diagonal with no data to span).
+std::vector<std::vector<std::string>> write_data_blocks(ScriptWriter& w, const std::vector<Panel>& panels) {
+  std::vector<std::vector<std::string>> names(panels.size());
+  for (std::size_t p = 0; p < panels.size(); ++p) {
+    const Panel& panel = panels[p];
+    const Box box = data_box(panel);
+    for (const Series& ser : panel.series()) {
+      switch (ser.kind) {
+        case SeriesKind::Paths: names[p].push_back(w.paths_block(ser.columns[0], ser.matrix)); break;
+        case SeriesKind::Heatmap: names[p].push_back(w.matrix_block(ser.matrix)); break;
+        case SeriesKind::Diagonal: {
+          if (!box.valid()) {
+            names[p].push_back("");
+            break;
+          }
+          double lo = std::min(box.x0, box.y0), hi = std::max(box.x1, box.y1);
+          Vec d(2);
+          d << lo, hi;
+          names[p].push_back(w.block({d, d}));
+          break;
+        }
+        default: names[p].push_back(w.block(ser.columns));
+      }
+    }
+  }
+  return names;
+}
+
+/// The panel's title, labels, log scales, aspect and ranges as the user set them.
+std::string panel_axes(const Panel& panel, double font_size) {
+  std::string s;
+  if (!panel.title().empty()) s += "set title " + gnuplot_quote(panel.title()) + fmt::format(" font ',{}'\n", font_size + 2);
+  if (!panel.x_label().empty()) s += "set xlabel " + gnuplot_quote(panel.x_label()) + "\n";
+  if (!panel.y_label().empty()) s += "set ylabel " + gnuplot_quote(panel.y_label()) + "\n";
+  if (panel.log_x()) s += "set logscale x 10\n";
+  if (panel.log_y()) s += "set logscale y 10\n";
+  if (panel.square()) s += "set size ratio -1\n";
+  if (panel.x_range()) s += fmt::format("set xrange [{:.10g}:{:.10g}]\n", panel.x_range()->first, panel.x_range()->second);
+  if (panel.y_range()) s += fmt::format("set yrange [{:.10g}:{:.10g}]\n", panel.y_range()->first, panel.y_range()->second);
+  return s;
+}
+
+/// Grouped bars share the x axis of their categories (the first bar series'), rotated when they
+/// would overlap, and their y axis includes zero, where bars grow from.
+std::string bar_axes(const Panel& panel, const Series& first_bars, double plot_w, double font_px) {
+  std::string s;
+  const auto& cats = first_bars.categories;
+  std::size_t longest = 0;
+  for (const auto& c : cats) longest = std::max(longest, c.size());
+  s += "set xtics (";
+  for (std::size_t i = 0; i < cats.size(); ++i) s += (i ? ", " : "") + gnuplot_quote(cats[i]) + " " + std::to_string(i);
+  s += ")";
+  if (longest * cats.size() * font_px * 0.6 > plot_w) s += " rotate by 30 right";
+  s += "\nset grid noxtics\n";
+  if (!panel.x_range()) s += fmt::format("set xrange [-0.6:{}]\n", cats.size() - 0.4);
+  if (!panel.y_range()) {
+    bool any_pos = false, any_neg = false;
+    for (const Series& ser : panel.series())
+      if (ser.kind == SeriesKind::Bars)
+        for (Index i = 0; i < ser.columns[0].size(); ++i) {
+          any_pos = any_pos || ser.columns[0][i] > 0;
+          any_neg = any_neg || ser.columns[0][i] < 0;
+        }
+    if (!panel.log_y()) {
+      if (!any_neg) s += "set yrange [0:*]\n";
+      else if (!any_pos) s += "set yrange [*:0]\n";
+    }
+  }
+  return s;
+}
+
+/// A heatmap's frame: a colour box, square cells, and whole-cell tics.
+std::string heatmap_axes(const Panel& panel, const Series& heatmap) {
+  std::string s = "set colorbox\nset border 15\nunset grid\nset tics nomirror out\nset size ratio -1\n";
+  if (!heatmap.label.empty()) s += "set cblabel " + gnuplot_quote(heatmap.label) + "\n";
+  if (!panel.x_range()) s += fmt::format("set xrange [-0.5:{}]\n", heatmap.matrix.cols() - 0.5);
+  if (!panel.y_range()) s += fmt::format("set yrange [{}:-0.5]\n", heatmap.matrix.rows() - 0.5);
+  // Whole-cell tics, at most about 8 per axis (gnuplot's own would put 0.5 steps on a narrow matrix).
+  s += fmt::format("set xtics 0,{}\nset ytics 0,{}\n", std::max<Index>(1, (heatmap.matrix.cols() + 7) / 8),
+                   std::max<Index>(1, (heatmap.matrix.rows() + 7) / 8));
+  return s;
+}
+
+/// The legend: where the panel asks for it, or for Auto the free corner auto_key finds (none on a
+/// heatmap).
+std::string legend(const Panel& panel, bool heat, double plot_w, double plot_h, double font_px, double font_size) {
+  std::string s;
+  KeyPosition key = panel.key();
+  if (key == KeyPosition::Auto) {
+    key = heat ? KeyPosition::None : auto_key(panel, plot_w, plot_h, font_px);
+    // No free corner (a histogram fills the panel): a legend below would touch the x label, so
+    // the y axis grows upwards to leave the top right corner to the legend.
+    const Box b = data_box(panel);
+    if (key == KeyPosition::Below && !panel.y_range() && !panel.log_y() && b.valid() && b.y1 > b.y0) {
+      const double kh = std::min(0.5, key_size(panel, plot_w, plot_h, font_px).second + 0.06);
+      s += fmt::format("set yrange [{:.10g}:{:.10g}]\n", b.y0, b.y1 + (b.y1 - b.y0) * kh / (1 - kh));
+      key = KeyPosition::TopRight;
+    }
+  }
+  const std::string key_style = fmt::format(" samplen 2.5 spacing 1.1 font ',{}'", font_size - 1);
+  switch (key) {
+    case KeyPosition::TopLeft: s += "set key inside top left Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
+    case KeyPosition::TopRight: s += "set key inside top right Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
+    case KeyPosition::BottomLeft: s += "set key inside bottom left Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
+    case KeyPosition::BottomRight: s += "set key inside bottom right Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
+    case KeyPosition::Below: s += "set key below center horizontal Left reverse noopaque nobox" + key_style + "\n"; break;
+    case KeyPosition::Right: s += "set key outside right top vertical Left reverse noopaque nobox" + key_style + "\n"; break;
+    case KeyPosition::None:
+    case KeyPosition::Auto: s += "unset key\n"; break;
+  }
+  return s;
+}
+
+/// One series' element of the plot command, reading its datablock `name` ("" for nothing to draw).
+/// Bars are the `bar_index`-th of `num_bars` in their group.
+std::string plot_element(const Series& ser, const std::string& name, std::size_t bar_index, std::size_t num_bars) {
+  const Style& st = ser.style;
+  const std::string lc = "lc " + colour_spec(st.colour, st.alpha);
+  const std::string title = title_spec(ser.label);
+  switch (ser.kind) {
+    case SeriesKind::Line:
+    case SeriesKind::Paths:
+      return fmt::format("{} using 1:2 with lines lw {} {} {} {}", name, st.line_width, dash_spec(st.dash), lc, title);
+    case SeriesKind::Points:
+      return fmt::format("{} using 1:2 with points pt {} ps {} {} {}", name, marker_code(st.marker), st.point_size, lc, title);
+    case SeriesKind::Band:
+      return fmt::format("{} using 1:2:3 with filledcurves fc rgb '{}' fs transparent solid {} noborder {}", name, st.colour,
+                         st.alpha, title);
+    case SeriesKind::ErrorBars:
+      return fmt::format("{} using 1:2:3 with yerrorbars pt {} ps {} lw {} {} {}", name, marker_code(st.marker), st.point_size,
+                         std::min(st.line_width, 1.2), lc, title);
+    case SeriesKind::Diagonal:
+      if (name.empty()) return "";
+      return fmt::format("{} using 1:2 with lines lw {} {} {} {}", name, st.line_width, dash_spec(st.dash), lc, title);
+    case SeriesKind::Histogram:
+      return fmt::format("{} using 1:2:3 with boxes fs transparent solid {} border {} lw 1 {} {}", name, 0.45 * st.alpha,
+                         "lc " + colour_spec(st.colour, 1.0), lc, title);
+    case SeriesKind::Step:
+      return fmt::format("{} using 1:2 with histeps lw {} {} {} {}", name, st.line_width, dash_spec(st.dash), lc, title);
+    case SeriesKind::Bars: {
+      const double group = 0.8, width = group / static_cast<double>(num_bars);
+      const double offset = -0.5 * group + (bar_index + 0.5) * width;
+      return fmt::format("{} using ($0{:+.6g}):1:({:.6g}) with boxes fs transparent solid {} border {} {} {}", name, offset,
+                         width * 0.92, 0.85 * st.alpha, "lc " + colour_spec(st.colour, 1.0), lc, title);
+    }
+    case SeriesKind::Heatmap:
+      // gnuplot's image needs a 2 x 2 grid at least: a single row or column is drawn cell by cell.
+      if (ser.matrix.rows() < 2 || ser.matrix.cols() < 2)
+        return name + " matrix using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle";
+      return name + " matrix with image notitle";
+  }
+  return "";
+}
+
 }  // namespace
 
 Figure::Figure(int rows, int cols) : rows_(rows), cols_(cols) {
@@ -330,6 +501,7 @@ std::pair<int, int> Figure::default_size() const {
   return {w, h};
 }
 
+
 std::string Figure::script(const fs::path& output, int width, int height) const {
   const Format format = format_of(output);
   if (width == 0) width = default_size().first;
@@ -339,42 +511,9 @@ std::string Figure::script(const fs::path& output, int width, int height) const 
 
   std::string s;
   s.reserve(1 << 16);
-  const std::string font = fmt::format("sans-serif,{}", font_size_);
-  s += "set encoding utf8\n";
-  if (format == Format::Png)
-    s += fmt::format("set terminal pngcairo size {},{} noenhanced font '{}' linewidth 1 rounded background rgb 'white'\n",
-                     width, height, font);
-  else
-    s += fmt::format("set terminal svg size {},{} fixed noenhanced font '{}' linewidth 1 rounded background rgb 'white'\n",
-                     width, height, font);
-  s += "set output " + gnuplot_quote(output.string()) + "\n";
-  s += "set palette defined (0 '#440154', 0.25 '#3B528B', 0.5 '#21918C', 0.75 '#5EC962', 1 '#FDE725')\n";
-
-  // Data first: datablocks cannot be defined inside multiplot.
+  s += script_header(format, output, width, height, font_size_);
   ScriptWriter w(s);
-  std::vector<std::vector<std::string>> names(panels_.size());
-  for (std::size_t p = 0; p < panels_.size(); ++p) {
-    const Panel& panel = panels_[p];
-    const Box box = data_box(panel);
-    for (const Series& ser : panel.series()) {
-      switch (ser.kind) {
-        case SeriesKind::Paths: names[p].push_back(w.paths_block(ser.columns[0], ser.matrix)); break;
-        case SeriesKind::Heatmap: names[p].push_back(w.matrix_block(ser.matrix)); break;
-        case SeriesKind::Diagonal: {
-          if (!box.valid()) {
-            names[p].push_back("");
-            break;
-          }
-          double lo = std::min(box.x0, box.y0), hi = std::max(box.x1, box.y1);
-          Vec d(2);
-          d << lo, hi;
-          names[p].push_back(w.block({d, d}));
-          break;
-        }
-        default: names[p].push_back(w.block(ser.columns));
-      }
-    }
-  }
+  const std::vector<std::vector<std::string>> names = write_data_blocks(w, panels_);
 
   const double font_px = font_size_ * 1.1;  // approximate pixel height of the base font
   const double plot_w = static_cast<double>(width) / cols_ - 9 * font_px;
@@ -392,146 +531,30 @@ std::string Figure::script(const fs::path& output, int width, int height) const 
     }
     s += "# ---- panel " + std::to_string(p) + "\n";
     s += kPanelDefaults;
-    if (!panel.title().empty())
-      s += "set title " + gnuplot_quote(panel.title()) + fmt::format(" font ',{}'\n", font_size_ + 2);
-    if (!panel.x_label().empty()) s += "set xlabel " + gnuplot_quote(panel.x_label()) + "\n";
-    if (!panel.y_label().empty()) s += "set ylabel " + gnuplot_quote(panel.y_label()) + "\n";
-    if (panel.log_x()) s += "set logscale x 10\n";
-    if (panel.log_y()) s += "set logscale y 10\n";
-    if (panel.square()) s += "set size ratio -1\n";
-    if (panel.x_range()) s += fmt::format("set xrange [{:.10g}:{:.10g}]\n", panel.x_range()->first, panel.x_range()->second);
-    if (panel.y_range()) s += fmt::format("set yrange [{:.10g}:{:.10g}]\n", panel.y_range()->first, panel.y_range()->second);
-
-    // Grouped bars share the x axis of their categories.
+    s += panel_axes(panel, font_size_);
     std::size_t num_bars = 0;
     const Series* first_bars = nullptr;
+    const Series* heatmap = nullptr;
     for (const Series& ser : panel.series())
       if (ser.kind == SeriesKind::Bars) {
         if (!first_bars) first_bars = &ser;
         ++num_bars;
       }
-    if (first_bars) {
-      const auto& cats = first_bars->categories;
-      std::size_t longest = 0;
-      for (const auto& c : cats) longest = std::max(longest, c.size());
-      s += "set xtics (";
-      for (std::size_t i = 0; i < cats.size(); ++i) s += (i ? ", " : "") + gnuplot_quote(cats[i]) + " " + std::to_string(i);
-      s += ")";
-      if (longest * cats.size() * font_px * 0.6 > plot_w) s += " rotate by 30 right";
-      s += "\nset grid noxtics\n";
-      if (!panel.x_range()) s += fmt::format("set xrange [-0.6:{}]\n", cats.size() - 0.4);
-      // Bars grow from zero, so zero must be on the axis.
-      if (!panel.y_range()) {
-        bool any_pos = false, any_neg = false;
-        for (const Series& ser : panel.series())
-          if (ser.kind == SeriesKind::Bars)
-            for (Index i = 0; i < ser.columns[0].size(); ++i) {
-              any_pos = any_pos || ser.columns[0][i] > 0;
-              any_neg = any_neg || ser.columns[0][i] < 0;
-            }
-        if (!panel.log_y()) {
-          if (!any_neg) s += "set yrange [0:*]\n";
-          else if (!any_pos) s += "set yrange [*:0]\n";
-        }
-      }
-    }
-
-    bool heat = false;
+    if (first_bars) s += bar_axes(panel, *first_bars, plot_w, font_px);
     for (const Series& ser : panel.series())
       if (ser.kind == SeriesKind::Heatmap) {
-        heat = true;
-        s += "set colorbox\nset border 15\nunset grid\nset tics nomirror out\nset size ratio -1\n";
-        if (!ser.label.empty()) s += "set cblabel " + gnuplot_quote(ser.label) + "\n";
-        if (!panel.x_range()) s += fmt::format("set xrange [-0.5:{}]\n", ser.matrix.cols() - 0.5);
-        if (!panel.y_range()) s += fmt::format("set yrange [{}:-0.5]\n", ser.matrix.rows() - 0.5);
-        // Whole-cell tics, at most about 8 per axis (gnuplot's own would put 0.5 steps on a narrow matrix).
-        s += fmt::format("set xtics 0,{}\nset ytics 0,{}\n", std::max<Index>(1, (ser.matrix.cols() + 7) / 8),
-                         std::max<Index>(1, (ser.matrix.rows() + 7) / 8));
+        heatmap = &ser;
+        s += heatmap_axes(panel, ser);
       }
-
-    KeyPosition key = panel.key();
-    if (key == KeyPosition::Auto) {
-      key = heat ? KeyPosition::None : auto_key(panel, plot_w, plot_h, font_px);
-      // No free corner (a histogram fills the panel): a legend below would touch the x label, so
-      // the y axis grows upwards to leave the top right corner to the legend.
-      const Box b = data_box(panel);
-      if (key == KeyPosition::Below && !panel.y_range() && !panel.log_y() && b.valid() && b.y1 > b.y0) {
-        const double kh = std::min(0.5, key_size(panel, plot_w, plot_h, font_px).second + 0.06);
-        s += fmt::format("set yrange [{:.10g}:{:.10g}]\n", b.y0, b.y1 + (b.y1 - b.y0) * kh / (1 - kh));
-        key = KeyPosition::TopRight;
-      }
-    }
-    const std::string key_style = fmt::format(" samplen 2.5 spacing 1.1 font ',{}'", font_size_ - 1);
-    switch (key) {
-      case KeyPosition::TopLeft: s += "set key inside top left Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
-      case KeyPosition::TopRight: s += "set key inside top right Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
-      case KeyPosition::BottomLeft: s += "set key inside bottom left Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
-      case KeyPosition::BottomRight: s += "set key inside bottom right Left reverse opaque box lc rgb '#CCCCCC'" + key_style + "\n"; break;
-      case KeyPosition::Below: s += "set key below center horizontal Left reverse noopaque nobox" + key_style + "\n"; break;
-      case KeyPosition::Right: s += "set key outside right top vertical Left reverse noopaque nobox" + key_style + "\n"; break;
-      case KeyPosition::None:
-      case KeyPosition::Auto: s += "unset key\n"; break;
-    }
+    s += legend(panel, heatmap != nullptr, plot_w, plot_h, font_px, font_size_);
 
     std::vector<std::string> elements;
     std::size_t bar_index = 0;
     for (std::size_t k = 0; k < panel.series().size(); ++k) {
       const Series& ser = panel.series()[k];
-      const std::string& name = names[p][k];
-      const Style& st = ser.style;
-      const std::string lc = "lc " + colour_spec(st.colour, st.alpha);
-      const std::string title = title_spec(ser.label);
-      switch (ser.kind) {
-        case SeriesKind::Line:
-          elements.push_back(fmt::format("{} using 1:2 with lines lw {} {} {} {}", name, st.line_width,
-                                         dash_spec(st.dash), lc, title));
-          break;
-        case SeriesKind::Points:
-          elements.push_back(fmt::format("{} using 1:2 with points pt {} ps {} {} {}", name, marker_code(st.marker),
-                                         st.point_size, lc, title));
-          break;
-        case SeriesKind::Band:
-          elements.push_back(fmt::format("{} using 1:2:3 with filledcurves fc rgb '{}' fs transparent solid {} noborder {}",
-                                         name, st.colour, st.alpha, title));
-          break;
-        case SeriesKind::ErrorBars:
-          elements.push_back(fmt::format("{} using 1:2:3 with yerrorbars pt {} ps {} lw {} {} {}", name,
-                                         marker_code(st.marker), st.point_size, std::min(st.line_width, 1.2), lc, title));
-          break;
-        case SeriesKind::Diagonal:
-          if (!name.empty())
-            elements.push_back(fmt::format("{} using 1:2 with lines lw {} {} {} {}", name, st.line_width,
-                                           dash_spec(st.dash), lc, title));
-          break;
-        case SeriesKind::Histogram:
-          elements.push_back(fmt::format("{} using 1:2:3 with boxes fs transparent solid {} border {} lw 1 {} {}", name,
-                                         0.45 * st.alpha, "lc " + colour_spec(st.colour, 1.0), lc, title));
-          break;
-        case SeriesKind::Step:
-          elements.push_back(fmt::format("{} using 1:2 with histeps lw {} {} {} {}", name, st.line_width,
-                                         dash_spec(st.dash), lc, title));
-          break;
-        case SeriesKind::Bars: {
-          const double group = 0.8, width = group / static_cast<double>(num_bars);
-          const double offset = -0.5 * group + (bar_index + 0.5) * width;
-          ++bar_index;
-          elements.push_back(fmt::format("{} using ($0{:+.6g}):1:({:.6g}) with boxes fs transparent solid {} border {} {} {}",
-                                         name, offset, width * 0.92, 0.85 * st.alpha,
-                                         "lc " + colour_spec(st.colour, 1.0), lc, title));
-          break;
-        }
-        case SeriesKind::Heatmap:
-          // gnuplot's image needs a 2 x 2 grid at least: a single row or column is drawn cell by cell.
-          if (ser.matrix.rows() < 2 || ser.matrix.cols() < 2)
-            elements.push_back(name + " matrix using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle");
-          else
-            elements.push_back(name + " matrix with image notitle");
-          break;
-        case SeriesKind::Paths:
-          elements.push_back(fmt::format("{} using 1:2 with lines lw {} {} {} {}", name, st.line_width,
-                                         dash_spec(st.dash), lc, title));
-          break;
-      }
+      std::string element = plot_element(ser, names[p][k], bar_index, num_bars);
+      if (ser.kind == SeriesKind::Bars) ++bar_index;
+      if (!element.empty()) elements.push_back(std::move(element));
     }
     if (elements.empty()) {
       s += "set multiplot next\n";
