@@ -25,8 +25,4 @@ Command add_evaluate(CLI::App& app);
 /// are written, but they are not a result), else 0.
 int print_fit_report(const FitConfig& config, const FitReport& report);
 
-/// Whether a failure's message says that training or sampling diverged (a non-finite loss,
-/// gradient or log density): exit 3, the code of non-finite draws, rather than 1.
-bool is_divergence(const std::string& message);
-
 }  // namespace uqnn::cli

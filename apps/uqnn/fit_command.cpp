@@ -37,12 +37,6 @@ int print_fit_report(const FitConfig& cfg, const FitReport& report) {
   return report.not_finite ? 3 : 0;  // files written, but NaN or infinity is not a result
 }
 
-bool is_divergence(const std::string& message) {
-  for (const char* words : {"diverged", "not finite", "non-finite"})
-    if (message.find(words) != std::string::npos) return true;
-  return false;
-}
-
 Command add_fit(CLI::App& app) {
   auto* c = app.add_subcommand("fit", "fit a network to a CSV data set with a UQ method and write predictions, metrics, draws and figures");
   const auto flags = FitFlags::add(*c);

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     if (uqnn::stop_signal() != 0) return uqnn::report_failure(e.what(), 128 + uqnn::stop_signal());
     // Training or sampling that diverged to NaN or infinity (e.g. --lr 1e308): no result, as for
     // non-finite draws, exit 3; other failures 1.
-    return uqnn::report_failure(e.what(), uqnn::cli::is_divergence(e.what()) ? 3 : 1);
+    return uqnn::report_failure(e.what(), dynamic_cast<const uqnn::DivergenceError*>(&e) ? 3 : 1);
   }
   return 0;
 }

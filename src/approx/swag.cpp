@@ -83,12 +83,12 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
     const Index t = epoch + 1;
     const double loss = objective.loss_and_grad(w, rows, grad);
     if (!std::isfinite(loss) || !grad.allFinite())
-      throw std::runtime_error(fmt::format("swag: SGD diverged at step {} (non-finite loss): lower --swag-lr", t));
+      throw DivergenceError(fmt::format("swag: SGD diverged at step {} (non-finite loss): lower --swag-lr", t));
     // SGD at a stable rate fluctuates around the pre-trained loss; a minibatch loss above
     // kDivergedLossFactor times its scale only happens when the iterates blow up, long before the
     // loss turns non-finite, and the moments of such iterates would be garbage.
     if (loss > initial_loss + kDivergedLossFactor * std::max(1.0, std::abs(initial_loss)))
-      throw std::runtime_error(fmt::format("swag: SGD diverged at step {} (loss per datum rose from {:.4g} to {:.4g}): lower --swag-lr "
+      throw DivergenceError(fmt::format("swag: SGD diverged at step {} (loss per datum rose from {:.4g} to {:.4g}): lower --swag-lr "
                                            "(or leave it unset: it then follows the curvature at the MAP)",
                                            t, initial_loss, loss));
     optimizer->step(w, grad, params.learning_rate);
@@ -115,7 +115,7 @@ SwagResult fit_swag(const Objective& objective, const Vec& theta0, const SwagPar
   // The low-rank part divides by (columns - 1): with fewer than two deviations (a run stopped early)
   // only the diagonal part is kept.
   if (last.size() < 2) last.clear();
-  if (!w.allFinite()) throw std::runtime_error("swag: SGD diverged: lower --swag-lr");
+  if (!w.allFinite()) throw DivergenceError("swag: SGD diverged: lower --swag-lr");
   Vec variance = second - mean.array().square().matrix();
   for (Index k = 0; k < K; ++k)
     if (variance[k] < 0) {

@@ -157,7 +157,7 @@ ViResult fit_bayes_by_backprop(const Posterior& post, const Prior& prior, const 
     phi << mu, rho;
     grad_phi << step.g_mu, step.g_rho;
     if (!grad_phi.allFinite())
-      throw std::runtime_error(fmt::format("vi diverged (non-finite gradient) at epoch {}: lower the learning rate", epoch));
+      throw DivergenceError(fmt::format("vi diverged (non-finite gradient) at epoch {}: lower the learning rate", epoch));
     optimizer->step(phi, grad_phi, lr);
     mu = phi.head(K);
     rho = phi.tail(K);

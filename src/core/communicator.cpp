@@ -124,7 +124,7 @@ int report_failure(const std::string& message, int code) {
 
 std::vector<std::string> exchange_items(std::int64_t count, const std::vector<std::string>& local, std::exception_ptr error) {
   const WorkLayout& layout = work_layout();
-  // 0 = no failure, 1 = InputError, 2 = std::invalid_argument, 3 = anything else.
+  // 0 = no failure, 1 = InputError, 2 = std::invalid_argument, 3 = anything else, 4 = DivergenceError.
   std::int64_t kind = 0;
   std::string message;
   if (error) {
@@ -134,6 +134,8 @@ std::vector<std::string> exchange_items(std::int64_t count, const std::vector<st
       kind = 1, message = e.what();
     } catch (const std::invalid_argument& e) {
       kind = 2, message = e.what();
+    } catch (const DivergenceError& e) {
+      kind = 4, message = e.what();
     } catch (const std::exception& e) {
       kind = 3, message = e.what();
     } catch (...) {
@@ -162,6 +164,7 @@ std::vector<std::string> exchange_items(std::int64_t count, const std::vector<st
       shared_failure = true;
       if (failed == 1) throw InputError(what);
       if (failed == 2) throw std::invalid_argument(what);
+      if (failed == 4) throw DivergenceError(fmt::format("rank {} of the chain ranks: {}", r, what));
       throw std::runtime_error(fmt::format("rank {} of the chain ranks: {}", r, what));
     }
     while (!in.done()) {

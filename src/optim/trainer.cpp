@@ -284,7 +284,7 @@ class LbfgsRun {
     const Vec& x = now_.x;
     Vec& best_point = now_.best_point;
     const double best_loss = now_.best_loss;
-    if (!std::isfinite(best_loss)) throw std::runtime_error("training diverged (no finite loss from the start)");
+    if (!std::isfinite(best_loss)) throw DivergenceError("training diverged (no finite loss from the start)");
     // The solver's last point where its loss is the best one up to rounding: there the best loss
     // is decided by rounding error, and the solver's point is the one its gradient test judged.
     Vec grad(x.size());
@@ -395,7 +395,7 @@ TrainResult train_first_order(const Objective& objective, Vec theta, const Train
   callbacks.on_step = [&](Index epoch, const IndexVec& rows) {
     const double loss = objective.loss_and_grad(theta, rows, grad);
     if (!std::isfinite(loss) || !grad.allFinite())
-      throw std::runtime_error("training diverged (non-finite loss or gradient) at epoch " + std::to_string(epoch) +
+      throw DivergenceError("training diverged (non-finite loss or gradient) at epoch " + std::to_string(epoch) +
                                ": lower the learning rate");
     optimizer->step(theta, grad, lr);
     const Index size = static_cast<Index>(rows.size());

@@ -314,10 +314,14 @@ TEST_F(Reliability, AnUnknownCommandIsAnErrorEvenWithHelp) {
 // --- runtime failures ---------------------------------------------------------------------------
 
 TEST_F(Reliability, TrainingThatDivergesExitsThree) {
-  const CliRun r = run_cli(fit("--method map --optimizer adam --epochs 5 --lr 1e308"));
-  EXPECT_EQ(r.exit_code, 3) << r.output;  // was 1, the code of an internal failure
-  EXPECT_TRUE(output_has(r, "diverged")) << r.output;
-  EXPECT_FALSE(fs::exists(dir_ / "out" / "model.json"));
+  // By the failure's type (DivergenceError), for each training loop that can diverge.
+  for (const std::string method : {"--method map --optimizer adam --epochs 5 --lr 1e308", "--method vi --epochs 5 --lr 1e308",
+                                   "--method swag --swag-lr 1e308"}) {
+    const CliRun r = run_cli(fit(method));
+    EXPECT_EQ(r.exit_code, 3) << method << "\n" << r.output;  // was 1, the code of an internal failure
+    EXPECT_TRUE(output_has(r, "diverged")) << r.output;
+    EXPECT_FALSE(fs::exists(dir_ / "out" / "model.json"));
+  }
 }
 
 // --- the rest -----------------------------------------------------------------------------------
