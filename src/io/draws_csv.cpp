@@ -7,8 +7,11 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/io/user_file.hpp"
 
 // The parser lives in its own namespace: its helpers (where, column, Row, ...) have common names and
 // the unity build compiles several files of the library in one translation unit.
@@ -108,13 +111,31 @@ class CsvScanner {
   }
 
  private:
+  /// std::getline, but an InputError at a line longer than kUserFileMaxLineBytes: a binary file, or
+  /// /dev/zero, would otherwise grow `text` without bound.
+  bool read_line(std::string& text) {
+    text.clear();
+    std::streambuf* buffer = in_.rdbuf();
+    bool any = false;
+    for (int c = buffer->sbumpc(); c != std::char_traits<char>::eof(); c = buffer->sbumpc()) {
+      any = true;
+      if (c == '\n') return true;
+      if (text.size() >= kUserFileMaxLineBytes)
+        throw InputError(fmt::format("{}line longer than {} MiB: is this a text file?", where(source_, line_ + 1),
+                                     kUserFileMaxLineBytes >> 20));
+      text.push_back(static_cast<char>(c));
+    }
+    in_.setstate(std::ios::eofbit);
+    return any;
+  }
+
   bool next_line(std::string& text) {
-    while (std::getline(in_, text)) {
+    while (read_line(text)) {
       ++line_;
       // A quoted field may hold line breaks (RFC 4180): the record goes on while its quote is open.
       bool quote_open = false;
       std::string more;
-      while (csv_record_end(text, 0, &quote_open) == text.size() && quote_open && std::getline(in_, more)) {
+      while (csv_record_end(text, 0, &quote_open) == text.size() && quote_open && read_line(more)) {
         ++line_;
         text += "\n" + more;
       }

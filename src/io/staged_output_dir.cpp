@@ -58,6 +58,11 @@ StagedOutputDir::StagedOutputDir(fs::path final_dir, std::string flag) : flag_(s
   if (fs::exists(final_, ec) && !fs::is_directory(final_, ec))
     throw InputError(flag_ + " " + quoted(final_dir) + " is a file, not a directory: choose another " + flag_);
   const fs::path parent = final_.parent_path();
+  // The directories this run creates, deepest first: an uncommitted run removes them again.
+  for (fs::path missing = parent; !missing.empty() && !fs::exists(missing, ec); missing = missing.parent_path()) {
+    created_parents_.push_back(missing);
+    if (missing == missing.root_path()) break;
+  }
   fs::create_directories(parent, ec);
   if (ec) throw InputError(flag_ + " " + quoted(final_dir) + ": cannot create " + quoted(parent) + " (" + ec.message() + ")");
   for (const fs::path& dir : {parent, final_})
@@ -102,6 +107,7 @@ StagedOutputDir::StagedOutputDir(fs::path final_dir, std::string flag) : flag_(s
     const std::string message = ec.message();
     ::unlink(lock_path_.c_str());
     ::close(lock_fd_);
+    remove_created_parents();
     throw InputError(flag_ + " " + quoted(final_dir) + ": cannot create " + quoted(staging_) + " (" + message + ")");
   }
 }
@@ -112,6 +118,12 @@ StagedOutputDir::~StagedOutputDir() {
   // Unlink while still holding the lock: a run that opened the old file sees it gone and retries.
   ::unlink(lock_path_.c_str());
   ::close(lock_fd_);
+  if (!committed_) remove_created_parents();
+}
+
+void StagedOutputDir::remove_created_parents() const {
+  std::error_code ignored;
+  for (const fs::path& dir : created_parents_) fs::remove(dir, ignored);  // only while empty
 }
 
 fs::path StagedOutputDir::final_path(const fs::path& staged) const {

@@ -40,9 +40,13 @@ class StagedOutputDir {
   void commit();
 
  private:
+  /// Removes the parent directories the constructor created, if still empty.
+  void remove_created_parents() const;
+
   std::filesystem::path final_;
   std::filesystem::path staging_;
   std::filesystem::path lock_path_;
+  std::vector<std::filesystem::path> created_parents_;  ///< deepest first
   std::string flag_;
   int lock_fd_ = -1;
   bool committed_ = false;

@@ -3,9 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <streambuf>
 #include <string>
 
 #include "uqnn/io/draws_csv.hpp"
@@ -184,6 +187,34 @@ TEST(DiagnosticsCmdStanCsv, DropsSavedWarmupAndJoinsFilesAsChains) {
   const auto long_file = write("long.csv", "chain,draw,x\n0,0,1\n");
   EXPECT_THROW(read_draws_csv(std::vector<std::string>{long_file, a}), InputError);
   std::filesystem::remove_all(dir);
+}
+
+/// An endless stream of one character with no line break, like /dev/zero.
+class EndlessLine : public std::streambuf {
+ protected:
+  int_type underflow() override {
+    std::fill(std::begin(block_), std::end(block_), 'x');
+    setg(block_, block_, block_ + sizeof block_);
+    return traits_type::to_int_type('x');
+  }
+
+ private:
+  char block_[4096];
+};
+
+TEST(DiagnosticsDrawsCsv, AnEndlessLineIsRefusedWithinTheLineBound) {
+  // Both readers stop at the bound (64 MiB) with the file and line, rather than growing until
+  // memory runs out.
+  for (const bool cmdstan : {false, true}) {
+    EndlessLine endless;
+    std::istream in(&endless);
+    try {
+      cmdstan ? parse_cmdstan_csv(in, "zero.csv") : parse_draws_csv(in, "zero.csv");
+      ADD_FAILURE() << "an endless line was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("zero.csv:1: line longer than 64 MiB"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

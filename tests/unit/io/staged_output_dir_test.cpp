@@ -56,6 +56,21 @@ TEST(StagedOutputDir, AFailureBeforeCommitLeavesTheOldRunUntouched) {
   EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"run"});
 }
 
+TEST(StagedOutputDir, AFailedRunRemovesTheParentsItCreatedAndKeepsThoseOfACommittedOne) {
+  TempDir dir;
+  {
+    StagedOutputDir staged(dir.path() / "new" / "deeper" / "run");
+    EXPECT_TRUE(fs::is_directory(dir.path() / "new" / "deeper"));
+  }  // not committed: a refused run leaves nothing behind
+  EXPECT_TRUE(names_in(dir.path()).empty());
+  {
+    StagedOutputDir staged(dir.path() / "new" / "deeper" / "run");
+    atomic_write_text(staged.staging() / "model.json", "{}");
+    staged.commit();
+  }
+  EXPECT_EQ(TempDir::read(dir.path() / "new" / "deeper" / "run" / "model.json"), "{}");
+}
+
 TEST(StagedOutputDir, IntoAnExistingDirectoryKeepsTheUsersFilesAndDropsThePreviousRunsStaleOnes) {
   TempDir dir;
   const fs::path out = dir.path() / "run";
