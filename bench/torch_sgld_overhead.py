@@ -74,7 +74,7 @@ def hand_written_sgld(net, X, y, steps, eps, batch, prior_sigma, seed):
 
 def uqnn_sgld(net, X, y, steps, eps, batch, prior_sigma, seed, threads):
     est = uqnn.TorchModel(net, loss="cross_entropy", method="sgld", step_size=eps, sg_batch_size=batch, sg_lp_every=0,
-                          chains=1, warmup=steps - 5, draws=5, chain_init="init", prior="gaussian", prior_sigma=prior_sigma,
+                          chains=1, warmup=steps - 5, draws=5, chain_init="random", prior="gaussian", prior_sigma=prior_sigma,
                           seed=seed, threads=threads, progress=False)
     est.fit(X, y)
     return est.metrics_["info"]["sampling_seconds"] / steps if "sampling_seconds" in est.metrics_.get("info", {}) \

@@ -70,7 +70,7 @@ def last_layer_posteriors(net, X, y, nuts_settings):
     common = dict(subset="last-layer", progress=False, seed=1, prior_sigma=1.0)
     fits = {}
     for name, method, options in [("MAP", "map", {}),
-                                  ("last-layer Laplace", "laplace", {"laplace_samples": 200}),
+                                  ("last-layer Laplace", "laplace", {"num_samples": 200}),
                                   ("last-layer NUTS", "nuts", nuts_settings)]:
         t = time.time()
         fits[name] = uqnn.BNNClassifier.from_torch(net, method=method, **common, **options).fit(X, y)

@@ -763,8 +763,7 @@ def load(path: str | os.PathLike, module=None) -> BNN:
     for attr in ("_torch", "_torch_network", "_raw_features"):
         if hasattr(est_torch, attr):
             setattr(est, attr, getattr(est_torch, attr))
-    if getattr(est, "_torch", None) is not None:
-        est.n_features_in_ = int(np.prod(est._torch["input_shape"]))
+
     metrics_path = os.path.join(path, "metrics.json")
     est.metrics_ = json.load(open(metrics_path)) if os.path.exists(metrics_path) else None
     return est

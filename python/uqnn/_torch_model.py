@@ -5,8 +5,10 @@ for Bayesian last layers (docs/bring-your-own-model.md)."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
+import threading
 import uuid
 
 import numpy as np
@@ -28,6 +30,20 @@ NETWORK_FILE = "torch_network.json"  # beside model.json: how the saved module m
 MODULE_FILE = "torch_module.pt"      # the module itself (torch.save)
 
 
+def _one_at_a_time(method):
+    """Runs the method under the network's lock. Chains in parallel call the module from several
+    threads; PyTorch releases the GIL inside its operations, and a functional call swaps the
+    module's parameters while it runs (PyTorch 1.13), so two calls at once would mix them.
+    Lock.acquire releases the GIL while it waits."""
+
+    @functools.wraps(method)
+    def locked(self, *args):
+        with self._lock:
+            return method(self, *args)
+
+    return locked
+
+
 def _prod(shape) -> int:
     out = 1
     for s in shape:
@@ -41,8 +57,9 @@ class TorchNetwork:
 
     Parameters that do not require gradients (``p.requires_grad_(False)``), or that are not in
     ``subset`` when it is given, stay fixed at their values: the fit is over the rest (a
-    subnetwork). Buffers (BatchNorm statistics) are the module's and stay as they are: put the module
-    in eval mode, since batch statistics couple the examples of a minibatch.
+    subnetwork). Buffers (BatchNorm statistics) are the module's and stay as they are; the module is
+    put in eval mode (batch statistics would couple the examples of a minibatch, and dropout would
+    make the likelihood random).
 
     Inputs arrive as the module's floating dtype, shaped (n, *input_shape); a module that embeds
     tokens casts them itself (``x.long()``). Outputs are reshaped to (n, output_dim)."""
@@ -50,7 +67,9 @@ class TorchNetwork:
     def __init__(self, module, input_shape, subset=None, network_id: str | None = None):
         import torch
 
-        self.module = module
+        # Eval mode: dropout off and BatchNorm the fixed map of its running statistics, so that the
+        # likelihood is a deterministic sum over examples.
+        self.module = module.eval()
         self.input_shape = tuple(int(s) for s in input_shape)
         named = [(n, p) for n, p in module.named_parameters()]
         if subset is not None:
@@ -87,6 +106,16 @@ class TorchNetwork:
         self.description = f"PyTorch module {type(module).__name__}"
         self.can_reinitialise = any(hasattr(m, "reset_parameters") for m in module.modules())
         self._functional_call, self._func_jvp = _torch_functions()
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     # -- theta <-> tensors ------------------------------------------------------------------------
     def _flat(self, theta, requires_grad=False):
@@ -126,12 +155,14 @@ class TorchNetwork:
         return sd
 
     # -- what the C++ core calls (with the GIL held) ------------------------------------------------
+    @_one_at_a_time
     def forward(self, theta, X):
         import torch
 
         with torch.no_grad():
             return self._call(self._flat(theta), self._inputs(X)).double().cpu().numpy()
 
+    @_one_at_a_time
     def pullback(self, theta, X, cotangent):
         import torch
 
@@ -141,6 +172,7 @@ class TorchNetwork:
         (g,) = torch.autograd.grad(y, flat, grad_outputs=torch.as_tensor(dy, dtype=y.dtype, device=y.device), allow_unused=True)
         return np.zeros(len(theta)) if g is None else g.double().cpu().numpy()
 
+    @_one_at_a_time
     def jvp(self, theta, v, X):
         import torch
 
@@ -152,6 +184,7 @@ class TorchNetwork:
             _, out = torch.autograd.functional.jvp(lambda t: self._call(t, x), flat, tangent)
         return out.detach().double().cpu().numpy()
 
+    @_one_at_a_time
     def weighted_hvp(self, theta, v, X, G):
         import torch
 
@@ -164,6 +197,7 @@ class TorchNetwork:
         (hv,) = torch.autograd.grad(g, flat, grad_outputs=self._flat(v), allow_unused=True)
         return np.zeros(len(theta)) if hv is None else hv.double().cpu().numpy()
 
+    @_one_at_a_time
     def jacobian(self, theta, X):
         import torch
 
@@ -178,6 +212,7 @@ class TorchNetwork:
                     J[i * T + o] = g.double().cpu().numpy()
         return J
 
+    @_one_at_a_time
     def reinitialise(self, seed):
         """Fresh parameters: the module's own reset_parameters() under PyTorch's generator seeded
         by `seed` (uqnn draws it from the run's seed: same seed, same starts)."""
