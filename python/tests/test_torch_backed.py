@@ -1,6 +1,8 @@
 """Any PyTorch module through PyTorch (uqnn.TorchModel, BNN.from_torch's fallback), and Bayesian last
 layers on frozen networks (BNN.from_torch(subset="last-layer")): the same draws as uqnn's own
 network wherever uqnn can also translate the module."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -142,6 +144,8 @@ def test_untranslatable_module_fits_predicts_saves_and_loads(data, tmp_path):
     again = uqnn.load(tmp_path / "run")
     np.testing.assert_allclose(again.predict(X), mean, rtol=1e-12)
     np.testing.assert_allclose(again.draws, est.draws)
+    unpickled = pickle.loads(pickle.dumps(est))  # joblib, GridSearchCV(n_jobs=...), copy.deepcopy
+    np.testing.assert_allclose(unpickled.predict(X), mean, rtol=1e-12)
 
 
 def test_methods_that_need_uqnns_own_layers_refuse_with_the_reason(data):

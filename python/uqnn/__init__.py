@@ -15,9 +15,7 @@ from ._estimator import BNN, BNNClassifier, BNNRegressor, load, method_names, vo
 from ._log_density import LogDensity
 from ._sample import Interrupted, SampleResult, sample
 from ._torch import from_torch
-from ._torch_model import _torch_model_class
-
-TorchModel = _torch_model_class()
+from ._torch_model import TorchModel
 
 __all__ = ["BNN", "BNNRegressor", "BNNClassifier", "LogDensity", "from_torch", "TorchModel", "load", "method_names", "vocabulary", "sample", "SampleResult", "Interrupted", "thompson_bandit", "evaluate"]
 __version__ = "0.1.0"

@@ -13,6 +13,8 @@ import uuid
 
 import numpy as np
 
+from ._estimator import BNN, DEFAULT_METHOD, DEFAULT_PRIOR, DEFAULT_PRIOR_SIGMA, DEFAULT_PROGRESS, DEFAULT_SEED, DEFAULT_THREADS, _store
+
 
 def _torch_functions():
     """(functional_call, jvp or None). PyTorch 2.x has torch.func; Debian 12's 1.13 has the same
@@ -369,61 +371,57 @@ _LOSSES = {"gaussian": "gaussian", "mse": "gaussian", "heteroscedastic": "hetero
            "bce": "bernoulli", "categorical": "categorical", "cross_entropy": "categorical"}
 
 
-def _torch_model_class():
-    from ._estimator import BNN, DEFAULT_METHOD, DEFAULT_PRIOR, DEFAULT_PRIOR_SIGMA, DEFAULT_PROGRESS, DEFAULT_SEED, DEFAULT_THREADS, _store
+class TorchModel(BNN):
+    """Any PyTorch ``nn.Module`` as a Bayesian neural network: uqnn's methods (map, ens, rms,
+    swag, sgld, sghmc, psgld, vi, nuts, hmc, mala, laplace) run on it, the log likelihood and
+    its gradient over the module's flat parameter vector coming from PyTorch (on minibatches
+    where the method uses them). The module's own weights start the fit.
 
-    class TorchModel(BNN):
-        """Any PyTorch ``nn.Module`` as a Bayesian neural network: uqnn's methods (map, ens, rms,
-        swag, sgld, sghmc, psgld, vi, nuts, hmc, mala, laplace) run on it, the log likelihood and
-        its gradient over the module's flat parameter vector coming from PyTorch (on minibatches
-        where the method uses them). The module's own weights start the fit.
+    loss: "gaussian" (or "mse"; the noise sd learned unless ``noise`` is given),
+        "heteroscedastic" (two outputs: mean and log sd), "bernoulli" (or "bce"; one logit),
+        "categorical" (or "cross_entropy"; one logit per class, labels 0..K-1).
+    input_shape: the shape of one example (default: X's, which may be (n, C, H, W) or
+        (n, tokens)); inputs reach the module in its dtype, shaped (n, *input_shape).
+    subset: parameter names to fit (the others stay as they are); default: every parameter
+        that requires gradients.
+    standardize: False by default (the module sees the data as given).
 
-        loss: "gaussian" (or "mse"; the noise sd learned unless ``noise`` is given),
-            "heteroscedastic" (two outputs: mean and log sd), "bernoulli" (or "bce"; one logit),
-            "categorical" (or "cross_entropy"; one logit per class, labels 0..K-1).
-        input_shape: the shape of one example (default: X's, which may be (n, C, H, W) or
-            (n, tokens)); inputs reach the module in its dtype, shaped (n, *input_shape).
-        subset: parameter names to fit (the others stay as they are); default: every parameter
-            that requires gradients.
-        standardize: False by default (the module sees the data as given).
+    Everything else is ``uqnn.BNN``'s: predict, predict_interval, sample_predictive,
+    to_torch_state_dicts (the module's full state dicts), to_inference_data, save and
+    ``uqnn.load``. See docs/bring-your-own-model.md."""
 
-        Everything else is ``uqnn.BNN``'s: predict, predict_interval, sample_predictive,
-        to_torch_state_dicts (the module's full state dicts), to_inference_data, save and
-        ``uqnn.load``. See docs/bring-your-own-model.md."""
+    def __init__(self, module=None, loss: str = "gaussian", input_shape=None, subset=None, noise: float | None = None,
+                 prior: str = DEFAULT_PRIOR, prior_sigma: float = DEFAULT_PRIOR_SIGMA, standardize: bool = False,
+                 method: str = DEFAULT_METHOD, seed: int = DEFAULT_SEED, threads: int = DEFAULT_THREADS,
+                 progress: bool = DEFAULT_PROGRESS, out=None, method_options: dict | None = None, **options):
+        _store(self, locals())
 
-        def __init__(self, module=None, loss: str = "gaussian", input_shape=None, subset=None, noise: float | None = None,
-                     prior: str = DEFAULT_PRIOR, prior_sigma: float = DEFAULT_PRIOR_SIGMA, standardize: bool = False,
-                     method: str = DEFAULT_METHOD, seed: int = DEFAULT_SEED, threads: int = DEFAULT_THREADS,
-                     progress: bool = DEFAULT_PROGRESS, out=None, method_options: dict | None = None, **options):
-            _store(self, locals())
+    hidden = ()
+    activation = "identity"
 
-        hidden = ()
-        activation = "identity"
+    @property
+    def likelihood(self) -> str:
+        if self.loss not in _LOSSES:
+            raise ValueError(f"loss: {self.loss!r} is not one of {sorted(_LOSSES)}")
+        return _LOSSES[self.loss]
 
-        @property
-        def likelihood(self) -> str:
-            if self.loss not in _LOSSES:
-                raise ValueError(f"loss: {self.loss!r} is not one of {sorted(_LOSSES)}")
-            return _LOSSES[self.loss]
+    def _torch_setup(self):
+        if self.module is None:
+            raise ValueError("TorchModel: no module given")
+        return {"module": self.module, "input_shape": self.input_shape, "subset": self.subset, "last_layer": None}
 
-        def _torch_setup(self):
-            if self.module is None:
-                raise ValueError("TorchModel: no module given")
-            return {"module": self.module, "input_shape": self.input_shape, "subset": self.subset, "last_layer": None}
+    def _likelihood_options(self) -> dict:
+        o = {"likelihood": self.likelihood, "noise": self.noise}
+        if self.likelihood == "categorical":
+            shape = self.input_shape if self.input_shape is not None else getattr(self, "_example_shape", None)
+            if shape is not None:
+                o["classes"] = TorchNetwork(self.module, shape, self.subset).output_dim
+        return o
 
-        def _likelihood_options(self) -> dict:
-            o = {"likelihood": self.likelihood, "noise": self.noise}
-            if self.likelihood == "categorical":
-                shape = self.input_shape if self.input_shape is not None else getattr(self, "_example_shape", None)
-                if shape is not None:
-                    o["classes"] = TorchNetwork(self.module, shape, self.subset).output_dim
-            return o
+    def fit(self, X, y, resume: bool = False):
+        _, self._example_shape = _rows_shape(X)
+        return super().fit(X, y, resume)
 
-        def fit(self, X, y, resume: bool = False):
-            _, self._example_shape = _rows_shape(X)
-            return super().fit(X, y, resume)
-
-    return TorchModel
 
 
 def _rows_shape(X):
