@@ -26,9 +26,9 @@ void PrintTo(const Case& value, std::ostream* os) { *os << value.name; }
 /// An ExternalModel (a network evaluated elsewhere, e.g. by PyTorch) whose four functions are
 /// `inner`'s: its own Hessian-vector product (the Gauss-Newton part through jvp and the pullback,
 /// the second-order part through the weighted product) must hold like every model's.
-std::shared_ptr<Model> external_wrapping(std::shared_ptr<Model> inner) {
+std::shared_ptr<Model> external_wrapping(std::shared_ptr<Model> inner, const std::string& name) {
   auto n = std::make_shared<ExternalNetwork>();
-  n->id = "test:" + inner->kind();
+  n->id = "test:" + name;  // one id per network: make_model finds each by its own
   n->description = "an external " + inner->kind();
   n->input_dim = inner->input_dim();
   n->output_dim = inner->output_dim();
@@ -104,7 +104,7 @@ std::vector<Case> all_cases() {
   }
   for (const char* name : {"mlp_tanh", "mlp_sine", "mlp_relu"})
     for (const Case& c : std::vector<Case>(cases))
-      if (c.name == name) cases.push_back({std::string("external_") + name, external_wrapping(c.model)});
+      if (c.name == name) cases.push_back({std::string("external_") + name, external_wrapping(c.model, name)});
   // Networks linearised at a random point (Laplace's GLM predictive): every derivative must hold for
   // them too, and their Hessian is the base's generalized Gauss-Newton.
   const std::size_t bases = cases.size();
