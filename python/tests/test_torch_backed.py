@@ -247,3 +247,14 @@ def test_subnetwork_by_parameter_names(data):
     for k in frozen:
         if not k.startswith("out."):
             assert torch.equal(sd[k], frozen[k])
+
+
+def test_to_inference_data_of_a_module(data):
+    pytest.importorskip("arviz", reason="ArviZ comes from PyPI into build/pyenv (python/tests/run-pytest)")
+    X, y = data
+    est = uqnn.TorchModel(make_residual(), method="nuts", seed=1, progress=False, noise=0.3,
+                          **{**CHAIN, "warmup": 10, "draws": 5, "max_depth": 4}).fit(X, y)
+    idata = est.to_inference_data()
+    assert idata.posterior["theta"].shape == (2, 5, est.draws.shape[-1])
+    assert idata.log_likelihood["y"].shape == (2, 5, len(X))
+    np.testing.assert_allclose(idata.posterior["theta"].values, est.draws)
