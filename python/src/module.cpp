@@ -2,6 +2,7 @@
 // fits (run_fit), fitted runs (FittedModel), sampling any log density (sample), the option
 // declarations (for keyword checking and docstrings) and the ArviZ summary. The pure-Python
 // package (python/uqnn/*.py) builds the estimator API on these.
+#include <fmt/format.h>
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -231,6 +232,102 @@ class CallbackLogDensity : public LogDensity {
   Index dim_;
 };
 
+/// A Python object that may be released on any thread: its last owner takes the GIL to drop it
+/// (and leaves it alone once the interpreter has finalised).
+std::shared_ptr<py::object> shared_python(py::object o) {
+  return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire acquire;
+      delete p;
+    } else {
+      p->release();
+      delete p;
+    }
+  });
+}
+
+/// [rows, cols] column-major memory as a (cols, rows) C-order NumPy array without a copy; valid while
+/// `m` lives (the callee must not keep it).
+py::array_t<double> rows_view(const Mat& m) {
+  return py::array_t<double>({m.cols(), m.rows()}, {static_cast<py::ssize_t>(sizeof(double) * m.rows()), static_cast<py::ssize_t>(sizeof(double))},
+                             m.data(), py::capsule(m.data(), [](void*) {}));
+}
+py::array_t<double> vector_view(const Vec& v) { return py::array_t<double>({v.size()}, {static_cast<py::ssize_t>(sizeof(double))}, v.data(), py::capsule(v.data(), [](void*) {})); }
+
+/// A (n, k) array from Python as [k, n] columns; InputError naming `what` unless its shape is (n, k).
+Mat columns_from(const py::handle& h, Index k, Index n, const std::string& what) {
+  const auto a = py::cast<CArray>(h);
+  if (a.ndim() != 2 || a.shape(0) != n || a.shape(1) != k)
+    throw InputError(fmt::format("{}: expected shape ({}, {}), got {}", what, n, k, py::str(py::tuple(a.attr("shape"))).cast<std::string>()));
+  return Eigen::Map<const Mat>(a.data(), k, n);
+}
+Vec vector_from(const py::handle& h, Index k, const std::string& what) {
+  const auto a = py::cast<CArray>(h);
+  if (a.ndim() != 1 || a.shape(0) != k) throw InputError(fmt::format("{}: expected {} values, got shape {}", what, k, py::str(py::tuple(a.attr("shape"))).cast<std::string>()));
+  return Eigen::Map<const Vec>(a.data(), k);
+}
+
+/// An ExternalNetwork (nn/external_model.hpp) whose functions are the methods of a Python object
+/// (uqnn._torch_model.TorchNetwork): forward(theta, X), pullback(theta, X, cotangent),
+/// jvp(theta, v, X), weighted_hvp(theta, v, X, G), jacobian(theta, X), reinitialise(seed). X and
+/// outputs are (n, columns) rows. Each call takes the GIL, so chains in parallel call it one at a time.
+std::shared_ptr<ExternalNetwork> python_network(const py::object& net) {
+  auto n = std::make_shared<ExternalNetwork>();
+  n->id = net.attr("id").cast<std::string>();
+  n->description = net.attr("description").cast<std::string>();
+  n->input_dim = net.attr("input_dim").cast<Index>();
+  n->output_dim = net.attr("output_dim").cast<Index>();
+  for (auto b : net.attr("blocks")) {
+    const auto t = b.cast<py::tuple>();
+    const auto name = t[0].cast<std::string>();
+    const auto rows = t[1].cast<Index>(), cols = t[2].cast<Index>(), fan_in = t[3].cast<Index>();
+    if (cols == 1) n->layout.add_vector(name, rows, fan_in);
+    else n->layout.add_matrix(name, rows, cols, fan_in);
+  }
+  const Index P = n->layout.size(), in = n->input_dim, out = n->output_dim;
+  n->initial = vector_from(net.attr("initial"), P, "initial parameters");
+  const auto self = shared_python(net);
+  const std::string what = n->description;
+  if (!net.attr("can_reinitialise").cast<bool>()) n->reinitialise = nullptr;
+  else
+    n->reinitialise = [self, P, what](std::uint64_t seed) {
+      py::gil_scoped_acquire acquire;
+      return vector_from(self->attr("reinitialise")(seed), P, what + ": reinitialise");
+    };
+  n->forward = [self, out, in, what](const Vec& theta, const Mat& X) {
+    py::gil_scoped_acquire acquire;
+    (void)in;
+    return columns_from(self->attr("forward")(vector_view(theta), rows_view(X)), out, X.cols(), what + ": outputs");
+  };
+  n->pullback = [self, out, P, what](const Vec& theta, const Mat& X, const std::function<Mat(const Mat&)>& cotangent) {
+    py::gil_scoped_acquire acquire;
+    const Index N = X.cols();
+    py::cpp_function python_cotangent([&](const CArray& Y) {
+      const Mat y = Eigen::Map<const Mat>(Y.data(), out, N);
+      const Mat dY = cotangent(y);
+      return rows_of(dY);
+    });
+    return vector_from(self->attr("pullback")(vector_view(theta), rows_view(X), python_cotangent), P, what + ": gradient");
+  };
+  n->jvp = [self, out, what](const Vec& theta, const Vec& v, const Mat& X) {
+    py::gil_scoped_acquire acquire;
+    return columns_from(self->attr("jvp")(vector_view(theta), vector_view(v), rows_view(X)), out, X.cols(), what + ": Jacobian-vector product");
+  };
+  n->weighted_hvp = [self, P, what](const Vec& theta, const Vec& v, const Mat& X, const Mat& G) {
+    py::gil_scoped_acquire acquire;
+    return vector_from(self->attr("weighted_hvp")(vector_view(theta), vector_view(v), rows_view(X), rows_view(G)), P,
+                       what + ": Hessian-vector product");
+  };
+  n->jacobian = [self, out, P, what](const Vec& theta, const Mat& X) {
+    py::gil_scoped_acquire acquire;
+    const auto a = py::cast<CArray>(self->attr("jacobian")(vector_view(theta), rows_view(X)));
+    if (a.ndim() != 2 || a.shape(0) != X.cols() * out || a.shape(1) != P)
+      throw InputError(fmt::format("{}: its Jacobian must be ({}, {})", what, X.cols() * out, P));
+    return Mat(Eigen::Map<const RowMajor>(a.data(), a.shape(0), a.shape(1)));
+  };
+  return n;
+}
+
 py::dict sample_result(const SampleResult& r) {
   const int C = r.run.num_chains();
   const Index D = r.run.min_draws(), K = r.run.dim();
@@ -320,13 +417,18 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fit",
       [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
-         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume) {
+         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume,
+         std::optional<std::string> network_id) {
         FitRequest request;
         request.given = given_options(options);
         request.invocation = {{"python", to_json(options)}};
         FitConfig cfg = make_fit_config(request);
         cfg.resume = resume;  // run_fit checks that the checkpoint in `out` is this fit's
         if (start) cfg.start = Vec(Eigen::Map<const Vec>(start->data(), start->size()));
+        if (network_id) {
+          cfg.external_network = find_external_network(*network_id);
+          if (!cfg.external_network) throw InputError("no network registered as " + *network_id);
+        }
         Dataset data;
         data.inputs = columns_of(X, "X");
         data.targets = columns_of(y, "y");
@@ -344,7 +446,20 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(to_python(report.metrics), interrupted);
       },
       py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start"), py::arg("reporter"),
-      py::arg("resume") = false);
+      py::arg("resume") = false, py::arg("network_id") = py::none());
+  // A network uqnn evaluates through Python (uqnn._torch_model.TorchNetwork): registered under its
+  // id, which fit(network_id=...) and saved runs' model.json ({"kind": "external"}) refer to.
+  m.def("register_network", [](const py::object& net, std::optional<py::dict> init_options) {
+    auto n = python_network(net);
+    if (init_options) {  // start like the network these fit options build (a module uqnn can also translate)
+      FitRequest request;
+      request.given = given_options(*init_options);
+      n->initialiser = build_model(make_fit_config(request).model, n->input_dim, n->output_dim);
+    }
+    const std::string id = n->id;
+    register_external_network(std::move(n));
+    return id;
+  }, py::arg("network"), py::arg("init_options") = py::none());
 
   m.def(
       "sample_python",
@@ -591,6 +706,7 @@ PYBIND11_MODULE(_core, m) {
         return make_fit_problem(cfg);
       }))
       .def_property_readonly("dim", [](const FitProblem& p) { return p.posterior->dim(); })
+      .def_property_readonly("num_network_params", [](const FitProblem& p) { return p.posterior->model().num_params(); })
       .def_property_readonly("param_names", [](const FitProblem& p) { return p.posterior->layout().names(); })
       .def("logp_and_grad",
            [](const FitProblem& p, const CArray& theta) {

@@ -312,7 +312,9 @@ def test_bnn_from_torch_starts_a_cnn_fit_at_the_users_network():
     with torch.no_grad():
         np.testing.assert_allclose(torch.softmax(net(torch.tensor(X.reshape(-1, 1, 8, 8))), dim=1).numpy(), ref, rtol=1e-10,
                                    atol=1e-12)
-    # a network no layer list builds: refused, saying what evaluates it instead
+    # a network no layer list builds: refused by uqnn's own layers (backend="native"), saying what
+    # evaluates it instead; by default it runs through PyTorch (docs/bring-your-own-model.md)
     odd = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.Tanh(), nn.Flatten(), nn.Linear(64, 10))
     with pytest.raises(ValueError, match=r"no layer list \(--layers\) for a fit to take: it mixes activations"):
-        uqnn.BNNClassifier.from_torch(odd, input_shape=(1, 8, 8), method="map")
+        uqnn.BNNClassifier.from_torch(odd, input_shape=(1, 8, 8), method="map", backend="native")
+    assert uqnn.BNNClassifier.from_torch(odd, input_shape=(1, 8, 8), method="map")._torch_setup() is not None

@@ -6,7 +6,7 @@ scikit-learn regressor and classifier (Pipeline, GridSearchCV, cross_val_score);
 reads a run directory written by the CLI or by ``BNN.save``;
 ``uqnn.sample`` runs uqnn's samplers on any log density given as a Python callable or a C callback;
 ``uqnn.LogDensity`` gives a uqnn posterior to other samplers; ``uqnn.from_torch`` reads a PyTorch
-``nn.Sequential``; ``uqnn.thompson_bandit`` plays a contextual bandit with Thompson sampling; ``uqnn.evaluate``
+``nn.Sequential``; ``uqnn.TorchModel`` fits any ``nn.Module`` through PyTorch; ``uqnn.thompson_bandit`` plays a contextual bandit with Thompson sampling; ``uqnn.evaluate``
 scores a fit or another tool's predictions (CRPS, calibration, ECE, OOD detection, conformal).
 """
 from ._bandit import thompson_bandit
@@ -15,6 +15,7 @@ from ._estimator import BNN, BNNClassifier, BNNRegressor, load, method_names, vo
 from ._log_density import LogDensity
 from ._sample import Interrupted, SampleResult, sample
 from ._torch import from_torch
+from ._torch_model import TorchModel
 
-__all__ = ["BNN", "BNNRegressor", "BNNClassifier", "LogDensity", "from_torch", "load", "method_names", "vocabulary", "sample", "SampleResult", "Interrupted", "thompson_bandit", "evaluate"]
+__all__ = ["BNN", "BNNRegressor", "BNNClassifier", "LogDensity", "from_torch", "TorchModel", "load", "method_names", "vocabulary", "sample", "SampleResult", "Interrupted", "thompson_bandit", "evaluate"]
 __version__ = "0.1.0"

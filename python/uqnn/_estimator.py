@@ -222,6 +222,17 @@ class BNN(BaseEstimator):
         if resume and self.out is None:
             raise ValueError("resume=True needs the out directory of the stopped run (BNN(..., out=DIR))")
         feature_names = _feature_names(X)
+        torch_setup = self._torch_setup()  # (module, input_shape, subset, last_layer) or None
+        if torch_setup is not None:
+            X, example_shape = _examples_as_rows(X)
+            feature_names = None
+            if torch_setup["input_shape"] is None:
+                torch_setup["input_shape"] = example_shape
+        if torch_setup is not None and torch_setup["last_layer"] is not None:
+            head = torch_setup["last_layer"]
+            head.set_input_shape(torch_setup["input_shape"])
+            self._raw_features = _as_table(X, "x", what="X")[0].shape[1]
+            X = head.features(_as_table(X, "x", what="X")[0])
         x, input_names = _as_table(X, "x", what="X", require_2d=self._require_2d)
         t, target_names, target_options = self._fit_targets(y)
         if t.shape[0] != x.shape[0]:
@@ -237,14 +248,36 @@ class BNN(BaseEstimator):
         options["out"] = out
         start = None
         given_start = getattr(self, "_start", None)
+        network_id, network = None, None
+        if torch_setup is not None and torch_setup["last_layer"] is not None:
+            given_start = torch_setup["last_layer"].head_theta()
+        elif torch_setup is not None:
+            from ._torch_model import TorchNetwork
+
+            network = TorchNetwork(torch_setup["module"], torch_setup["input_shape"], torch_setup["subset"])
+            if network.input_dim != x.shape[1]:
+                raise ValueError(f"X has {x.shape[1]} values per example; the module takes input_shape {network.input_shape} "
+                                 f"({network.input_dim} values)")
+            _core.register_network(network, torch_setup.get("init_options"))
+            network_id = network.id
+            # The network is the module: the fit's own network options only size the memory estimate,
+            # and for a module uqnn can also translate they are its translation's (same starts).
+            options.update(torch_setup.get("init_options") or {"arch": []})
+            given_start = network.initial
         if given_start is not None and self.prior in SHRINKAGE_PRIORS:
             raise ValueError(f"prior {self.prior!r}: a torch network's weights cannot start the fit (its parameters are "
                              "standardised weights and their scales); use from_torch with prior 'gaussian' or 'fan-in'")
         if given_start is not None:
             # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
             ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
-            start = np.concatenate([given_start, ld.initial_point(0)[len(given_start):]])
-        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress), resume)
+            start = np.concatenate([given_start, ld.initial_point(0)[ld.num_network_params:]])
+        metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress), resume,
+                                         network_id)
+        if network is not None:
+            network.save(out)  # beside model.json: uqnn.load and pickling read the run back with it
+        if torch_setup is not None and torch_setup["last_layer"] is not None:
+            torch_setup["last_layer"].save(out)
+        self._torch_network = network
         # Fitted state only once the fit has run (scikit-learn's check_is_fitted looks for these).
         self._tmp, self._dir = tmp, out
         self._X_train, self._y_train = x, t
@@ -264,14 +297,56 @@ class BNN(BaseEstimator):
         return self
 
     @classmethod
-    def from_torch(cls, module, method: str = "laplace", input_shape=None, **kwargs) -> "BNN":
+    def from_torch(cls, module, method: str = "laplace", input_shape=None, subset=None, backend: str = "auto", **kwargs) -> "BNN":
         """An estimator whose network is the user's PyTorch network (same architecture; its weights
         start the fit): see ``uqnn.from_torch``. A convolutional network needs ``input_shape=(C, H, W)``
         and a layer list that builds it (docs/networks.md); ``to_torch_state_dicts`` then gives state
-        dicts with the module's own keys."""
+        dicts with the module's own keys.
+
+        Any other ``nn.Module`` (a transformer, custom layers, ...) runs through PyTorch: uqnn's
+        methods drive it through its log likelihood and gradients over the flat parameter vector
+        (``uqnn.TorchModel``; docs/bring-your-own-model.md). ``backend="torch"`` asks for that
+        even when uqnn could translate the module, ``backend="native"`` refuses it otherwise.
+
+        ``subset="last-layer"``: a Bayesian last layer on the frozen network. The features of the
+        module's last ``nn.Linear`` are computed once (by PyTorch, at fit and at predict), and uqnn's
+        own methods, NUTS included, run on that layer alone. ``subset=[names]``: only those
+        parameters are fitted (through PyTorch), the others stay as they are.
+
+        With the PyTorch backend or a last layer, ``standardize`` defaults to False: the module's
+        weights were trained on the data as they are."""
         from ._torch import cnn_layer_list, from_torch
 
-        spec = from_torch(module, input_shape)
+        if backend not in ("auto", "native", "torch"):
+            raise ValueError(f"backend: {backend!r} is not one of 'auto', 'native', 'torch'")
+        if subset is not None:
+            if backend == "native":
+                raise ValueError("subset: a last layer or subnetwork runs on the module through PyTorch, not on uqnn's translation")
+            kwargs.setdefault("standardize", False)
+            est = cls(method=method, **kwargs)
+            if isinstance(subset, str):
+                if subset != "last-layer":
+                    raise ValueError(f"subset: {subset!r} is not 'last-layer' or a list of parameter names")
+                from ._torch_model import LastLayer
+
+                est._torch = {"module": module, "input_shape": input_shape, "subset": None, "last_layer": LastLayer(module)}
+                est.hidden, est.activation = (), "identity"
+            else:
+                est._torch = {"module": module, "input_shape": input_shape, "subset": list(subset), "last_layer": None}
+            return est
+        if backend == "torch":
+            return cls._torch_backed(module, method, input_shape, **kwargs)
+        try:
+            spec = from_torch(module, input_shape)
+            if spec.get("model") == "cnn":
+                cnn_layer_list(spec)
+        except ValueError as e:
+            if backend == "native":
+                raise
+            from ._common import log
+
+            log.info("uqnn: %s; the module runs through PyTorch", str(e).split(";")[0])
+            return cls._torch_backed(module, method, input_shape, **kwargs)
         if spec.get("model") == "cnn":
             layers, activation = cnn_layer_list(spec)
             est = cls(activation=activation, method=method, model="cnn", layers=layers, input_shape=list(spec["input_shape"]),
@@ -282,6 +357,25 @@ class BNN(BaseEstimator):
             est = cls(hidden=spec["hidden"], activation=spec["activation"], method=method, **kwargs)
         est._start = spec["theta"]
         return est
+
+    @classmethod
+    def _torch_backed(cls, module, method, input_shape, **kwargs) -> "BNN":
+        kwargs.setdefault("standardize", False)
+        est = cls(method=method, **kwargs)
+        est._torch = {"module": module, "input_shape": input_shape, "subset": None, "last_layer": None}
+        try:  # a module uqnn can also translate starts where the translated network would (same seed, same starts)
+            from ._torch import sequential_spec
+
+            spec = sequential_spec(module)
+            est._torch["init_options"] = {"arch": list(spec["hidden"]), "activation": spec["activation"]}
+        except (ValueError, TypeError):
+            pass
+        return est
+
+    def _torch_setup(self):
+        """How the fit uses a PyTorch module (BNN.from_torch, TorchModel), or None for uqnn's own networks."""
+        setup = getattr(self, "_torch", None)
+        return None if setup is None else dict(setup)
 
     def acquisition(self, X, strategy: str = "bald") -> np.ndarray:
         """Active learning's score of each row of X: ``"bald"``, the mutual information between its
@@ -297,6 +391,11 @@ class BNN(BaseEstimator):
         from ._torch import cnn_state_dicts, state_dicts
 
         f = self._require_fit()
+        setup = self._torch_setup()
+        if setup is not None and setup["last_layer"] is not None:
+            return [setup["last_layer"].state_dict(theta) for theta in f.network_weights]
+        if getattr(self, "_torch_network", None) is not None:
+            return [self._torch_network.state_dict(theta) for theta in f.network_weights]
         model = f.model_json["model"]
         model = model.get("network", model) if model.get("kind") == "non_centred" else model
         if model.get("kind") == "cnn":
@@ -328,6 +427,15 @@ class BNN(BaseEstimator):
     # -- predictions -----------------------------------------------------------------------------
     def _x(self, X) -> np.ndarray:
         """X for predictions: the fit's number of columns (and names, when fitted with names), finite."""
+        setup = self._torch_setup()
+        if setup is not None:
+            X, _ = _examples_as_rows(X)
+            if setup["last_layer"] is not None:
+                x, _ = _as_table(X, "x", what="X")
+                raw = getattr(self, "_raw_features", None)
+                if raw is not None and x.shape[1] != raw:
+                    raise ValueError(f"X has {x.shape[1]} values per example, but {type(self).__name__} is expecting {raw}")
+                X = setup["last_layer"].features(x)
         names = _feature_names(X)
         fitted_names = getattr(self, "feature_names_in_", None)
         if fitted_names is not None and names is not None and list(names) != list(fitted_names):
@@ -455,6 +563,7 @@ class BNN(BaseEstimator):
                 with open(full, "wb") as fh:
                     fh.write(data)
             self._dir = self._tmp.name
+            _restore_torch(self, self._dir)
             self._fitted = _core.FittedModel.load(self._dir)
 
 
@@ -473,6 +582,20 @@ def _feature_names_mismatch(fitted: list, given: list) -> str:
     if not unseen and not missing:
         msg += "Feature names must be in the same order as they were in fit.\n"
     return msg
+
+
+def _examples_as_rows(X):
+    """X of shape (n, *example_shape) (images, token sequences) as (n, prod(example_shape)) rows,
+    and the example shape; frames and 2-D arrays as they are."""
+    if hasattr(X, "columns") or hasattr(X, "to_numpy") or _is_sparse(X):
+        a = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X)
+        return X, tuple(a.shape[1:]) if a.ndim >= 2 else (1,)
+    if hasattr(X, "detach"):  # a torch tensor
+        X = X.detach().cpu().numpy()
+    a = np.asarray(X)
+    if a.ndim <= 2:
+        return X, (a.shape[1],) if a.ndim == 2 else (1,)
+    return a.reshape(a.shape[0], -1), tuple(a.shape[1:])
 
 
 def _feature_names(X):
@@ -604,8 +727,29 @@ class BNNClassifier(ClassifierMixin, BNN):
         return {"binary_only": False, "multioutput": False}
 
 
-def load(path: str | os.PathLike) -> BNN:
-    """A fitted BNN from a run directory written by ``uqnn fit`` or ``BNN.save``."""
+def _restore_torch(est, directory, module=None) -> None:
+    """A saved run of a PyTorch module: its network registered again (torch_module.pt, or `module`)
+    and the estimator's PyTorch state restored; nothing for uqnn's own networks."""
+    from ._torch_model import LastLayer, register_saved_network
+
+    network = register_saved_network(directory, module)
+    if network is not None:
+        est._torch_network = network
+        est._torch = {"module": network.module, "input_shape": network.input_shape, "subset": network.names, "last_layer": None}
+        return
+    head = LastLayer.load(directory, module)
+    if head is not None:
+        est._torch = {"module": head.module, "input_shape": head.input_shape, "subset": None, "last_layer": head}
+        est._raw_features = int(np.prod(head.input_shape))
+
+
+def load(path: str | os.PathLike, module=None) -> BNN:
+    """A fitted BNN from a run directory written by ``uqnn fit`` or ``BNN.save``. A fit of a
+    PyTorch module (``BNN.from_torch``, ``uqnn.TorchModel``) is read with its module, saved in the
+    directory (torch_module.pt, which needs the module's class importable), or ``module`` when
+    given (the same architecture)."""
+    est_torch = BNN()
+    _restore_torch(est_torch, os.fspath(path), module)
     f = _core.FittedModel.load(os.fspath(path))
     settings = f.model_json.get("settings", {}).get("settings", {})
     est = BNN(hidden=tuple(settings.get("arch", ())), activation=settings.get("activation", ""), likelihood=f.likelihood,
@@ -616,6 +760,10 @@ def load(path: str | os.PathLike) -> BNN:
     est._fitted, est._tmp, est._dir = f, None, os.fspath(path)
     est._X_train = est._y_train = None
     est.n_features_in_ = len(f.input_names)
+    for attr in ("_torch", "_torch_network", "_raw_features"):
+        if hasattr(est_torch, attr):
+            setattr(est, attr, getattr(est_torch, attr))
+
     metrics_path = os.path.join(path, "metrics.json")
     est.metrics_ = json.load(open(metrics_path)) if os.path.exists(metrics_path) else None
     return est

@@ -57,7 +57,13 @@ def evaluate(model=None, X=None, y=None, *, data=None, predictions=None, target=
             if options.get("out") is None and run_dir is not None and getattr(model, "_tmp", None) is not None:
                 options["out"] = os.path.join(os.getcwd(), "uqnn-evaluate")
 
+            # A fit of a PyTorch module: its rows as the fit saw them (a last layer's features, images flattened).
+            setup = getattr(model, "_torch_setup", None)
+            as_fitted = model._x if setup is not None and setup() is not None else None
+
             def rows(name, X_, y_=None):
+                if as_fitted is not None:
+                    X_ = as_fitted(X_)
                 X_ = np.asarray(X_, dtype=float)
                 X_ = X_.reshape(-1, 1) if X_.ndim == 1 else X_
                 if X_.shape[1] != len(fitted.input_names):

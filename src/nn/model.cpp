@@ -5,6 +5,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/cnn.hpp"
 #include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/external_model.hpp"
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/nngp_posterior_model.hpp"
@@ -141,6 +142,7 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
       return std::make_unique<Mlp>(s);
     }
     if (kind == "cnn") return std::make_unique<Cnn>(Cnn::from_json(d));
+    if (kind == "external") return external_model_from_json(d);
     if (kind == "linear_no_bias")
       return std::make_unique<LinearNoBias>(d.at("input_dim").get<Index>(), d.at("output_dim").get<Index>());
     if (kind == "rnet") {
@@ -208,7 +210,7 @@ std::unique_ptr<Model> make_model_of_kind(const nlohmann::json& d) {
       return std::make_unique<NngpPosteriorModel>(architecture, d.at("signal_variance").get<double>(), d.at("noise_variance").get<double>(),
                                                   std::move(X), Eigen::Map<const Mat>(targets.data(), 1, static_cast<Index>(targets.size())));
     }
-    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, cnn, deeponet, linearized, nngp_posterior, non_centred");
+    throw InputError("unknown model kind '" + kind + "': valid are mlp, linear_no_bias, rnet, cnn, deeponet, linearized, nngp_posterior, non_centred, external");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model description: ") + e.what());
   } catch (const std::invalid_argument& e) {  // a constructor's range check (e.g. input_dim 0)

@@ -266,7 +266,19 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
   const auto& standardizer = p.standardizer;
   const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
   const auto likelihood = build_likelihood(cfg.probability, target_scale);
-  const auto model = with_shrinkage(cfg.probability, build_model(cfg.model, p.data.input_dim(), likelihood->model_outputs(p.data.target_dim())));
+  const Index outputs = likelihood->model_outputs(p.data.target_dim());
+  std::shared_ptr<Model> network;
+  if (cfg.external_network) {
+    network = std::make_shared<ExternalModel>(cfg.external_network);
+    if (network->input_dim() != p.data.input_dim() || network->output_dim() != outputs)
+      throw InputError(fmt::format("{} takes {} inputs and gives {} outputs; the data have {} input columns and --likelihood {} "
+                                   "needs {} outputs",
+                                   cfg.external_network->description, network->input_dim(), network->output_dim(), p.data.input_dim(),
+                                   cfg.probability.likelihood, outputs));
+  } else {
+    network = build_model(cfg.model, p.data.input_dim(), outputs);
+  }
+  const auto model = with_shrinkage(cfg.probability, std::move(network));
   check_fit_memory(cfg, fit_size(cfg.model, *model, p.data, p.split));  // before anything of size K is allocated
   const auto prior = build_prior(cfg.probability, *model);
   p.posterior = std::make_shared<Posterior>(model, likelihood, prior, std::move(train_std.inputs), std::move(train_std.targets));

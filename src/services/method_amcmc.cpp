@@ -81,7 +81,8 @@ const bool registered_amcmc = register_method({
     .kept_draws = &detail::chain_kept_draws,
     .memory = &amcmc_memory,
     .sampler_traits = &detail::non_finite_density_traits,
-    .runs_in_parts = true});
+    .runs_in_parts = true,
+    .external_model_refusal = "a gradient-free sampler needs far more network evaluations per effective draw than nuts, hmc or mala, each a call into PyTorch"});
 
 }  // namespace
 

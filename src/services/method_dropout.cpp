@@ -55,7 +55,8 @@ const bool registered_dropout = register_method({
     .family = MethodFamily::Approximation,
     .groups = {&detail::samples_options().group(), &dropout_options().group(), &detail::training_checkpoint_options().group()},
     .run = &run_dropout,
-    .kept_draws = [](const nlohmann::json& settings) { return approximation_draws(detail::samples_options().read(settings).num_samples); }});
+    .kept_draws = [](const nlohmann::json& settings) { return approximation_draws(detail::samples_options().read(settings).num_samples); },
+    .external_model_refusal = "it masks the units of uqnn's own MLP layers; a module's nn.Dropout is its own"});
 }  // namespace
 
 }  // namespace uqnn

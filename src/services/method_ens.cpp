@@ -48,6 +48,7 @@ const bool registered_ens = register_method({
     .run = &run_deep_ensemble,
     .kept_draws = [](const nlohmann::json& settings) { return member_draws(detail::ensemble_options().read(settings).members); },
     .runs_in_parts = true,
+    .runs_on_external_model = true,
     // Adam's loss never levels off on the demo's stiff posterior (gradient 8e-4 per point after
     // 20,000 epochs, with or without a schedule); the members are full-batch MAP fits, which lbfgs
     // takes to the rounding floor the map preset describes.

@@ -34,6 +34,7 @@ const bool registered_hmc = register_method({
     },
     .sampler_traits = &detail::hamiltonian_traits,
     .runs_in_parts = true,
+    .runs_on_external_model = true,
     // With 10 leapfrog steps lp__ moves like a random walk (bulk ESS 47 per 1,000 draws): longer
     // trajectories and a longer, thinned run.
     .demo_preset = {{"warmup", 3000}, {"draws", 16000}, {"thin", 8}, {"num_steps", 40}}});

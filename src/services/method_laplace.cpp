@@ -87,6 +87,9 @@ MethodResult run_laplace(const FitContext& c) {
   if (p.structure == CurvatureStructure::Kronecker) {
     if (p.backend != CurvatureBackend::GaussNewton)
       throw InputError("--laplace-structure kron factorises the generalized Gauss-Newton matrix: use --laplace-curvature ggn");
+    if (c.posterior->model().kind() == "external")
+      throw InputError("--laplace-structure kron factorises uqnn's own dense layers' inputs and output gradients, which a PyTorch "
+                       "module does not expose: use --laplace-structure diag, or --laplace-subset last-layer");
     if (!dynamic_cast<const Mlp*>(&c.posterior->model()))
       throw InputError("--laplace-structure kron needs --model mlp with biases, not --model " + c.config.model.kind +
                        (c.config.model.bias ? std::string() : " --no-bias") + ": use --laplace-structure full or diag");
@@ -179,6 +182,7 @@ const bool registered_laplace = register_method({
     .run = &run_laplace,
     .kept_draws = [](const nlohmann::json& settings) { return approximation_draws(detail::samples_options().read(settings).num_samples); },
     .memory = &laplace_memory,
+    .runs_on_external_model = true,
     // lbfgs stalls at the objective's rounding floor on the demo's 20 points (a gradient norm per
     // point of 1.6e-5 to 3.7e-5 after about 4,000 evaluations; 20,000 epochs change nothing): the
     // default tolerance of 1e-8 lies below it.

@@ -66,7 +66,8 @@ const bool registered_mala = register_method({
                                                     ? "Reparameterise the model, or set a smaller step size and keep it fixed (--no-adapt --step-size)."
                                                     : detail::kLowerTheStepSize};
     },
-    .runs_in_parts = true});
+    .runs_in_parts = true,
+    .runs_on_external_model = true});
 
 }  // namespace
 

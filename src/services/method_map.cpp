@@ -114,6 +114,7 @@ const bool registered_map = register_method({
     .family = MethodFamily::PointEstimate,
     .groups = {&detail::training_checkpoint_options().group()},
     .run = &run_map,
+    .runs_on_external_model = true,
     // lbfgs stalls at the objective's rounding floor on the demo's 20 points (a gradient norm per
     // point of 1.6e-5 to 3.7e-5 after about 4,000 evaluations; 20,000 epochs change nothing): the
     // default tolerance of 1e-8 lies below it.

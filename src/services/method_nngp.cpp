@@ -76,6 +76,7 @@ const bool registered_nngp = register_method({
     // and a resumed run (uqnn fit --resume) recomputes it bitwise.
     .checkpoints = true,
     .handles_classification = false,
+    .external_model_refusal = "it is the infinite-width Gaussian process of uqnn's MLP architecture (its NNGP kernel), which a module has no counterpart of",
     // The GP fits its noise variance by the marginal likelihood and its own prior: the demo's
     // fixed noise and fan-in prior do not apply.
     .demo_preset = {{"noise", nullptr}, {"prior", "gaussian"}}});

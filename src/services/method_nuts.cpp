@@ -46,6 +46,7 @@ const bool registered_nuts = register_method({
       return traits;
     },
     .runs_in_parts = true,
+    .runs_on_external_model = true,
     // 300 + 300 iterations per chain reach bulk ESS above 100 per chain on lp__ and the predictive
     // (docs/usage.md); each chain starts from its own MAP fit, trained to convergence.
     .demo_preset = {{"warmup", 300}, {"draws", 300}, {"epochs", 6000}}});

@@ -69,6 +69,7 @@ const bool registered_rms = register_method({
     .run = &run_randomized_map,
     .kept_draws = [](const nlohmann::json& settings) { return member_draws(detail::ensemble_options().read(settings).members); },
     .runs_in_parts = true,
+    .runs_on_external_model = true,
     // The perturbed members need more evaluations (at 6,000, 26 of 30 hit the limit) and then stall
     // at the rounding floor (1.25e-5 per point) that the map preset describes.
     .demo_preset = {{"epochs", 20000}, {"gradient_tolerance", 1e-4}}});

@@ -34,7 +34,8 @@ const bool registered_rwm = register_method({
     .sampler = &make_rwm,
     .kept_draws = &detail::chain_kept_draws,
     .sampler_traits = &detail::non_finite_density_traits,
-    .runs_in_parts = true});
+    .runs_in_parts = true,
+    .external_model_refusal = "a gradient-free sampler needs far more network evaluations per effective draw than nuts, hmc or mala, each a call into PyTorch"});
 
 }  // namespace
 

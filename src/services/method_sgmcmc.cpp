@@ -21,6 +21,7 @@ namespace {
 struct SgOptions {
   std::optional<double> step_size;  ///< required: SG-MCMC has no automatic step size
   Index sg_batch_size = 0;
+  Index sg_lp_every = 10;  ///< with minibatches: transitions between exact full-data lp__ values
   std::string schedule = "constant";
   double schedule_b = 1.0, schedule_gamma = 0.55;
   double decay = 0.9;
@@ -33,6 +34,10 @@ const OptionSchema<SgOptions>& sg_options() {
           .add("step_size", &SgOptions::step_size, "step size a (required: SG-MCMC has no automatic step size)")
           .above(0)
           .add("sg_batch_size", &SgOptions::sg_batch_size, "minibatch size; 0 = full batch")
+          .at_least(0)
+          .add("sg_lp_every", &SgOptions::sg_lp_every,
+               "with minibatches: the exact full-data lp__ every k-th transition (one pass over the data each), NaN on the "
+               "others; 0 = the free minibatch estimate on every transition")
           .at_least(0)
           .add("schedule", &SgOptions::schedule, "step size: constant | polynomial a (b + t)^-gamma | step (decay every k)")
           .one_of({"constant", "polynomial", "step"})
@@ -95,7 +100,7 @@ SamplerFactory sg_factory(const FitContext& context, std::shared_ptr<const LogDe
   const SgOptions o = sg_options().read(context.config.method_settings);
   p.schedule = schedule(o);
   p.batch_size = o.sg_batch_size;
-  p.lp_every = o.sg_batch_size > 0 ? 10 : 0;
+  p.lp_every = o.sg_batch_size > 0 ? o.sg_lp_every : 0;
   p.validate();
   return [target, p]() { return std::make_unique<Sampler>(target, p); };
 }
@@ -149,6 +154,10 @@ MethodSpec sg_method(std::string name, std::string summary, std::string referenc
           .runs_in_parts = true,
           // The functional prior is a GP over a regression function (Wu et al.).
           .handles_classification = !functional,
+          .runs_on_external_model = !functional,
+          .external_model_refusal = functional ? "its prior is the NNGP kernel of uqnn's MLP architecture (the --nngp options), which a module has "
+                                                 "no counterpart of"
+                                               : "",
           .demo_preset = std::move(demo_preset)};
 }
 

@@ -32,7 +32,8 @@ const bool registered_slice = register_method({
     .sampler = &make_slice,
     .kept_draws = &detail::chain_kept_draws,
     .sampler_traits = &detail::non_finite_density_traits,
-    .runs_in_parts = true});
+    .runs_in_parts = true,
+    .external_model_refusal = "a coordinate-wise slice sampler evaluates the network at least once per coordinate per draw, each a call into PyTorch"});
 
 }  // namespace
 

@@ -240,6 +240,7 @@ const bool registered_swag = register_method({
       return approximation_draws(detail::samples_options().read(settings).num_samples, swag_options().read(settings).swag_members);
     },
     .memory = &swag_memory,
+    .runs_on_external_model = true,
     // the pre-training lbfgs stalls at the objective's rounding floor on the demo's 20 points (a gradient norm per
     // point of 1.6e-5 to 3.7e-5 after about 4,000 evaluations; 20,000 epochs change nothing): the
     // default tolerance of 1e-8 lies below it.

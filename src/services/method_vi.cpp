@@ -225,6 +225,7 @@ const bool registered_vi = register_method({
     .fit_defaults = vi_training_defaults(),
     .run = &run_vi,
     .kept_draws = [](const nlohmann::json& settings) { return approximation_draws(detail::samples_options().read(settings).num_samples); },
+    .runs_on_external_model = true,
     // The -ELBO levels off only once the learning rate has decayed far (the means still moved
     // 0.2-0.6 sd between the last windows at 200,000 epochs with the default decay). Mean-field VI
     // stays narrower than the posterior here: with more samples per gradient (--vi-samples 4) the

@@ -76,6 +76,14 @@ MethodResult run_method(const FitContext& context) {
     throw InputError(fmt::format("--method {} models a regression function, not class labels: its methods need --likelihood "
                                  "gaussian, not '{}'",
                                  spec.name, likelihood));
+  if (context.posterior->model().kind() == "external" && !spec.runs_on_external_model) {
+    std::string those;
+    for (const MethodSpec* m : registered_methods())
+      if (m->runs_on_external_model) those += (those.empty() ? "" : ", ") + m->name;
+    throw InputError(fmt::format("--method {} does not run on a network uqnn could not translate ({}): {}; the methods that do are {}",
+                                 spec.name, context.posterior->model().to_json().value("description", std::string("a PyTorch module")),
+                                 spec.external_model_refusal.empty() ? std::string("it is not validated on one") : spec.external_model_refusal, those));
+  }
   if (spec.run) return spec.run(context);
   return detail::run_sampling_method(context, spec.sampler(detail::lockstep_density(context.posterior, context.config.method_settings),
                                                           context.config.method_settings),

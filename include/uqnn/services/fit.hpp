@@ -23,6 +23,7 @@
 #include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/mcmc/chain_sampler.hpp"
 #include "uqnn/optim/trainer.hpp"
+#include "uqnn/nn/external_model.hpp"
 #include "uqnn/nn/non_centred_model.hpp"
 #include "uqnn/prob/posterior.hpp"
 #include "uqnn/services/options.hpp"
@@ -108,6 +109,9 @@ struct FitConfig {
   /// Where training and chains start instead of the network initialisation (the Python module's
   /// BNN.from_torch: the user's trained network), network parameters then likelihood extras.
   std::optional<Vec> start;
+  /// The network when it is evaluated outside uqnn (the Python package's PyTorch modules it cannot
+  /// translate; nn/external_model.hpp) instead of the one `model` describes.
+  std::shared_ptr<const ExternalNetwork> external_network;
 };
 
 /// What a door (CLI, TOML, Python, C++) asks for: the values the user gave, and the door's own

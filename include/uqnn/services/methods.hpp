@@ -74,6 +74,13 @@ struct MethodSpec {
   /// Whether it fits class labels (--likelihood bernoulli or categorical); the GP methods model a
   /// regression function only.
   bool handles_classification = true;
+  /// Whether it runs on an external network (nn/external_model.hpp: a PyTorch module the Python
+  /// package could not translate), which it sees only through the Model interface: outputs,
+  /// gradients, Jacobian- and Hessian-vector products. A method that needs uqnn's own layers, or
+  /// whose cost in network evaluations makes a Python call per evaluation the wrong tool, says why
+  /// in `external_model_refusal`; run_method refuses it with that text.
+  bool runs_on_external_model = false;
+  std::string external_model_refusal = {};
   /// `uqnn demo --method X`: settings beyond the demo's shared ones (20 points, NUTS's 300 + 300
   /// iterations, the fan-in prior) that this method needs to end without a warning its own settings
   /// cause. Each entry says why in a comment where it is declared.

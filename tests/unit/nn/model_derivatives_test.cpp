@@ -6,6 +6,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/deeponet.hpp"
+#include "uqnn/nn/external_model.hpp"
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
@@ -21,6 +22,42 @@ struct Case {
 
 // Readable test names in ctest / gtest output instead of the struct bytes.
 void PrintTo(const Case& value, std::ostream* os) { *os << value.name; }
+
+/// An ExternalModel (a network evaluated elsewhere, e.g. by PyTorch) whose four functions are
+/// `inner`'s: its own Hessian-vector product (the Gauss-Newton part through jvp and the pullback,
+/// the second-order part through the weighted product) must hold like every model's.
+std::shared_ptr<Model> external_wrapping(std::shared_ptr<Model> inner, const std::string& name) {
+  auto n = std::make_shared<ExternalNetwork>();
+  n->id = "test:" + name;  // one id per network: make_model finds each by its own
+  n->description = "an external " + inner->kind();
+  n->input_dim = inner->input_dim();
+  n->output_dim = inner->output_dim();
+  n->layout = inner->layout();
+  Rng rng(5);
+  n->initial = inner->initial_params(rng);
+  n->forward = [inner](const Vec& theta, const Mat& X) { return inner->forward(theta, X); };
+  n->pullback = [inner](const Vec& theta, const Mat& X, const std::function<Mat(const Mat&)>& cotangent) {
+    Vec grad = Vec::Zero(theta.size());
+    const OutputLoss<double> loss = [&](const Mat& Y, Mat& dY) {
+      dY = cotangent(Y);
+      return 0.0;
+    };
+    inner->value_and_gradient(theta, X, loss, grad);
+    return grad;
+  };
+  n->jvp = [inner](const Vec& theta, const Vec& v, const Mat& X) { return inner->jacobian_vector_product(theta, v, X); };
+  n->weighted_hvp = [inner](const Vec& theta, const Vec& v, const Mat& X, const Mat& G) {
+    const OutputLoss<Dual> weighted = [G](const MatT<Dual>& Y, MatT<Dual>& dY) {
+      dY = G.cast<Dual>();
+      Dual sum = make_dual(0.0, 0.0);
+      for (Index i = 0; i < Y.size(); ++i) sum += Y.data()[i] * G.data()[i];
+      return sum;
+    };
+    return inner->hessian_vector_product(theta, v, X, weighted);
+  };
+  register_external_network(n);  // make_model finds it by its id (the description round trip)
+  return std::make_shared<ExternalModel>(n);
+}
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
@@ -65,6 +102,9 @@ std::vector<Case> all_cases() {
     for (Index i = 0; i < grid.size(); ++i) grid.data()[i] = rng.uniform(-1, 1);
     cases.push_back({"deeponet_grid_" + to_string(a), std::make_shared<DeepOnet>(pairs.with_query_grid(grid))});
   }
+  for (const char* name : {"mlp_tanh", "mlp_sine", "mlp_relu"})
+    for (const Case& c : std::vector<Case>(cases))
+      if (c.name == name) cases.push_back({std::string("external_") + name, external_wrapping(c.model, name)});
   // Networks linearised at a random point (Laplace's GLM predictive): every derivative must hold for
   // them too, and their Hessian is the base's generalized Gauss-Newton.
   const std::size_t bases = cases.size();
@@ -196,9 +236,9 @@ TEST_P(ModelDerivatives, DescriptionRoundTrips) {
 // Float32 passes (Model::precision): outputs and gradient within float rounding of the float64
 // ones but not bitwise equal (the float path really runs), the value is the double loss of the
 // float outputs, and the setting survives the description round trip. Models without a float path
-// (linearized) refuse it with a clear error.
+// (linearized; external, whose arithmetic is its own) refuse it with a clear error.
 TEST_P(ModelDerivatives, Float32PassesAgreeWithFloat64) {
-  if (model_->kind() == "linearized") {
+  if (model_->kind() == "linearized" || model_->kind() == "external") {
     EXPECT_THROW(model_->set_precision(Precision::Float32), InputError);
     EXPECT_EQ(model_->precision(), Precision::Float64);
     return;
