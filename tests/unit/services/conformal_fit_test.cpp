@@ -26,10 +26,10 @@ namespace {
 
 using testing::TempDir;
 
-constexpr Index kTrain = 60, kCalibration = 109, kTest = 300;
+constexpr Index kFitTrain = 60, kFitCalibration = 109, kFitTest = 300;
 
 /// y = sin x + (0.1 + 0.4 |x|) e, x ~ U(-3, 3): the noise grows with |x|.
-Dataset heteroscedastic(Index n, std::uint64_t seed) {
+Dataset fit_heteroscedastic_rows(Index n, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   std::normal_distribution<double> z;
   std::uniform_real_distribution<double> u(-3, 3);
@@ -47,13 +47,13 @@ Dataset heteroscedastic(Index n, std::uint64_t seed) {
   return d;
 }
 
-nlohmann::json read_json(const std::filesystem::path& path) {
+nlohmann::json read_fit_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
 }
 
 /// predictions.csv without its last column (the split's name, text), as a numeric table.
-CsvTable read_predictions(const std::filesystem::path& path) {
+CsvTable read_fit_predictions(const std::filesystem::path& path) {
   std::ifstream in(path);
   const std::filesystem::path numeric = path.parent_path() / "predictions_numeric.csv";
   std::ofstream out(numeric);
@@ -63,15 +63,15 @@ CsvTable read_predictions(const std::filesystem::path& path) {
   return read_csv(numeric);
 }
 
-FitConfig config_of(const nlohmann::json& options) {
+FitConfig conformal_config_of(const nlohmann::json& options) {
   FitRequest r;
   for (const auto& [name, value] : options.items()) r.given.push_back({name, value, "--" + name});
   return make_fit_config(r);
 }
 
 /// A cheap MAP fit with a noise sd fixed far below the data's (its own intervals are too narrow).
-nlohmann::json map_options(const std::filesystem::path& out, std::uint64_t split_seed) {
-  const double n = static_cast<double>(kTrain + kCalibration + kTest);
+nlohmann::json conformal_map_options(const std::filesystem::path& out, std::uint64_t split_seed) {
+  const double n = static_cast<double>(kFitTrain + kFitCalibration + kFitTest);
   return {{"method", "map"},
           {"arch", "8"},
           {"noise", 0.15},
@@ -79,8 +79,8 @@ nlohmann::json map_options(const std::filesystem::path& out, std::uint64_t split
           {"figure", "none"},
           {"idata_extras", "never"},
           {"split_seed", split_seed},
-          {"test_fraction", static_cast<double>(kTest) / n},
-          {"calibration_fraction", static_cast<double>(kCalibration) / n},
+          {"test_fraction", static_cast<double>(kFitTest) / n},
+          {"calibration_fraction", static_cast<double>(kFitCalibration) / n},
           {"conformal", "split"},
           {"out", out.string()}};
 }
@@ -91,22 +91,22 @@ TEST(ConformalFit, SplitCoverageOverRepeatedFitsMeetsTheFiniteSampleBounds) {
   for (double level : {0.8, 0.9, 0.95}) {
     std::vector<double> coverage, own;
     for (int s = 0; s < kFits; ++s) {
-      nlohmann::json options = map_options(dir.path() / "run", static_cast<std::uint64_t>(s));
+      nlohmann::json options = conformal_map_options(dir.path() / "run", static_cast<std::uint64_t>(s));
       options["confidence_level"] = level;
-      FitConfig c = config_of(options);
-      c.data.dataset = heteroscedastic(kTrain + kCalibration + kTest, 1000 * static_cast<std::uint64_t>(100 * level) + s);
+      FitConfig c = conformal_config_of(options);
+      c.data.dataset = fit_heteroscedastic_rows(kFitTrain + kFitCalibration + kFitTest, 1000 * static_cast<std::uint64_t>(100 * level) + s);
       const FitReport report = run_fit(c);
       const auto& test = report.metrics.at("splits").at("test");
-      ASSERT_EQ(test.at("n").get<Index>(), kTest);
-      ASSERT_EQ(report.metrics.at("splits").at("calibration").at("n").get<Index>(), kCalibration);
+      ASSERT_EQ(test.at("n").get<Index>(), kFitTest);
+      ASSERT_EQ(report.metrics.at("splits").at("calibration").at("n").get<Index>(), kFitCalibration);
       coverage.push_back(test.at("conformal").at("coverage").get<double>());
       if (level == 0.9 || level == 0.95) own.push_back(test.at(fmt::format("coverage_{:.0f}", 100 * level)).get<double>());
     }
     // Given the calibration rows the coverage of a new row is Beta(k, n + 1 - k), k = ceil((n + 1)
     // level) (Angelopoulos and Bates 2021, sec. 3.3); a test share adds binomial noise.
-    const double n = kCalibration, k = std::ceil((n + 1) * level - 1e-9), m = k / (n + 1);
+    const double n = kFitCalibration, k = std::ceil((n + 1) * level - 1e-9), m = k / (n + 1);
     const double var_c = k * (n + 1 - k) / ((n + 1) * (n + 1) * (n + 2));
-    const double se = std::sqrt((var_c + (m - var_c - m * m) / kTest) / kFits);
+    const double se = std::sqrt((var_c + (m - var_c - m * m) / kFitTest) / kFits);
     const double mean = std::accumulate(coverage.begin(), coverage.end(), 0.0) / kFits;
     EXPECT_NEAR(mean, m, 4 * se) << level;
     EXPECT_GE(mean, level - 4 * se) << level;
@@ -120,17 +120,17 @@ TEST(ConformalFit, SplitCoverageOverRepeatedFitsMeetsTheFiniteSampleBounds) {
 
 TEST(ConformalFit, PredictGivesTheIntervalsOfTheFit) {
   TempDir dir;
-  nlohmann::json options = map_options(dir.path() / "run", 3);
+  nlohmann::json options = conformal_map_options(dir.path() / "run", 3);
   options["conformal"] = "cqr";
-  FitConfig c = config_of(options);
-  const Dataset data = heteroscedastic(kTrain + kCalibration + kTest, 7);
+  FitConfig c = conformal_config_of(options);
+  const Dataset data = fit_heteroscedastic_rows(kFitTrain + kFitCalibration + kFitTest, 7);
   c.data.dataset = data;
   run_fit(c);
-  const nlohmann::json model = read_json(dir.path() / "run" / "model.json");
+  const nlohmann::json model = read_fit_json(dir.path() / "run" / "model.json");
   ASSERT_TRUE(model.contains("conformal"));
   EXPECT_EQ(model["conformal"]["method"], "cqr");
-  EXPECT_EQ(model["conformal"]["num_calibration_rows"].get<Index>(), kCalibration);
-  const CsvTable fitted = read_predictions(dir.path() / "run" / "predictions.csv");
+  EXPECT_EQ(model["conformal"]["num_calibration_rows"].get<Index>(), kFitCalibration);
+  const CsvTable fitted = read_fit_predictions(dir.path() / "run" / "predictions.csv");
   const Index lower = fitted.find_column("y_conformal_lower"), upper = fitted.find_column("y_conformal_upper");
   ASSERT_GE(lower, 0);
   ASSERT_GE(upper, 0);
@@ -156,7 +156,7 @@ TEST(ConformalFit, PredictGivesTheIntervalsOfTheFit) {
 }
 
 /// Two Gaussian blobs per class in 2-D, classes 0..2, some overlap.
-Dataset blobs(Index n, std::uint64_t seed) {
+Dataset three_class_blobs(Index n, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   std::normal_distribution<double> z;
   Dataset d;
@@ -178,16 +178,16 @@ Dataset blobs(Index n, std::uint64_t seed) {
 TEST(ConformalFit, ClassifiersGetSetsAndTemperatureScaledProbabilities) {
   TempDir dir;
   for (const std::string method : {"aps", "raps", "temperature"}) {
-    nlohmann::json options = map_options(dir.path() / method, 1);
+    nlohmann::json options = conformal_map_options(dir.path() / method, 1);
     options.erase("noise");
     options["likelihood"] = "categorical";
     options["classes"] = 3;
     options["conformal"] = method;
     if (method == "temperature") options.erase("confidence_level");
-    FitConfig c = config_of(options);
-    c.data.dataset = blobs(kTrain + kCalibration + kTest, 11);
+    FitConfig c = conformal_config_of(options);
+    c.data.dataset = three_class_blobs(kFitTrain + kFitCalibration + kFitTest, 11);
     const FitReport report = run_fit(c);
-    const CsvTable t = read_predictions(dir.path() / method / "predictions.csv");
+    const CsvTable t = read_fit_predictions(dir.path() / method / "predictions.csv");
     const auto& scores = report.metrics.at("splits").at("test").at("conformal");
     if (method == "temperature") {
       const double T = report.metrics.at("conformal").at("temperature").get<double>();
@@ -208,9 +208,9 @@ TEST(ConformalFit, ClassifiersGetSetsAndTemperatureScaledProbabilities) {
   }
 }
 
-std::string error_of(const nlohmann::json& options) {
+std::string conformal_error_of(const nlohmann::json& options) {
   try {
-    config_of(options);
+    conformal_config_of(options);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -218,16 +218,16 @@ std::string error_of(const nlohmann::json& options) {
 }
 
 TEST(ConformalFit, MisusedOptionsAreInputErrorsNamingTheFlags) {
-  EXPECT_NE(error_of({{"conformal", "split"}}).find("--conformal split needs calibration rows"), std::string::npos)
-      << error_of({{"conformal", "split"}});
-  EXPECT_NE(error_of({{"calibration_fraction", 0.2}}).find("--calibration_fraction holds rows out"), std::string::npos)
-      << error_of({{"calibration_fraction", 0.2}});
-  EXPECT_NE(error_of({{"conformal", "aps"}, {"calibration_fraction", 0.2}}).find("does not apply to --likelihood gaussian: use split, cqr"),
+  EXPECT_NE(conformal_error_of({{"conformal", "split"}}).find("--conformal split needs calibration rows"), std::string::npos)
+      << conformal_error_of({{"conformal", "split"}});
+  EXPECT_NE(conformal_error_of({{"calibration_fraction", 0.2}}).find("--calibration_fraction holds rows out"), std::string::npos)
+      << conformal_error_of({{"calibration_fraction", 0.2}});
+  EXPECT_NE(conformal_error_of({{"conformal", "aps"}, {"calibration_fraction", 0.2}}).find("does not apply to --likelihood gaussian: use split, cqr"),
             std::string::npos)
-      << error_of({{"conformal", "aps"}, {"calibration_fraction", 0.2}});
-  EXPECT_NE(error_of({{"conformal", "split"}, {"calibration_fraction", 0.5}, {"test_fraction", 0.5}}).find("leave no training rows"),
+      << conformal_error_of({{"conformal", "aps"}, {"calibration_fraction", 0.2}});
+  EXPECT_NE(conformal_error_of({{"conformal", "split"}, {"calibration_fraction", 0.5}, {"test_fraction", 0.5}}).find("leave no training rows"),
             std::string::npos);
-  EXPECT_NE(error_of({{"conformal", "split"}, {"calibration_fraction", 0.2}, {"raps_lambda", 0.1}}).find("--raps_lambda"),
+  EXPECT_NE(conformal_error_of({{"conformal", "split"}, {"calibration_fraction", 0.2}, {"raps_lambda", 0.1}}).find("--raps_lambda"),
             std::string::npos);
 }
 
