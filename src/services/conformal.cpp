@@ -181,7 +181,22 @@ ConformalPrediction apply_conformal(const ConformalCalibration& c, const Predict
   const bool categorical = c.categorical;
   const Mat p = flat_probabilities(summary.mean, categorical);
   Rng unused(0, 0);
-  const auto sets = prediction_sets(p, c.quantiles.front(), c.set_options, unused);
+  auto sets = prediction_sets(p, c.quantiles.front(), c.set_options, unused);
+  // Each set also takes the class whose score first exceeds the threshold (MAPIE's
+  // include_last_label): a superset of the valid set, so coverage stays >= the level, and never
+  // empty. prediction_sets returns a prefix of the classes in decreasing probability.
+  for (std::size_t e = 0; e < sets.size(); ++e) {
+    const Index column = static_cast<Index>(e);
+    const Index classes = p.rows() == 1 ? 2 : p.rows();
+    if (static_cast<Index>(sets[e].size()) >= classes) continue;
+    Vec q(classes);
+    if (p.rows() == 1) q << 1 - p(0, column), p(0, column);
+    else q = p.col(column);
+    std::vector<Index> order(static_cast<std::size_t>(classes));
+    for (Index k = 0; k < classes; ++k) order[static_cast<std::size_t>(k)] = k;
+    std::stable_sort(order.begin(), order.end(), [&q](Index a, Index b) { return q(a) > q(b); });
+    sets[e].push_back(order[sets[e].size()]);
+  }
   out.in_set = Mat::Zero(categorical ? t : 2 * t, n);
   for (std::size_t e = 0; e < sets.size(); ++e)
     for (Index k : sets[e]) {
