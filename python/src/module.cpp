@@ -18,6 +18,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/stop_signal.hpp"
 #include "uqnn/services/analysis.hpp"
+#include "uqnn/services/conformal.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -777,6 +778,29 @@ PYBIND11_MODULE(_core, m) {
              for (const auto& [level, bounds] : s.intervals) intervals[py::float_(level)] = py::make_tuple(rows_of(bounds.first), rows_of(bounds.second));
              return py::dict(py::arg("mean") = rows_of(s.mean), py::arg("sd") = rows_of(s.sd),
                              py::arg("epistemic_sd") = rows_of(s.epistemic_sd), py::arg("intervals") = intervals);
+           })
+      // The conformal intervals (regression), sets or temperature-scaled probabilities of a fit
+      // calibrated with conformal=... (services/conformal.hpp); None for a fit that was not.
+      .def("conformal",
+           [](const FittedModel& f, const CArray& X, std::uint64_t seed) -> py::object {
+             const Mat x = columns_of(X, "X");
+             Rng rng(seed, 0x9ed);
+             std::optional<std::pair<ConformalCalibration, ConformalPrediction>> c;
+             {
+               py::gil_scoped_release release;
+               c = conformal_predict(f, x, rng);
+             }
+             if (!c) return py::none();
+             py::dict out(py::arg("method") = c->first.method, py::arg("confidence_level") = c->first.confidence_level,
+                          py::arg("calibration") = to_python(c->first.to_json()));
+             const ConformalPrediction& p = c->second;
+             if (p.lower.size()) {
+               out["lower"] = rows_of(p.lower);
+               out["upper"] = rows_of(p.upper);
+             }
+             if (p.probabilities.size()) out["probabilities"] = rows_of(p.probabilities);
+             if (p.in_set.size()) out["sets"] = rows_of(p.in_set);
+             return std::move(out);
            })
       .def("pointwise_log_likelihood",
            [](const FittedModel& f, const CArray& X, const CArray& y) {

@@ -57,3 +57,26 @@ def test_a_fitted_bnn_with_split_conformal(tmp_path, sine):
     assert math.isfinite(m["conformal"]["levels"]["0.9"]["quantile"])
     with pytest.raises(ValueError, match="calibration-fraction"):
         uqnn.evaluate(est, X, y, conformal="split", out=tmp_path / "ev2")
+
+
+def test_conformal_fit_gives_intervals_and_sets(tmp_path):
+    # BNN(conformal=...): calibrated at fit time, model.json records the quantile, and
+    # predict_conformal gives mean +- q sd (split) or boolean class sets (aps).
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, size=(200, 1))
+    y = np.sin(X[:, 0]) + (0.1 + 0.3 * np.abs(X[:, 0])) * rng.normal(size=200)
+    est = uqnn.BNNRegressor(hidden=(8,), method="map", conformal="split", calibration_fraction=0.3, confidence_level=0.8,
+                            epochs=200, out=tmp_path / "reg")
+    est.fit(X, y)
+    q = json.load(open(tmp_path / "reg" / "model.json"))["conformal"]["quantiles"][0]
+    lower, upper = est.predict_conformal(X[:5])
+    mean, sd = est.predict(X[:5], return_std=True)
+    np.testing.assert_allclose(lower, mean - q * sd, rtol=1e-10)
+    np.testing.assert_allclose(upper, mean + q * sd, rtol=1e-10)
+    with pytest.raises(ValueError, match="not calibrated"):
+        uqnn.BNNRegressor(hidden=(4,), method="map", epochs=5).fit(X, y).predict_conformal(X)
+    labels = (X[:, 0] + 0.5 * rng.normal(size=200) > 0).astype(int)
+    clf = uqnn.BNNClassifier(hidden=(4,), method="map", conformal="aps", calibration_fraction=0.3, epochs=100)
+    sets = clf.fit(X, labels).predict_conformal(X)
+    assert sets.dtype == bool and sets.shape == (200, 2)
+    assert sets.any(axis=1).all()  # conservative sets are never empty

@@ -158,7 +158,7 @@ class BNN(BaseEstimator):
         outside its valid range, raises ValueError naming it, at ``fit``.
 
     After ``fit``: ``draws`` (chains, draws, K), ``param_names``, ``predict``, ``predict_interval``,
-    ``sample_predictive``, ``diagnostics()``, ``metrics(X, y)``, ``to_inference_data()``, ``save``;
+    ``predict_conformal`` (with ``conformal=...``), ``sample_predictive``, ``diagnostics()``, ``metrics(X, y)``, ``to_inference_data()``, ``save``;
     ``n_features_in_``, ``feature_names_in_`` (frames with string column names) and ``metrics_``.
     ``uqnn.BNNRegressor`` and ``uqnn.BNNClassifier`` are its scikit-learn regressor and classifier.
     """
@@ -474,6 +474,25 @@ class BNN(BaseEstimator):
         lower, upper = p["intervals"][float(level)]
         return self._squeeze(lower), self._squeeze(upper)
 
+    def predict_conformal(self, X):
+        """The conformal prediction of a fit calibrated with ``conformal=...`` (and
+        ``calibration_fraction=`` or ``calibration_indices=``): regression (lower, upper) at the
+        ``confidence_level`` (split: mean +- q sd, Lei et al. 2018; cqr: the method's interval widened
+        by q, Romano et al. 2019); classification with aps / raps a boolean (n, classes) array of the
+        prediction sets (Romano et al. 2020; Angelopoulos et al. 2021), with temperature the
+        temperature-scaled class probabilities (Guo et al. 2017). ValueError for a fit that was not
+        calibrated."""
+        f = self._require_fit()
+        c = f.conformal(self._x(X), self.seed)
+        if c is None:
+            raise ValueError("this fit was not calibrated: fit with conformal='split' (or cqr, aps, raps, temperature) "
+                             "and calibration_fraction=0.2 (or calibration_indices=FILE)")
+        if "lower" in c:
+            return self._squeeze(c["lower"]), self._squeeze(c["upper"])
+        if "sets" in c:
+            return c["sets"].astype(bool)
+        return c["probabilities"]
+
     def sample_predictive(self, X, n: int = 1000, seed: int | None = None) -> np.ndarray:
         """n draws of y ~ p(y | X, data): (n, len(X)) for one target, (n, len(X), t) otherwise."""
         f = self._require_fit()
@@ -715,6 +734,14 @@ class BNNClassifier(ClassifierMixin, BNN):
         f = self._require_fit()
         p = f.predict(self._x(X), [], self.seed)["mean"]
         if len(self.classes_) == 2:  # bernoulli: the probability of classes_[1]
+            p = np.column_stack([1.0 - p[:, 0], p[:, 0]])
+        return p
+
+    def predict_conformal(self, X) -> np.ndarray:
+        """``BNN.predict_conformal`` with columns in ``classes_`` order: the prediction sets as a
+        boolean (n, classes) array (aps, raps), or the temperature-scaled probabilities (temperature)."""
+        p = super().predict_conformal(X)
+        if len(self.classes_) == 2 and p.shape[1] == 1:  # bernoulli probabilities: P(classes_[1])
             p = np.column_stack([1.0 - p[:, 0], p[:, 0]])
         return p
 

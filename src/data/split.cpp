@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -64,6 +65,24 @@ Split random_split(Index num_rows, const SplitParams& params) {
   split.test.assign(permutation.begin() + end_validation, permutation.begin() + end_test);
   std::sort(split.train.begin(), split.train.end());
   std::sort(split.validation.begin(), split.validation.end());
+  std::sort(split.test.begin(), split.test.end());
+  return split;
+}
+
+Split gap_split(const Mat& inputs, Index dimension) {
+  const Index n = inputs.cols();
+  if (dimension < 0 || dimension >= inputs.rows())
+    throw InputError("--split-index " + std::to_string(dimension) + " is not an input dimension: the gap split holds out the "
+                     "middle third of one input, in [0, " + std::to_string(inputs.rows() - 1) + "]");
+  if (n < 3) throw InputError("--split gap needs at least 3 rows, the data has " + std::to_string(n));
+  IndexVec order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), Index{0});
+  std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) { return inputs(dimension, a) < inputs(dimension, b); });
+  const auto first = static_cast<std::size_t>(std::llround(static_cast<double>(n) / 3));
+  const auto last = static_cast<std::size_t>(std::llround(2 * static_cast<double>(n) / 3));
+  Split split;
+  for (std::size_t k = 0; k < order.size(); ++k) (k >= first && k < last ? split.test : split.train).push_back(order[k]);
+  std::sort(split.train.begin(), split.train.end());
   std::sort(split.test.begin(), split.test.end());
   return split;
 }

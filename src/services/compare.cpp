@@ -7,7 +7,9 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/plot/figure.hpp"
 #include "uqnn/plot/plots.hpp"
+#include "uqnn/predictive/agreement.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/fit_output.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -42,6 +44,80 @@ plot::ParityPanel reload_parity(const std::filesystem::path& dir, const Dataset&
   return {title, part.targets.row(0).transpose(), s.mean.row(0).transpose(), Vec(s.sd.row(0).transpose())};
 }
 
+/// Samples of a fit's predictive at `inputs`: [samples, t * n] (entry o + t i), drawn over the
+/// draws uniformly.
+Mat predictive_samples(const FittedModel& fitted, const Mat& inputs, Index count, Rng& rng) {
+  std::vector<Index> index(static_cast<std::size_t>(count));
+  for (auto& k : index) k = static_cast<Index>(rng.uniform_index(static_cast<std::uint64_t>(fitted.draws().size())));
+  const std::vector<Mat> y = fitted.sample_predictive(inputs, index, rng);
+  Mat out(count, y.front().size());
+  for (Index s = 0; s < count; ++s) out.row(s) = Eigen::Map<const Eigen::RowVectorXd>(y[static_cast<std::size_t>(s)].data(), y[static_cast<std::size_t>(s)].size());
+  return out;
+}
+
+/// Samples per row for the 1-Wasserstein distances: the distance between two empirical
+/// distributions of m samples is within about sd / sqrt(m) of the true one.
+constexpr Index kReferenceSamples = 2000;
+
+/// One method scored against the reference on `inputs`: the per-row distances (W1 or total
+/// variation) and the summary for the table.
+struct ReferenceScore {
+  Vec per_row;
+  nlohmann::json summary;
+};
+
+ReferenceScore score_against_reference(const FittedModel& method, const FittedModel& reference, const Mat& inputs, std::uint64_t seed) {
+  ReferenceScore r;
+  Rng rng(seed, 0x7ef);
+  if (!method.regression()) {
+    const Mat p = method.predict(inputs, {}, rng).mean, q = reference.predict(inputs, {}, rng).mean;
+    const ClassAgreement a = class_agreement(p, q);
+    r.per_row = a.total_variation;
+    r.summary = {{"top1_agreement", a.top1.mean()}, {"total_variation", a.total_variation.mean()}, {"rows", inputs.cols()}};
+    return r;
+  }
+  const Mat a = predictive_samples(method, inputs, kReferenceSamples, rng), b = predictive_samples(reference, inputs, kReferenceSamples, rng);
+  r.per_row.resize(a.cols());
+  for (Index e = 0; e < a.cols(); ++e)
+    r.per_row(e) = wasserstein1(std::vector<double>(a.col(e).data(), a.col(e).data() + a.rows()),
+                                std::vector<double>(b.col(e).data(), b.col(e).data() + b.rows()));
+  const Mat sd = method.predict(inputs, {}, rng).sd, sd_ref = reference.predict(inputs, {}, rng).sd;
+  const Vec ratio = Eigen::Map<const Vec>(sd.data(), sd.size()).array() / Eigen::Map<const Vec>(sd_ref.data(), sd_ref.size()).array();
+  std::vector<double> sorted(ratio.data(), ratio.data() + ratio.size());
+  std::sort(sorted.begin(), sorted.end());
+  r.summary = {{"wasserstein1", r.per_row.mean()},
+               {"sd_ratio_median", sorted[sorted.size() / 2]},
+               {"sd_ratio_mean", ratio.mean()},
+               {"rows", inputs.cols()}};
+  return r;
+}
+
+/// The per-row distances of each method, sorted: x = share of rows, y = distance.
+void reference_figure(const std::vector<std::pair<std::string, Vec>>& distances, bool regression, const std::string& reference,
+                      const std::filesystem::path& path) {
+  plot::Figure fig;
+  plot::Panel& p = fig.panel();
+  p.title(fmt::format("predictive against the reference ({}), per scored row", reference))
+      .x_label("share of rows")
+      .y_label(regression ? "1-Wasserstein distance to the reference predictive" : "total variation to the reference")
+      .key(plot::KeyPosition::TopLeft);
+  std::size_t colour = 0;
+  for (const auto& [name, d] : distances) {
+    std::vector<double> v(d.data(), d.data() + d.size());
+    std::sort(v.begin(), v.end());
+    Vec x(d.size()), y(d.size());
+    for (Index i = 0; i < d.size(); ++i) {
+      x(i) = (static_cast<double>(i) + 0.5) / static_cast<double>(d.size());
+      y(i) = v[static_cast<std::size_t>(i)];
+    }
+    plot::Style st;
+    st.colour = plot::kPalette[colour++ % plot::kPalette.size()];
+    st.line_width = 2;
+    p.line(x, y, name, st);
+  }
+  fig.save(path, 720, 480);
+}
+
 }  // namespace
 
 CompareReport run_compare(const CompareConfig& config) {
@@ -51,18 +127,20 @@ CompareReport run_compare(const CompareConfig& config) {
     if (std::find(known.begin(), known.end(), m) == known.end())
       throw InputError(fmt::format("--methods: '{}' is not known: valid are {}", m, fmt::join(known, ", ")));
   CompareReport report;
+  std::vector<std::string> methods = config.methods;
+  if (config.reference == "nuts" && std::find(methods.begin(), methods.end(), "nuts") == methods.end()) methods.insert(methods.begin(), "nuts");
   // One config per method from the same options; an option of another compared method is accepted.
-  const auto config_for = [&config](const std::string& method) {
+  const auto config_for = [&config, &methods](const std::string& method) {
     FitRequest request = config.request;
     request.given.push_back({"method", method, "--methods " + method});
-    request.also_accept_methods = config.methods;
+    request.also_accept_methods = methods;
     FitConfig cfg = make_fit_config(request);
     if (config.dataset) cfg.data.dataset = config.dataset;
     return cfg;
   };
   // Every method's options are checked before the first fit: a usage error stops at once.
   std::vector<FitConfig> configs;
-  for (const auto& method : config.methods) configs.push_back(config_for(method));
+  for (const auto& method : methods) configs.push_back(config_for(method));
   const FitConfig& base = configs.front();
   std::filesystem::create_directories(base.out_dir);
   if (base.data.path.empty() && !base.data.dataset) throw InputError("--data is required: a CSV file with a header row");
@@ -79,15 +157,15 @@ CompareReport run_compare(const CompareConfig& config) {
   // More than one input: each method's predictions against the truth on the test rows (else the
   // training rows), as every fit's own fit.png does.
   const bool parity = !one_d && data.target_dim() == 1 && !is_classification(base.probability.likelihood);
-  const Split split = choose_split(base.data, data.size());
+  const Split split = choose_split(base.data, data.inputs);
   const IndexVec& parity_rows = split.test.empty() ? split.train : split.test;
   const std::string parity_split = split.test.empty() ? "training" : "test";
   std::vector<plot::ParityPanel> parity_panels;
   std::string md = "| method | draws | seconds |";
   std::vector<std::string> splits;
   std::vector<std::pair<std::string, nlohmann::json>> rows;
-  for (std::size_t i = 0; i < config.methods.size(); ++i) {
-    const std::string& method = config.methods[i];
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    const std::string& method = methods[i];
     FitConfig cfg = configs[i];
     cfg.out_dir = base.out_dir / method;
     FitReport fit;
@@ -139,10 +217,44 @@ CompareReport run_compare(const CompareConfig& config) {
   }
   for (const auto& method : report.failed)
     md += fmt::format("\n{} failed: {}\n", method, report.table.at(method).at("error").get<std::string>());
-  if (report.failed.size() == config.methods.size())
+  if (report.failed.size() == methods.size())
     throw InputError(fmt::format("every method failed; {}: {}", report.failed.front(),
                                  report.table.at(report.failed.front()).at("error").get<std::string>()));
   const auto dir = base.out_dir;
+  if (!config.reference.empty()) {
+    const std::filesystem::path ref_dir = config.reference == "nuts" ? dir / "nuts" : std::filesystem::path(config.reference);
+    if (config.reference == "nuts" && std::find(report.failed.begin(), report.failed.end(), "nuts") != report.failed.end())
+      throw InputError("--reference nuts: the NUTS fit failed: " + report.table.at("nuts").at("error").get<std::string>());
+    const FittedModel reference = FittedModel::load(ref_dir);
+    const Dataset scored = data.subset(parity_rows);
+    nlohmann::json table = nlohmann::json::object();
+    std::vector<std::pair<std::string, Vec>> distances;
+    const bool regression = reference.regression();
+    std::string ref_md = fmt::format("\nAgainst the reference predictive ({}, {} draws) on the {} {} rows:\n\n", ref_dir.string(),
+                                     reference.draws().size(), scored.size(), parity_split);
+    ref_md += regression ? "| method | mean 1-Wasserstein | median sd ratio | mean sd ratio |\n|---|---:|---:|---:|\n"
+                         : "| method | top-1 agreement | mean total variation |\n|---|---:|---:|\n";
+    for (const auto& [method, row] : rows) {
+      if (config.reference == "nuts" && method == "nuts") continue;
+      const ReferenceScore r = score_against_reference(FittedModel::load(dir / method), reference, scored.inputs, base.seed);
+      table[method] = r.summary;
+      report.table[method]["reference"] = r.summary;
+      distances.emplace_back(method, r.per_row);
+      ref_md += regression ? fmt::format("| {} | {:.4g} | {:.3g} | {:.3g} |\n", method, r.summary.at("wasserstein1").get<double>(),
+                                         r.summary.at("sd_ratio_median").get<double>(), r.summary.at("sd_ratio_mean").get<double>())
+                           : fmt::format("| {} | {:.4f} | {:.4f} |\n", method, r.summary.at("top1_agreement").get<double>(),
+                                         r.summary.at("total_variation").get<double>());
+    }
+    md += ref_md;
+    atomic_write_text(dir / "reference.json",
+                      nlohmann::json{{"reference", ref_dir.string()}, {"rows", parity_split}, {"methods", table}}.dump(2) + "\n");
+    report.files.push_back(dir / "reference.json");
+    if (base.figure_format != "none" && !distances.empty()) {
+      const auto path = dir / ("reference." + base.figure_format);
+      reference_figure(distances, regression, ref_dir.filename().string(), path);
+      report.files.push_back(path);
+    }
+  }
   atomic_write_text(dir / "compare.md", md);
   atomic_write_text(dir / "compare.json", report.table.dump(2) + "\n");
   report.files.push_back(dir / "compare.md");

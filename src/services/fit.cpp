@@ -161,8 +161,25 @@ std::shared_ptr<Prior> build_prior(const ProbabilityConfig& c, const Model& mode
   return kind.build(c, model.layout());
 }
 
-Split choose_split(const DataConfig& c, Index n) {
+namespace {
+
+/// Rng stream of the calibration rows, apart from the split's own ("calib").
+constexpr std::uint64_t kCalibrationStream = 0x63616c6962;
+
+Split train_validation_test(const DataConfig& c, const Mat& inputs) {
+  const Index n = inputs.cols();
   const bool files = !c.train_indices.empty() || !c.test_indices.empty();
+  if (c.split == "gap") return gap_split(inputs, c.split_index);
+  if (c.split == "uci") {
+    if (c.path.empty()) throw InputError("--split uci reads the split files beside --data: give the data as a file");
+    const auto dir = c.path.parent_path() / "splits" / c.path.stem();
+    const auto train = dir / fmt::format("train_{}.txt", c.split_index), test = dir / fmt::format("test_{}.txt", c.split_index);
+    if (!std::filesystem::exists(train) || !std::filesystem::exists(test))
+      throw InputError(fmt::format("--split uci --split-index {}: {} or {} is missing (data/uci/splits/<name>/ holds the "
+                                   "standard splits of yacht, energy, concrete and protein, numbered from 0)",
+                                   c.split_index, train.string(), test.string()));
+    return read_split(train, test, n);
+  }
   if (files && (c.validation_fraction > 0.0 || c.test_fraction > 0.0))
     throw InputError("--train-indices / --test-indices and --valid-fraction / --test-fraction both choose the split: "
                      "give split files or fractions, not both");
@@ -196,6 +213,44 @@ Split choose_split(const DataConfig& c, Index n) {
   p.seed = c.split_seed;
   p.validate();
   return random_split(n, p);
+}
+
+}  // namespace
+
+Split choose_split(const DataConfig& c, const Mat& inputs) {
+  const Index n = inputs.cols();
+  Split s = train_validation_test(c, inputs);
+  if (c.calibration_fraction == 0.0 && c.calibration_indices.empty()) return s;
+  std::vector<bool> is_calibration(static_cast<std::size_t>(n), false);
+  if (!c.calibration_indices.empty()) {
+    s.calibration = read_index_file(c.calibration_indices, n);
+    for (Index r : s.calibration) is_calibration[static_cast<std::size_t>(r)] = true;
+    for (const auto& [part, rows] : {std::pair<const char*, const IndexVec*>{"test", &s.test}, {"validation", &s.validation}})
+      for (Index r : *rows)
+        if (is_calibration[static_cast<std::size_t>(r)])
+          throw InputError(fmt::format("{}: row {} is also a {} row: calibration rows must be held out of training, "
+                                       "validation and testing alike",
+                                       c.calibration_indices.string(), r, part));
+  } else {
+    // A share of all rows, drawn from the training rows (Fisher-Yates with its own stream).
+    const auto count = static_cast<std::size_t>(std::llround(c.calibration_fraction * static_cast<double>(n)));
+    if (count < 1 || count >= s.train.size())
+      throw InputError(fmt::format("--calibration-fraction {} of {} rows gives {} calibration rows out of {} training rows: "
+                                   "it must leave at least one row on each side",
+                                   format_double(c.calibration_fraction), n, count, s.train.size()));
+    IndexVec order = s.train;
+    Rng rng(c.split_seed, kCalibrationStream);
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.uniform_index(i)]);
+    s.calibration.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count));
+    std::sort(s.calibration.begin(), s.calibration.end());
+    for (Index r : s.calibration) is_calibration[static_cast<std::size_t>(r)] = true;
+  }
+  IndexVec train;
+  for (Index r : s.train)
+    if (!is_calibration[static_cast<std::size_t>(r)]) train.push_back(r);
+  if (train.empty()) throw InputError(c.calibration_indices.string() + ": lists every training row, which leaves none for training");
+  s.train = std::move(train);
+  return s;
 }
 
 namespace {
@@ -251,7 +306,7 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
     throw InputError(fmt::format("{}: {} input columns for {} rows: beyond 1000 columns a data set needs at least as many "
                                  "rows as input columns (is the table transposed? --inputs chooses columns)",
                                  cfg.data.path.string(), p.data.input_dim(), p.data.size()));
-  p.split = choose_split(cfg.data, p.data.size());
+  p.split = choose_split(cfg.data, p.data.inputs);
   // One copy of the training rows outlives this function, the posterior's (large data: every copy
   // of the rows counts).
   Dataset train_std;
@@ -452,8 +507,9 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   const auto& data = problem.data;
   const auto& split = problem.split;
   const auto& posterior = problem.posterior;
-  log(fmt::format("uqnn fit: {} rows ({} train, {} validation, {} test), {} inputs, {} model with {} parameters, method {}",
-                  data.size(), split.train.size(), split.validation.size(), split.test.size(), data.input_dim(),
+  log(fmt::format("uqnn fit: {} rows ({} train, {} validation, {} test{}), {} inputs, {} model with {} parameters, method {}",
+                  data.size(), split.train.size(), split.validation.size(), split.test.size(),
+                  split.calibration.empty() ? std::string() : fmt::format(", {} calibration", split.calibration.size()), data.input_dim(),
                   posterior->model().kind(), posterior->model().num_params(), cfg.method));
   if (const auto w = constant_inputs_warning(problem.standardizer)) reporter->message(MessageLevel::Warning, w->message);
 

@@ -92,12 +92,55 @@ const OptionSchema<DataConfig>& data_schema() {
           .at_least(0)
           .below(1)
           .conflicts_with({"train_indices", "test_indices"})
+          .add("split", &DataConfig::split,
+               "random: the fractions with --split-seed; gap: the rows in the middle third of input --split-index held "
+               "out for testing, between the training rows (Foong et al. 2019); uci: the standard split --split-index "
+               "(0, 1, ...) of Hernandez-Lobato and Adams (2015), read from splits/<data stem>/ beside --data (data/uci "
+               "ships yacht, energy, concrete and protein)")
+          .one_of({"random", "gap", "uci"})
+          .add("split_index", &DataConfig::split_index, "--split gap: the input dimension (0-based); --split uci: the split number")
+          .at_least(0)
+          .only_when("split", {"gap", "uci"})
           .add("split_seed", &DataConfig::split_seed, "seed of the random split")
           .at_least(0)
           .add("train_indices", &DataConfig::train_indices, "file of 0-based training row indices (one per line)")
           .existing()
           .add("test_indices", &DataConfig::test_indices, "file of 0-based test row indices")
+          .existing()
+          .add("calibration_fraction", &DataConfig::calibration_fraction,
+               "fraction of all rows held out of training to calibrate --conformal (drawn from the training rows with "
+               "--split-seed; as MAPIE's conformalize_size)")
+          .above(0)
+          .below(1)
+          .conflicts_with({"calibration_indices"})
+          .add("calibration_indices", &DataConfig::calibration_indices,
+               "file of 0-based calibration row indices for --conformal (held out of training; not test or validation rows)")
           .existing();
+  return s;
+}
+
+const OptionSchema<ConformalConfig>& conformal_schema() {
+  std::vector<std::string> methods;
+  for (const ConformalKind& k : conformal_kinds())
+    if (k.name != "none") methods.push_back(k.name + " (" + k.summary + (k.reference.empty() ? "" : "; " + k.reference) + ")");
+  static const auto s =
+      OptionSchema<ConformalConfig>("conformal", "Conformal calibration")
+          .add("conformal", &ConformalConfig::method,
+               "calibrate the method's predictive on held-out rows (--calibration-fraction or --calibration-indices) after "
+               "the fit; predictions.csv and `uqnn predict` then give the conformal intervals or sets beside the method's "
+               "own: " + fmt::format("{}", fmt::join(methods, "; ")))
+          .one_of(conformal_kinds().names())
+          .add("confidence_level", &ConformalConfig::confidence_level,
+               "coverage the conformal intervals or sets guarantee for exchangeable rows (1 - alpha)")
+          .above(0)
+          .below(1)
+          .only_when("conformal", {"split", "cqr", "aps", "raps"})
+          .add("raps_lambda", &ConformalConfig::raps_lambda, "RAPS penalty per class beyond --raps-k-reg")
+          .at_least(0)
+          .only_when("conformal", {"raps"})
+          .add("raps_k_reg", &ConformalConfig::raps_k_reg, "classes free of the RAPS penalty")
+          .at_least(0)
+          .only_when("conformal", {"raps"});
   return s;
 }
 
@@ -244,7 +287,7 @@ const OptionSchema<TrainParams>& training_schema() {
 
 std::vector<OptionGroup> fit_groups() {
   return {output_schema().group(), data_schema().group(), model_schema().group(), probability_schema().group(),
-          training_schema().group()};
+          training_schema().group(), conformal_schema().group()};
 }
 
 std::string join_names(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
@@ -302,10 +345,42 @@ void check_combinations(const FitRequest& request, const std::map<std::string, c
     throw InputError(fmt::format("{}: {} is invalid: it must be an integer >= 1",
                                  given.count("draws") ? given.at("draws") : "--draws", settings.at("draws").dump()));
   const double valid = settings.value("valid_fraction", 0.0), test = settings.value("test_fraction", 0.0);
+  const double calibration = settings.value("calibration_fraction", 0.0);
+  const auto where = [&](const std::string& name, const std::string& flag) { return given.count(name) ? given.at(name) : flag; };
   if (valid + test >= 1.0) {
-    const std::string v = given.count("valid_fraction") ? given.at("valid_fraction") : "--valid-fraction";
-    const std::string t = given.count("test_fraction") ? given.at("test_fraction") : "--test-fraction";
-    throw InputError(fmt::format("{} {:g} and {} {:g} leave no training rows: their sum must be below 1", v, valid, t, test));
+    throw InputError(fmt::format("{} {:g} and {} {:g} leave no training rows: their sum must be below 1",
+                                 where("valid_fraction", "--valid-fraction"), valid, where("test_fraction", "--test-fraction"), test));
+  }
+  if (valid + test + calibration >= 1.0)
+    throw InputError(fmt::format("{} {:g}, {} {:g} and {} {:g} leave no training rows: their sum must be below 1",
+                                 where("calibration_fraction", "--calibration-fraction"), calibration,
+                                 where("valid_fraction", "--valid-fraction"), valid, where("test_fraction", "--test-fraction"), test));
+  const std::string split = settings.value("split", std::string("random"));
+  if (split != "random")
+    for (const char* other : {"valid_fraction", "test_fraction", "train_indices", "test_indices"})
+      if (given.count(other))
+        throw InputError(fmt::format("{} {} and {} both choose the test rows: give one", where("split", "--split"), split, given.at(other)));
+  // Calibration rows and a conformal method come together.
+  const std::string conformal = settings.value("conformal", std::string("none"));
+  const bool has_calibration = calibration > 0 || !settings.value("calibration_indices", std::string()).empty();
+  if (conformal != "none" && !has_calibration)
+    throw InputError(fmt::format("{} {} needs calibration rows held out of training: give --calibration-fraction (e.g. 0.2) "
+                                 "or --calibration-indices FILE",
+                                 where("conformal", "--conformal"), conformal));
+  if (conformal == "none" && has_calibration)
+    throw InputError(fmt::format("{} holds rows out for conformal calibration: give --conformal METHOD too ({}), or remove it",
+                                 given.count("calibration_fraction") ? given.at("calibration_fraction")
+                                                                     : where("calibration_indices", "--calibration-indices"),
+                                 join_names(conformal_kinds().names())));
+  if (conformal != "none") {
+    const bool classifier = is_classification(settings.value("likelihood", std::string("gaussian")));
+    if (conformal_kinds().find(conformal).classification != classifier) {
+      std::vector<std::string> fitting;
+      for (const ConformalKind& k : conformal_kinds())
+        if (k.name != "none" && k.classification == classifier) fitting.push_back(k.name);
+      throw InputError(fmt::format("{} {} does not apply to --likelihood {}: use {}", where("conformal", "--conformal"), conformal,
+                                   settings.value("likelihood", std::string("gaussian")), join_names(fitting)));
+    }
   }
 }
 
@@ -394,6 +469,7 @@ FitConfig make_fit_config(const FitRequest& request) {
   cfg.model = model_schema().read(settings);
   cfg.probability = probability_schema().read(settings);
   cfg.training = training_schema().read(settings);
+  cfg.conformal = conformal_schema().read(settings);
   for (const OptionGroup* g : spec.groups)
     for (const auto& o : g->options) cfg.method_settings[o.name] = settings.at(o.name);
   cfg.record = {{"settings", settings}, {"invocation", request.invocation}};

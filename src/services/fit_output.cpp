@@ -18,6 +18,7 @@
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/conformal.hpp"
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
 #include "uqnn/services/run_summary.hpp"
@@ -286,13 +287,18 @@ FitReport write_fit_output(const FitOutput& o) {
   // Predictions on every split, in original units.
   Rng rng(cfg.seed, 0x9ed);
   std::vector<SplitPrediction> parts;
+  std::vector<double> levels = regression ? kLevels : std::vector<double>{};
+  if (cfg.conformal.enabled())
+    for (double l : conformal_summary_levels(cfg.conformal.method, cfg.conformal.confidence_level))
+      if (std::find(levels.begin(), levels.end(), l) == levels.end()) levels.push_back(l);
   for (const auto& [name, rows] : {std::pair<std::string, const IndexVec*>{"train", &o.split.train},
-                                   {"validation", &o.split.validation}, {"test", &o.split.test}}) {
+                                   {"calibration", &o.split.calibration}, {"validation", &o.split.validation},
+                                   {"test", &o.split.test}}) {
     if (rows->empty()) continue;
     const Dataset part = o.data.subset(*rows);
     const Dataset part_std = o.standardizer.transform(part);
     const PredictiveDraws draws = predict_draws(model, lik, o.result.draws, part_std.inputs);
-    SplitPrediction p{name, *rows, summarize_predictive(draws, regression ? kLevels : std::vector<double>{}, rng), {}, std::nullopt};
+    SplitPrediction p{name, *rows, summarize_predictive(draws, levels, rng), {}, std::nullopt};
     if (regression) {
       rescale_summary(p.summary, o.standardizer.target_mean(), o.standardizer.target_scale());
       const double log_scale = o.standardizer.target_scale().array().log().sum();
@@ -303,21 +309,41 @@ FitReport write_fit_output(const FitOutput& o) {
     parts.push_back(std::move(p));
   }
 
+  // Conformal calibration (--conformal) on the calibration rows, applied to every split.
+  const bool categorical = lik.kind() == "categorical";
+  std::optional<ConformalCalibration> calibration;
+  std::vector<ConformalPrediction> conformal;  // one per part
+  if (cfg.conformal.enabled()) {
+    const auto cal = std::find_if(parts.begin(), parts.end(), [](const SplitPrediction& p) { return p.name == "calibration"; });
+    if (cal == parts.end()) throw InputError("--conformal " + cfg.conformal.method + ": there are no calibration rows");
+    calibration = calibrate_conformal(cfg.conformal, cal->summary, o.data.subset(cal->rows).targets, categorical);
+    for (const auto& p : parts) conformal.push_back(apply_conformal(*calibration, p.summary));
+  }
+
   // predictions.csv: every row of the data with its split.
   const std::filesystem::path predictions = dir / "predictions.csv";
+  const Index num_outputs = parts.front().summary.mean.rows();
+  std::vector<std::string> output_names;
+  for (Index k = 0; k < num_outputs; ++k)
+    output_names.push_back(k < static_cast<Index>(o.data.target_names.size()) && num_outputs == o.data.target_dim()
+                               ? o.data.target_names[static_cast<std::size_t>(k)] : fmt::format("output{}", k));
+  std::vector<std::vector<std::pair<std::string, Vec>>> conformal_cols;
+  for (const auto& c : conformal) conformal_cols.push_back(conformal_columns(*calibration, c, output_names));
   atomic_write(predictions, [&](std::ostream& out) {
     for (const auto& n : o.data.input_names) out << quote_csv_field(n) << ',';
     for (const auto& n : o.data.target_names) out << quote_csv_field(n) << ',';
-    const Index t = parts.front().summary.mean.rows();
+    const Index t = num_outputs;
     for (Index k = 0; k < t; ++k) {
-      const std::string n = k < static_cast<Index>(o.data.target_names.size()) && t == o.data.target_dim()
-                                ? o.data.target_names[static_cast<std::size_t>(k)] : fmt::format("output{}", k);
+      const std::string& n = output_names[static_cast<std::size_t>(k)];
       out << n << "_mean," << n << "_sd,";
       if (regression) out << n << "_lower95," << n << "_upper95,";
     }
+    if (!conformal_cols.empty())
+      for (const auto& [name, values] : conformal_cols.front()) out << quote_csv_field(name) << ',';
     out << "split\n";
-    for (const auto& p : parts)
-      for (std::size_t j = 0; j < p.rows.size(); ++j) {
+    for (std::size_t pi = 0; pi < parts.size(); ++pi)
+      for (std::size_t j = 0; j < parts[pi].rows.size(); ++j) {
+        const auto& p = parts[pi];
         const Index r = p.rows[j], c = static_cast<Index>(j);
         for (Index i = 0; i < o.data.input_dim(); ++i) out << format_double(o.data.inputs(i, r)) << ',';
         for (Index i = 0; i < o.data.target_dim(); ++i) out << format_double(o.data.targets(i, r)) << ',';
@@ -327,6 +353,8 @@ FitReport write_fit_output(const FitOutput& o) {
             out << format_double(p.summary.intervals.at(0.95).first(k, c)) << ','
                 << format_double(p.summary.intervals.at(0.95).second(k, c)) << ',';
         }
+        if (!conformal_cols.empty())
+          for (const auto& [name, values] : conformal_cols[pi]) out << format_double(values(c)) << ',';
         out << p.name << '\n';
       }
   });
@@ -349,6 +377,7 @@ FitReport write_fit_output(const FitOutput& o) {
                             {"draws_file", "draws.csv"},
                             {"seed", cfg.seed},
                             {"settings", cfg.record}};
+  if (calibration) model_json["conformal"] = calibration->to_json();
   write_json(dir / "model.json", model_json);
   report.files.push_back(dir / "model.json");
   report.files.push_back(draws_path);
@@ -394,8 +423,13 @@ FitReport write_fit_output(const FitOutput& o) {
       m["brier"] = p.classification->brier;
       m["ece"] = p.classification->ece;
     }
+    if (calibration) {
+      const std::size_t pi = static_cast<std::size_t>(&p - parts.data());
+      m["conformal"] = conformal_scores(*calibration, conformal[pi], o.data.subset(p.rows).targets, categorical);
+    }
     metrics["splits"][p.name] = m;
   }
+  if (calibration) metrics["conformal"] = calibration->to_json();
   write_json(dir / "metrics.json", metrics);
   report.files.push_back(dir / "metrics.json");
   report.metrics = metrics;

@@ -8,6 +8,7 @@
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/conformal.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
 
@@ -80,8 +81,16 @@ FitReport run_predict(const PredictConfig& cfg) {
   const bool regression = fitted.regression();
   Rng rng(cfg.seed, 0x9ed);
   const PredictiveDraws pd = fitted.predictive_draws(inputs);
-  PredictiveSummary s = summarize_predictive(pd, regression ? std::vector<double>{0.5, 0.9, 0.95} : std::vector<double>{}, rng);
+  // A fit calibrated with --conformal gives its intervals or sets beside the method's own.
+  const std::optional<ConformalCalibration> calibration = saved_conformal(fitted);
+  std::vector<double> levels = regression ? std::vector<double>{0.5, 0.9, 0.95} : std::vector<double>{};
+  if (calibration)
+    for (double l : conformal_summary_levels(calibration->method, calibration->confidence_level))
+      if (std::find(levels.begin(), levels.end(), l) == levels.end()) levels.push_back(l);
+  PredictiveSummary s = summarize_predictive(pd, levels, rng);
   if (regression) rescale_summary(s, standardizer.target_mean(), standardizer.target_scale());
+  std::optional<ConformalPrediction> conformal;
+  if (calibration) conformal = apply_conformal(*calibration, s);
 
   const auto out = cfg.out.empty() ? cfg.model_dir / ("predictions_" + cfg.data.stem().string() + ".csv") : cfg.out;
   // Output columns: the inputs, the targets when present, then mean, sd and 95% bounds per output.
@@ -94,9 +103,11 @@ FitReport run_predict(const PredictConfig& cfg) {
   };
   if (has_targets)
     for (Index t = 0; t < targets.rows(); ++t) append(target_names[static_cast<std::size_t>(t)], targets.row(t));
+  std::vector<std::string> output_names;
   for (Index k = 0; k < s.mean.rows(); ++k) {
     const std::string n = static_cast<std::size_t>(k) < target_names.size() && s.mean.rows() == static_cast<Index>(target_names.size())
                               ? target_names[static_cast<std::size_t>(k)] : fmt::format("output{}", k);
+    output_names.push_back(n);
     append(n + "_mean", s.mean.row(k));
     append(n + "_sd", s.sd.row(k));
     if (regression) {
@@ -104,6 +115,8 @@ FitReport run_predict(const PredictConfig& cfg) {
       append(n + "_upper95", s.intervals.at(0.95).second.row(k));
     }
   }
+  if (conformal)
+    for (const auto& [name, column] : conformal_columns(*calibration, *conformal, output_names)) append(name, column.transpose());
   write_csv(out, names, values);
   FitReport report;
   report.files.push_back(out);
@@ -126,6 +139,12 @@ FitReport run_predict(const PredictConfig& cfg) {
     report.metrics["lppd"] = -m.nll;
     report.metrics["brier"] = m.brier;
     report.metrics["ece"] = m.ece;
+  }
+  if (conformal) {
+    report.metrics["conformal"] = calibration->to_json();
+    if (has_targets)
+      report.metrics["conformal"]["scores"] =
+          conformal_scores(*calibration, *conformal, targets, fitted.likelihood().kind() == "categorical");
   }
   return report;
 }

@@ -19,6 +19,7 @@ struct Split {
   IndexVec train;
   IndexVec validation;
   IndexVec test;
+  IndexVec calibration;  ///< held out for conformal calibration (empty unless asked for)
 };
 
 /// Settings of random_split.
@@ -40,6 +41,13 @@ Split random_split(Index num_rows, const SplitParams& params);
 
 /// Rng stream reserved for splitting, so a split never shares random numbers with chain 0.
 inline constexpr std::uint64_t kSplitStream = 0x73706c6974;  // "split"
+
+/// The "gap" split of Foong et al. (2019, "In-between" uncertainty): the rows sorted by input
+/// `dimension` (ties by row), the middle third (positions round(n/3) to round(2n/3) - 1) held out
+/// for testing and the outer two thirds for training, so that the test rows lie between the
+/// training clusters. One split per input dimension. Throws InputError for a dimension outside
+/// [0, inputs.rows() - 1] or fewer than 3 rows.
+Split gap_split(const Mat& inputs, Index dimension);
 
 /// Reads one 0-based row index per line (spaces, CRLF and blank lines allowed) for data with
 /// `num_rows` rows. Throws uqnn::InputError naming the file and line for a missing or empty file, a

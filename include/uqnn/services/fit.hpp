@@ -26,6 +26,7 @@
 #include "uqnn/nn/external_model.hpp"
 #include "uqnn/nn/non_centred_model.hpp"
 #include "uqnn/prob/posterior.hpp"
+#include "uqnn/services/conformal.hpp"
 #include "uqnn/services/options.hpp"
 
 namespace uqnn {
@@ -71,7 +72,16 @@ struct DataConfig {
   double test_fraction = 0.0;
   std::uint64_t split_seed = 0;
   std::filesystem::path train_indices, test_indices;  ///< split files (override the fractions)
+  /// random (the fractions) | gap (Foong et al. 2019: the middle third of input --split-index held
+  /// out for testing) | uci (the standard split --split-index of Hernández-Lobato and Adams 2015:
+  /// splits/<data stem>/train_K.txt and test_K.txt beside the data file, as data/uci ships them)
+  std::string split = "random";
+  Index split_index = 0;
   std::filesystem::path validation_path;  ///< held-out CSV (same columns) used as validation data instead of a split
+  /// Rows held out of training for conformal calibration (--conformal): this share of all rows,
+  /// drawn from the training rows with --split-seed, or the rows a file lists.
+  double calibration_fraction = 0.0;
+  std::filesystem::path calibration_indices;
 };
 
 /// Everything `uqnn fit` does, as make_fit_config() builds it from the options' declarations
@@ -82,6 +92,7 @@ struct FitConfig {
   ModelConfig model;
   ProbabilityConfig probability;
   TrainParams training;
+  ConformalConfig conformal;  ///< --conformal: calibration after the method, recorded in model.json
   std::string method = "map";
   std::uint64_t seed = 0;
   int threads = 0;                    ///< chains / members in parallel; 0 = automatic
@@ -217,9 +228,11 @@ struct FitReport {
 /// parts' draws through it, so the rest of the pipeline is the fit's own).
 FitReport run_fit(const FitConfig& config, const MethodRunner& method = {});
 
-/// The rows of each split for `n` rows: split files (--train-indices / --test-indices), else the
-/// fractions with --split-seed, else every row for training. Throws InputError when both are given.
-Split choose_split(const DataConfig& config, Index n);
+/// The rows of each split for data with `inputs` ([input_dim, n]): --split gap or uci, split files
+/// (--train-indices / --test-indices), else the fractions with --split-seed, else every row for training; then the calibration rows
+/// (--calibration-fraction / --calibration-indices) taken out of the training rows. Throws
+/// InputError when both are given, or when calibration rows are test or validation rows.
+Split choose_split(const DataConfig& config, const Mat& inputs);
 
 /// What a fit works on, before any method runs: the data, its split, the standardiser fitted on the
 /// training rows, the posterior (standardised units) and the standardised validation data. run_fit
