@@ -69,6 +69,47 @@ GaussianProcess fit_nngp(const Mat& X, const Vec& y, const GpFitParams& params) 
   return GaussianProcess(params.nngp, start);
 }
 
+/// s^2 = var_y, s_n^2 = var_y / 10, l = the median pairwise distance (per input: that input's sd; linear: 1).
+GpHyperparameters starting_hyperparameters(const Mat& Xf, double var_y, const GpFitParams& params) {
+  GpHyperparameters start;
+  start.signal_variance = var_y;
+  start.noise_variance = var_y / 10.0;
+  if (params.per_input_length_scales && params.kernel != GpKernel::Linear) {
+    start.length_scales.resize(Xf.rows());
+    for (Index i = 0; i < Xf.rows(); ++i) {
+      const double sd = std::sqrt((Xf.row(i).array() - Xf.row(i).mean()).square().mean());
+      start.length_scales[i] = sd > 0 ? sd : 1.0;
+    }
+  } else if (params.per_input_length_scales) {
+    start.length_scales = Vec::Ones(Xf.rows());
+  } else {
+    const Mat D = squared_distances(Xf, Xf);
+    std::vector<double> d;
+    for (Index j = 0; j < D.cols(); ++j)
+      for (Index i = 0; i < j; ++i)
+        if (D(i, j) > 0) d.push_back(std::sqrt(D(i, j)));
+    double median = 1.0;
+    if (!d.empty()) {
+      std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+      median = d[d.size() / 2];
+    }
+    start.length_scales = Vec::Constant(1, params.kernel == GpKernel::Linear ? 1.0 : median);
+  }
+  return start;
+}
+
+/// The random subset of at most params.max_points columns the fit uses (the only draws from `rng`).
+IndexVec fit_subset(Index n, const GpFitParams& params, Rng& rng) {
+  if (n <= params.max_points) {
+    IndexVec all(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+    return all;
+  }
+  IndexVec perm = rng.permutation(n);
+  perm.resize(static_cast<std::size_t>(params.max_points));
+  return perm;
+}
+
 }  // namespace
 
 GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitParams& params, Rng& rng) {
@@ -88,30 +129,7 @@ GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitPara
   }
   if (params.kernel == GpKernel::Nngp) return fit_nngp(Xf, yf, params);
   const double var_y = std::max((yf.array() - yf.mean()).square().mean(), 1e-12);
-  GpHyperparameters start;
-  start.signal_variance = var_y;
-  start.noise_variance = var_y / 10.0;
-  if (params.per_input_length_scales && params.kernel != GpKernel::Linear) {
-    start.length_scales.resize(X.rows());
-    for (Index i = 0; i < X.rows(); ++i) {
-      const double sd = std::sqrt((Xf.row(i).array() - Xf.row(i).mean()).square().mean());
-      start.length_scales[i] = sd > 0 ? sd : 1.0;
-    }
-  } else if (params.per_input_length_scales) {
-    start.length_scales = Vec::Ones(X.rows());
-  } else {
-    const Mat D = squared_distances(Xf, Xf);
-    std::vector<double> d;
-    for (Index j = 0; j < D.cols(); ++j)
-      for (Index i = 0; i < j; ++i)
-        if (D(i, j) > 0) d.push_back(std::sqrt(D(i, j)));
-    double median = 1.0;
-    if (!d.empty()) {
-      std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
-      median = d[d.size() / 2];
-    }
-    start.length_scales = Vec::Constant(1, params.kernel == GpKernel::Linear ? 1.0 : median);
-  }
+  const GpHyperparameters start = starting_hyperparameters(Xf, var_y, params);
   Vec p = GaussianProcess(params.kernel, start).log_parameters();
   OptimizerParams adam;
   adam.learning_rate = params.learning_rate;
@@ -129,6 +147,50 @@ GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitPara
     optimizer->step(p, descent, params.learning_rate);
   }
   return GaussianProcess::from_log_parameters(params.kernel, best);
+}
+
+}  // namespace uqnn
+
+namespace uqnn {
+
+DirichletGaussianProcess fit_dirichlet_gaussian_process(const Mat& X, const Vec& labels, Index num_classes,
+                                                        double alpha_epsilon, const GpFitParams& params, Rng& rng) {
+  params.validate();
+  if (X.cols() != labels.size()) throw std::invalid_argument("fit_dirichlet_gaussian_process: X and labels sizes differ");
+  if (X.cols() < 2) throw std::invalid_argument("fit_dirichlet_gaussian_process: needs at least 2 points");
+  const IndexVec subset = fit_subset(X.cols(), params, rng);
+  const Index n = static_cast<Index>(subset.size());
+  Mat Xf(X.rows(), n);
+  Vec yf(n);
+  for (Index i = 0; i < n; ++i) {
+    Xf.col(i) = X.col(subset[static_cast<std::size_t>(i)]);
+    yf[i] = labels[subset[static_cast<std::size_t>(i)]];
+  }
+  const DirichletTargets data = dirichlet_targets(yf, num_classes, alpha_epsilon);
+  const Vec means = data.targets.rowwise().mean();
+  // Start: s^2 = the variance of the centred targets, pooled over the classes; l as for regression.
+  const double var_y = std::max((data.targets.colwise() - means).array().square().mean(), 1e-12);
+  GpHyperparameters start = starting_hyperparameters(Xf, var_y, params);
+  if (params.kernel == GpKernel::Nngp) start.length_scales = Vec::Ones(1);  // its input scale is the architecture's
+  const GaussianProcess initial = params.kernel == GpKernel::Nngp ? GaussianProcess(params.nngp, start)
+                                                                  : GaussianProcess(params.kernel, start);
+  Vec p = initial.log_parameters();
+  OptimizerParams adam;
+  adam.learning_rate = params.learning_rate;
+  auto optimizer = make_optimizer(adam, p.size());
+  Vec best = p, grad(p.size());
+  double best_value = -std::numeric_limits<double>::infinity();
+  for (Index it = 0; it <= params.iterations; ++it) {
+    const double value = dirichlet_log_marginal_likelihood(initial.with_log_parameters(p), Xf, data, means, &grad);
+    if (std::isfinite(value) && value > best_value) {
+      best_value = value;
+      best = p;
+    }
+    if (it == params.iterations || !grad.allFinite()) break;
+    const Vec descent = -grad;  // the optimiser minimises; the noise entry's gradient is 0 and it stays put
+    optimizer->step(p, descent, params.learning_rate);
+  }
+  return {initial.with_log_parameters(best), means};
 }
 
 }  // namespace uqnn

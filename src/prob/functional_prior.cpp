@@ -9,9 +9,16 @@
 namespace uqnn {
 
 FunctionalPrior::FunctionalPrior(std::shared_ptr<const Model> model, GaussianProcess process, double relative_jitter,
-                                 bool include_noise)
-    : model_(std::move(model)), process_(std::move(process)), relative_jitter_(relative_jitter), include_noise_(include_noise) {
+                                 bool include_noise, Vec output_means)
+    : model_(std::move(model)),
+      process_(std::move(process)),
+      relative_jitter_(relative_jitter),
+      include_noise_(include_noise),
+      output_means_(std::move(output_means)) {
   if (!model_) throw std::invalid_argument("functional prior: model must not be null");
+  if (output_means_.size() != 0 && output_means_.size() != model_->output_dim())
+    throw std::invalid_argument("functional prior: output_means needs one entry per network output");
+  require(output_means_.allFinite(), "functional prior output_means", "finite");
   require(std::isfinite(relative_jitter) && relative_jitter >= 0, "gp_jitter", "finite and >= 0");
 }
 
@@ -32,9 +39,12 @@ double FunctionalPrior::log_density_of_outputs(const Mat& outputs, const Measure
   const Index M = covariance.points.cols();
   if (outputs.cols() != M) throw std::invalid_argument("functional prior: outputs and measurement points differ in number");
   const Index O = outputs.rows();
-  // alpha = K^-1 F^T ([M, O]) by two triangular solves.
-  const Mat alpha = covariance.cholesky.solve(outputs.transpose());
-  const double quadratic = outputs.transpose().cwiseProduct(alpha).sum();
+  if (output_means_.size() != 0 && output_means_.size() != O)
+    throw std::invalid_argument("functional prior: outputs and output_means differ in number");
+  // alpha = K^-1 (F - m)^T ([M, O]) by two triangular solves.
+  const Mat centred = output_means_.size() == 0 ? outputs : Mat(outputs.colwise() - output_means_);
+  const Mat alpha = covariance.cholesky.solve(centred.transpose());
+  const double quadratic = centred.transpose().cwiseProduct(alpha).sum();
   if (output_grad) *output_grad = -alpha.transpose();
   return -0.5 * quadratic - 0.5 * static_cast<double>(O) * covariance.log_determinant -
          0.5 * static_cast<double>(O * M) * std::log(2.0 * std::numbers::pi);

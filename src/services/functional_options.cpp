@@ -1,5 +1,11 @@
 #include "uqnn/services/functional_options.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
 #include "uqnn/core/error.hpp"
 #include "uqnn/optim/gaussian_process_fit.hpp"
 
@@ -14,9 +20,14 @@ const OptionSchema<FunctionalOptions>& functional_options() {
           .cite("Wu et al., sec. 4; Lee et al. 2018 (nngp)")
 
           .add("gp_ard", &F::gp_ard, "one GP length scale per input (default: one shared)")
-          .add("gp_iterations", &F::gp_iterations, "Adam steps fitting the GP hyperparameters by marginal likelihood")
-          .at_least(1)
+          .add("gp_iterations", &F::gp_iterations,
+               "Adam steps fitting the GP hyperparameters by marginal likelihood; 0 = 100 for regression, 500 for classification")
+          .at_least(0)
           .cite("Wu et al., App. E")
+          .add("gp_dirichlet_alpha", &F::gp_dirichlet_alpha,
+               "classification: alpha_eps of the Dirichlet-based GP's label transformation (alpha = one-hot label + alpha_eps)")
+          .above(0)
+          .cite("Milios et al. 2018, sec. 4")
           .add("gp_lr", &F::gp_learning_rate, "Adam learning rate of the GP fit (log scale)")
           .above(0)
           .add("gp_max_points", &F::gp_max_points, "the GP fit uses at most this many random training points")
@@ -27,8 +38,10 @@ const OptionSchema<FunctionalOptions>& functional_options() {
           .add("measurement_data", &F::measurement_data, "training inputs in each measurement set (>= N: all of them, fixed)")
           .at_least(0)
           .cite("Wu et al., sec. 5.1")
-          .add("measurement_box", &F::measurement_box, "uniform points in the box around the inputs in each measurement set")
-          .at_least(0)
+          .add("measurement_box", &F::measurement_box,
+               "uniform points in the box around the inputs in each measurement set; -1 = 40 for regression, 0 for "
+               "classification")
+          .at_least(-1)
           .add("measurement_margin", &F::measurement_margin,
                "box = [min - margin*range, max + margin*range] per (standardised) input")
           .at_least(0)
@@ -66,11 +79,16 @@ NngpArchitecture nngp_architecture(const FitConfig& config, const std::string& w
 }
 
 std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext& context, nlohmann::json* info) {
-  const FunctionalOptions o = functional_options().read(context.config.method_settings);
+  FunctionalOptions o = functional_options().read(context.config.method_settings);
   const auto& post = context.posterior;
-  if (post->likelihood().kind().rfind("gaussian", 0) != 0)
-    throw InputError("--method fsgld/fsghmc need --likelihood gaussian (the GP prior is over the regression function), not '" +
-                     post->likelihood().kind() + "'");
+  const std::string kind = post->likelihood().kind();
+  const bool regression = kind.rfind("gaussian", 0) == 0, categorical = kind == "categorical", bernoulli = kind == "bernoulli";
+  if (!regression && !categorical && !bernoulli)
+    throw InputError("--method fsgld/fsghmc need --likelihood gaussian (a GP prior over the regression function) or "
+                     "categorical / bernoulli (a Dirichlet-based GP prior over the logits), not '" + kind + "'");
+  // The paper's settings where the user left the default (functional_options.hpp).
+  if (o.gp_iterations == 0) o.gp_iterations = regression ? 100 : 500;
+  if (o.measurement_box < 0) o.measurement_box = regression ? 40 : 0;
   GpFitParams fit;
   fit.kernel = parse_gp_kernel(o.gp_kernel);
   if (fit.kernel == GpKernel::Nngp) {
@@ -91,28 +109,68 @@ std::shared_ptr<FunctionalPosterior> build_functional_posterior(const FitContext
   } catch (const std::invalid_argument& e) {
     throw InputError(std::string("functional SG-MCMC options: ") + e.what());
   }
-  // The GP is fitted to the first target (all outputs share its kernel), in the units the network sees.
+  if (measurement.num_data_points + measurement.num_box_points == 0)
+    throw InputError("functional SG-MCMC options: --measurement-data and --measurement-box are both 0: no measurement points");
   Rng rng(context.config.seed, 0x67705f666974 /* "gp_fit" */);
   const Vec y = post->targets().row(0).transpose();
-  const GaussianProcess process = fit_gaussian_process(post->inputs(), y, fit, rng);
-  FunctionalPrior prior(post->model_ptr(), process, o.gp_jitter, o.gp_prior_noise);
+  const Index fit_points = std::min(post->num_data(), fit.max_points);
+  std::optional<GaussianProcess> process;
+  Vec output_means;
+  double log_marginal_per_point = 0;
+  if (regression) {
+    // The GP is fitted to the first target (all outputs share its kernel), in the units the network sees.
+    process = fit_gaussian_process(post->inputs(), y, fit, rng);
+    log_marginal_per_point = process->log_marginal_likelihood(post->inputs().leftCols(fit_points), y.head(fit_points)) /
+                             static_cast<double>(fit_points);
+  } else {
+    // Seed 002 App. E: "a Dirichlet-based GP designed for classification tasks ... pre-trained".
+    const Index num_classes = categorical ? post->model().output_dim() : 2;
+    const DirichletGaussianProcess dirichlet =
+        fit_dirichlet_gaussian_process(post->inputs(), y, num_classes, o.gp_dirichlet_alpha, fit, rng);
+    output_means = dirichlet.class_means;
+    log_marginal_per_point =
+        dirichlet_log_marginal_likelihood(dirichlet.process, post->inputs().leftCols(fit_points),
+                                          dirichlet_targets(y.head(fit_points), num_classes, o.gp_dirichlet_alpha),
+                                          dirichlet.class_means) /
+        static_cast<double>(fit_points * num_classes);
+    if (bernoulli) {
+      // One logit g = f_1 - f_0 of two independent GPs with the same kernel: g ~ GP(m_1 - m_0, 2 k).
+      Vec p = dirichlet.process.log_parameters();
+      p[0] += std::log(2.0);
+      process = dirichlet.process.with_log_parameters(p);
+      output_means = Vec::Constant(1, output_means[1] - output_means[0]);
+    } else {
+      process = dirichlet.process;
+    }
+  }
+  // The Dirichlet GP's noise is the label transformation's, not the function's: its prior is over
+  // the noise-free logits (gp_prior_noise applies to regression).
+  FunctionalPrior prior(post->model_ptr(), *process, o.gp_jitter, regression && o.gp_prior_noise, output_means);
   auto target = std::make_shared<FunctionalPosterior>(post, std::move(prior), MeasurementSampler(post->inputs(), measurement),
                                                       context.config.seed, o.keep_weight_prior);
-  const auto& h = process.hyperparameters();
+  const auto& h = process->hyperparameters();
+  std::string described = process->describe();
+  if (!regression) {
+    // The Dirichlet GP's noise is the labels' (per example and class), not the process's own.
+    const auto at = described.find(", noise_variance=");
+    if (at != std::string::npos) described.erase(at, described.find_first_of(",)", at + 2) - at);
+    described += fmt::format(" with alpha_eps={:g}", o.gp_dirichlet_alpha);
+  }
   if (info) {
     *info = functional_options().write(o);
-    (*info)["gp"] = process.describe();
+    (*info)["gp"] = described;
+    (*info)["gp_prior"] = regression ? "gaussian process fitted to the regression targets"
+                                     : "Dirichlet-based gaussian process over the logits (Milios et al. 2018)";
     (*info)["gp_signal_variance"] = h.signal_variance;
     (*info)["gp_length_scales"] = std::vector<double>(h.length_scales.data(), h.length_scales.data() + h.length_scales.size());
-    (*info)["gp_noise_variance"] = h.noise_variance;
-    (*info)["gp_log_marginal_likelihood_per_point"] = process.log_marginal_likelihood(
-        post->inputs().leftCols(std::min(post->num_data(), fit.max_points)), y.head(std::min(post->num_data(), fit.max_points))) /
-        static_cast<double>(std::min(post->num_data(), fit.max_points));
+    if (regression) (*info)["gp_noise_variance"] = h.noise_variance;
+    if (!regression) (*info)["gp_output_means"] = std::vector<double>(output_means.data(), output_means.data() + output_means.size());
+    (*info)["gp_log_marginal_likelihood_per_point"] = log_marginal_per_point;
     (*info)["measurement_points_per_step"] = target->measurement().size();
     (*info)["measurement_fixed"] = target->measurement().is_fixed();
     (*info)["jitter_used"] = target->reference().jitter;
   }
-  context.log("functional prior: " + process.describe());
+  context.log("functional prior: " + std::string(regression ? "" : "Dirichlet-based ") + described);
   return target;
 }
 

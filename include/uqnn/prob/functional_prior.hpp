@@ -36,19 +36,22 @@ class FunctionalPrior {
  public:
   /// `relative_jitter` >= 0: jitter = relative_jitter * signal variance (raised 10x at a time if
   /// the factorisation fails). Default 1e-4. `include_noise`: add the GP's noise variance (see above).
+  /// `output_means`: empty (zero mean) or one per network output.
   FunctionalPrior(std::shared_ptr<const Model> model, GaussianProcess process, double relative_jitter = 1e-4,
-                  bool include_noise = false);
+                  bool include_noise = false, Vec output_means = Vec());
 
   const Model& model() const { return *model_; }
   const GaussianProcess& process() const { return process_; }
   double relative_jitter() const { return relative_jitter_; }
   bool includes_noise() const { return include_noise_; }
+  /// The constant prior mean of each output (empty: zero).
+  const Vec& output_means() const { return output_means_; }
 
   /// Factorises the prior covariance at X_M.
   MeasurementCovariance factorize(const Mat& points) const;
 
-  /// log N(F_o | 0, K) summed over the outputs o, for outputs F [output_dim, M]; when `output_grad`
-  /// is given it receives d/dF = -K^-1 F^T (transposed back to [output_dim, M]).
+  /// log N(F_o | m_o, K) summed over the outputs o, for outputs F [output_dim, M]; when `output_grad`
+  /// is given it receives d/dF = -K^-1 (F - m)^T (transposed back to [output_dim, M]).
   double log_density_of_outputs(const Mat& outputs, const MeasurementCovariance& covariance, Mat* output_grad = nullptr) const;
 
   /// log P0(f(X_M; theta)) for network parameters `theta` (num_params of the model); its gradient
@@ -65,6 +68,7 @@ class FunctionalPrior {
   GaussianProcess process_;
   double relative_jitter_;
   bool include_noise_;
+  Vec output_means_;
 };
 
 }  // namespace uqnn
