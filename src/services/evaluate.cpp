@@ -1,6 +1,7 @@
 #include "uqnn/services/evaluate.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,12 +16,17 @@
 #include "uqnn/plot/figure.hpp"
 #include "uqnn/predictive/conformal.hpp"
 #include "uqnn/predictive/scores.hpp"
+#include "uqnn/services/conformal.hpp"
 #include "uqnn/services/fitted_model.hpp"
 
 namespace uqnn {
 
 const std::vector<std::string>& conformal_methods() {
-  static const std::vector<std::string> methods = {"split", "cqr", "aps", "raps", "temperature"};
+  static const std::vector<std::string> methods = [] {
+    std::vector<std::string> names = conformal_kinds().names();
+    names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
+    return names;
+  }();
   return methods;
 }
 
@@ -37,7 +43,7 @@ void EvaluateConfig::validate() const {
   if (!conformal.empty()) {
     const auto& m = conformal_methods();
     if (std::find(m.begin(), m.end(), conformal) == m.end())
-      throw InputError("--conformal '" + conformal + "' is not known: valid are split, cqr, aps, raps, temperature");
+      throw InputError("--conformal '" + conformal + "' is not known: valid are " + fmt::format("{}", fmt::join(m, ", ")));
     const bool fraction = calibration_fraction != 0.0;
     if (fraction == !calibration_data.empty())
       throw InputError("--conformal needs either --calibration-fraction (in (0, 1)) or --calibration-data, not both");

@@ -42,7 +42,7 @@ ConformalIntervals cqr(const Vec& lower, const Vec& upper, double quantile);
 struct SetScoreOptions {
   double lambda = 0.0;   ///< RAPS penalty per class beyond k_reg (>= 0)
   Index k_reg = 0;       ///< classes free of the penalty (>= 0)
-  bool randomized = true;  ///< u ~ U(0, 1); false: u = 1 (conservative sets, never empty)
+  bool randomized = true;  ///< u ~ U(0, 1); false: u = 1 (conservative sets; they can still be empty when the top class alone exceeds the threshold)
   void validate() const;
 };
 /// Score of each row's true class: probabilities [K, n], labels (class indices) [n].

@@ -48,7 +48,7 @@ struct EvaluateReport {
 
 EvaluateReport run_evaluate(const EvaluateConfig& config);
 
-/// The conformal methods `--conformal` accepts.
+/// The conformal methods `--conformal` accepts: conformal_kinds() but "none".
 const std::vector<std::string>& conformal_methods();
 
 }  // namespace uqnn
