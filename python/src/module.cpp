@@ -22,6 +22,7 @@
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
 #include "uqnn/services/network.hpp"
+#include "uqnn/services/ood_metrics.hpp"
 #include "uqnn/services/sample.hpp"
 #include "uqnn/services/vocabulary.hpp"
 
@@ -320,7 +321,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fit",
       [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
-         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume) {
+         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume, std::optional<CArray> ood_X) {
         FitRequest request;
         request.given = given_options(options);
         request.invocation = {{"python", to_json(options)}};
@@ -336,6 +337,7 @@ PYBIND11_MODULE(_core, m) {
         data.target_names = std::move(target_names);
         data.source = "Python arrays";
         cfg.data.dataset = std::move(data);
+        if (ood_X) cfg.data.ood_inputs = columns_of(*ood_X, "ood_X");
         FitReport report;
         bool interrupted = false;
         const auto reporter = std::make_shared<PythonReporter>(sink);
@@ -344,7 +346,7 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(to_python(report.metrics), interrupted);
       },
       py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start"), py::arg("reporter"),
-      py::arg("resume") = false);
+      py::arg("resume") = false, py::arg("ood_X") = py::none());
 
   m.def(
       "sample_python",
@@ -661,6 +663,18 @@ PYBIND11_MODULE(_core, m) {
              for (const auto& [level, bounds] : s.intervals) intervals[py::float_(level)] = py::make_tuple(rows_of(bounds.first), rows_of(bounds.second));
              return py::dict(py::arg("mean") = rows_of(s.mean), py::arg("sd") = rows_of(s.sd),
                              py::arg("epistemic_sd") = rows_of(s.epistemic_sd), py::arg("intervals") = intervals);
+           })
+      .def("ood_metrics",
+           // metrics.json's "ood" section (services/ood_metrics.hpp): X's rows against ood_X's.
+           [](const FittedModel& f, const CArray& X, const CArray& ood_X) {
+             const Mat x = columns_of(X, "X"), ood = columns_of(ood_X, "ood_X");
+             nlohmann::json j;
+             {
+               py::gil_scoped_release release;
+               j = ood_metrics(f.model(), f.likelihood(), f.draws(), f.standardizer().transform_inputs(x),
+                               f.standardizer().transform_inputs(ood), "X");
+             }
+             return to_python(j);
            })
       .def("pointwise_log_likelihood",
            [](const FittedModel& f, const CArray& X, const CArray& y) {
