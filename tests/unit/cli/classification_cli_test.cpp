@@ -259,5 +259,26 @@ TEST_F(ClassificationCli, BadImageFilesStopWithTheFileAndExitCode2) {
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
+TEST_F(ClassificationCli, DropoutAndKroneckerLaplaceRunOnACnn) {
+  // 300 training digits; MC dropout before the fc layers and K-FAC with the conv layer's factors.
+  std::string indices;
+  for (int i = 0; i < 300; ++i) indices += std::to_string(i) + "\n";
+  write("train300.txt", indices);
+  const std::string common = fmt::format(
+      "fit --quiet --data {} --train-indices {} --test-data {} --likelihood categorical --classes 10 --model cnn "
+      "--layers conv4k3,pool2,fc16 --activation relu --num-samples 30 --figure none",
+      digits_file("train"), (dir_ / "train300.txt").string(), digits_file("test"));
+  for (const std::string method : {"dropout --optimizer adam --lr 3e-3 --epochs 60 --batch-size 32",
+                                   "laplace --laplace-structure kron --laplace-curvature ggn --laplace-predictive glm"}) {
+    const fs::path out = dir_ / method.substr(0, method.find(' '));
+    const CliRun r = run_cli(common + " --method " + method + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << method << "\n" << r.output;
+    const auto test = json(out / "metrics.json").at("splits").at("test");
+    EXPECT_EQ(test.at("n").get<int>(), 360);
+    EXPECT_GT(test.at("accuracy").get<double>(), 0.75) << method;  // chance is 0.1
+    EXPECT_LT(test.at("nll").get<double>(), 1.0) << method;        // a uniform guess: log 10 = 2.3
+  }
+}
+
 }  // namespace
 }  // namespace uqnn
