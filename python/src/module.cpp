@@ -24,6 +24,7 @@
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
 #include "uqnn/services/network.hpp"
+#include "uqnn/services/ood_metrics.hpp"
 #include "uqnn/services/sample.hpp"
 #include "uqnn/services/vocabulary.hpp"
 
@@ -418,7 +419,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fit",
       [](const py::dict& options, const CArray& X, const CArray& y, std::vector<std::string> input_names,
-         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume,
+         std::vector<std::string> target_names, std::optional<CArray> start, py::object sink, bool resume, std::optional<CArray> ood_X,
          std::optional<std::string> network_id) {
         FitRequest request;
         request.given = given_options(options);
@@ -439,6 +440,7 @@ PYBIND11_MODULE(_core, m) {
         data.target_names = std::move(target_names);
         data.source = "Python arrays";
         cfg.data.dataset = std::move(data);
+        if (ood_X) cfg.data.ood_inputs = columns_of(*ood_X, "ood_X");
         FitReport report;
         bool interrupted = false;
         const auto reporter = std::make_shared<PythonReporter>(sink);
@@ -447,7 +449,7 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(to_python(report.metrics), interrupted);
       },
       py::arg("options"), py::arg("X"), py::arg("y"), py::arg("input_names"), py::arg("target_names"), py::arg("start"), py::arg("reporter"),
-      py::arg("resume") = false, py::arg("network_id") = py::none());
+      py::arg("resume") = false, py::arg("ood_X") = py::none(), py::arg("network_id") = py::none());
   // A network uqnn evaluates through Python (uqnn._torch_model.TorchNetwork): registered under its
   // id, which fit(network_id=...) and saved runs' model.json ({"kind": "external"}) refer to.
   m.def("register_network", [](const py::object& net, std::optional<py::dict> init_options) {
@@ -801,6 +803,18 @@ PYBIND11_MODULE(_core, m) {
              if (p.probabilities.size()) out["probabilities"] = rows_of(p.probabilities);
              if (p.in_set.size()) out["sets"] = rows_of(p.in_set);
              return std::move(out);
+           })
+      .def("ood_metrics",
+           // metrics.json's "ood" section (services/ood_metrics.hpp): X's rows against ood_X's.
+           [](const FittedModel& f, const CArray& X, const CArray& ood_X) {
+             const Mat x = columns_of(X, "X"), ood = columns_of(ood_X, "ood_X");
+             nlohmann::json j;
+             {
+               py::gil_scoped_release release;
+               j = ood_metrics(f.model(), f.likelihood(), f.draws(), f.standardizer().transform_inputs(x),
+                               f.standardizer().transform_inputs(ood), "X");
+             }
+             return to_python(j);
            })
       .def("pointwise_log_likelihood",
            [](const FittedModel& f, const CArray& X, const CArray& y) {

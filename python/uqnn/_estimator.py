@@ -210,7 +210,7 @@ class BNN(BaseEstimator):
         t, names = _as_table(y, "y", what="y")
         return t, names, {}
 
-    def fit(self, X, y, resume: bool = False) -> "BNN":
+    def fit(self, X, y, resume: bool = False, ood_X=None) -> "BNN":
         """Fits the network to X (n, d) and y (n,) or (n, t): NumPy arrays or pandas frames/series,
         float32 or float64, C or Fortran order. Returns self. NaN or inf in X or y raise ValueError
         naming the row and column (uqnn does not impute).
@@ -218,7 +218,12 @@ class BNN(BaseEstimator):
         resume=True continues a chain run that was stopped (Ctrl-C, SIGTERM, a killed job) from the
         checkpoint in ``out``: same estimator settings and data, bitwise the draws of a run that was
         never stopped. Methods that run chains save it when stopped, and every
-        ``checkpoint_every=N`` iterations (or ``"10m"``) when asked."""
+        ``checkpoint_every=N`` iterations (or ``"10m"``) when asked.
+
+        ood_X (classifiers): out-of-distribution inputs, (m, d) like X. ``metrics_["ood"]`` then has
+        AUROC, AUPR and FPR at 95% TPR of the predictive entropy, mutual information and max
+        probability, the test rows (else the training rows) against these, as ``uqnn fit
+        --ood-data`` writes them into metrics.json."""
         if resume and self.out is None:
             raise ValueError("resume=True needs the out directory of the stopped run (BNN(..., out=DIR))")
         feature_names = _feature_names(X)
@@ -271,8 +276,13 @@ class BNN(BaseEstimator):
             # The user's network, then the likelihood's extras at uqnn's start (log sigma: 0.1 sd).
             ld = _core.FitProblem({k: v for k, v in options.items() if k not in ("out", "quiet")}, x, t, input_names, target_names)
             start = np.concatenate([given_start, ld.initial_point(0)[ld.num_network_params:]])
+        ood = None
+        if ood_X is not None:
+            ood, _ = _as_table(ood_X, "x", what="ood_X", require_2d=self._require_2d)
+            if ood.shape[1] != x.shape[1]:
+                raise ValueError(f"ood_X has {ood.shape[1]} columns, X has {x.shape[1]}: they must have the same features")
         metrics, interrupted = _core.fit(options, x, t, input_names, target_names, start, Reporter(self.progress), resume,
-                                         network_id)
+                                         ood_X=ood, network_id=network_id)
         if network is not None:
             network.save(out)  # beside model.json: uqnn.load and pickling read the run back with it
         if torch_setup is not None and torch_setup["last_layer"] is not None:
@@ -506,15 +516,23 @@ class BNN(BaseEstimator):
         t, _ = _as_table(y, "y", what="y")
         return t
 
-    def metrics(self, X, y) -> dict:
+    def metrics(self, X, y, ood_X=None) -> dict:
         """Regression: RMSE, NLL, LPPD (Sommer et al. 2024, eq. 7) and 50/90/95% coverage on (X, y), in y's
         units. Classification: accuracy, NLL (= -LPPD), Brier score and ECE (15 bins), as
-        metrics.json of the CLI."""
+        metrics.json of the CLI; with ``ood_X`` (out-of-distribution inputs) also ``"ood"``: AUROC,
+        AUPR and FPR at 95% TPR of the predictive entropy, mutual information and max probability,
+        X's rows against ood_X's."""
         f = self._require_fit()
         x, t = self._x(X), self._targets(y)
+        if ood_X is not None and f.likelihood not in ("bernoulli", "categorical"):
+            raise ValueError("ood_X: the detection scores are of class probabilities; this is a regression fit "
+                             "(uqnn.evaluate(model, X, y, ood_X=...) scores a regression's predictive sd)")
         if f.likelihood in ("bernoulli", "categorical"):
             p = f.predict(x, [], self.seed)
-            return _core.classification_metrics(p["mean"], t, f.likelihood == "categorical")
+            m = _core.classification_metrics(p["mean"], t, f.likelihood == "categorical")
+            if ood_X is not None:
+                m["ood"] = f.ood_metrics(x, self._x(ood_X))
+            return m
         ll = f.pointwise_log_likelihood(x, t)
         p = f.predict(x, [0.5, 0.9, 0.95], self.seed)
         err = p["mean"] - t

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/nn/cnn.hpp"
 #include "uqnn/nn/mlp.hpp"
 
 namespace uqnn {
@@ -229,10 +230,120 @@ Vec curvature_diagonal(const Posterior& post, const Vec& theta, CurvatureBackend
   return d;
 }
 
+namespace {
+
+/// The patches of a conv layer's input x [C, H, W] (one example) that its output positions see:
+/// column t = (oh, ow) holds x[c, oh s - p + ki, ow s - p + kj] at row (c kh + ki) kw + kj (0
+/// outside the image), PyTorch's order of a weight's [in, kh, kw]; then a row of ones when the
+/// layer has a bias (the homogeneous coordinate).
+Mat kfac_conv_patches(const CnnLayer& l, const double* x) {
+  const ImageShape& in = l.in_shape;
+  const Index H = l.out_shape.height, W = l.out_shape.width, K = in.channels * l.kernel_h * l.kernel_w;
+  Mat patches = Mat::Zero(K + (l.bias ? 1 : 0), H * W);
+  for (Index c = 0; c < in.channels; ++c)
+    for (Index ki = 0; ki < l.kernel_h; ++ki)
+      for (Index kj = 0; kj < l.kernel_w; ++kj)
+        for (Index oh = 0; oh < H; ++oh)
+          for (Index ow = 0; ow < W; ++ow) {
+            const Index ih = oh * l.stride_h - l.pad_h + ki, iw = ow * l.stride_w - l.pad_w + kj;
+            if (ih >= 0 && ih < in.height && iw >= 0 && iw < in.width)
+              patches((c * l.kernel_h + ki) * l.kernel_w + kj, oh * W + ow) = x[(c * in.height + ih) * in.width + iw];
+          }
+  if (l.bias) patches.row(K).setOnes();
+  return patches;
+}
+
+/// K-FAC for a Cnn's top-level conv and linear layers (Grosse and Martens 2016, "A Kronecker-factored
+/// approximate Fisher matrix for convolution layers", KFC, with the GGN's output precisions instead
+/// of sampled gradients): the layer's weight [out, K] and bias as [W b], block
+///   A = sum_i sum_t a_it a_it^T                          (a_it: the patch at position t, and 1)
+///   G = (1/N) sum_i (1/|T|) sum_t B_it^T Lambda_i B_it    (B_it = d f_i / d s_it, s_it the output at t)
+/// (their eq. 5 and the "spatially uncorrelated derivatives" of section 3.2); a linear layer is one
+/// position, as in the Mlp's factors. B_it^T Lambda_i B_it = sum_c (B_it^T l_ic)(B_it^T l_ic)^T for
+/// Lambda_i = L_i L_i^T: one backward pass per output c. Other parameters (norms, residual blocks,
+/// grouped convolutions) are left to the diagonal.
+std::vector<KroneckerFactors> cnn_kronecker_factors(const Posterior& post, const Cnn& cnn, const Vec& theta, const IndexVec& active) {
+  const Index P = cnn.num_params(), N = post.num_data(), T = cnn.output_dim();
+  std::vector<char> is_active(static_cast<std::size_t>(post.dim()), 0);
+  for (const Index k : active) is_active[static_cast<std::size_t>(k)] = 1;
+  struct Chosen {
+    std::size_t layer;
+    Index rows, cols, positions;
+  };
+  std::vector<Chosen> chosen;
+  std::vector<KroneckerFactors> factors;
+  for (std::size_t li = 0; li < cnn.layers().size(); ++li) {
+    const CnnLayer& l = cnn.layers()[li];
+    if (l.type != CnnLayerType::Conv && l.type != CnnLayerType::Linear) continue;
+    if (l.type == CnnLayerType::Conv && l.groups != 1) continue;  // block diagonal weights: left to the diagonal
+    const auto first = is_active.begin() + l.offset, last = first + l.num_params;
+    const auto count = std::count_if(first, last, [](char c) { return c != 0; });
+    if (count == 0) continue;
+    if (count != l.num_params) throw std::invalid_argument(fmt::format("kronecker_factors: layer {} is only partly active", l.name));
+    const Index rows = l.out, K = l.num_params / rows - (l.bias ? 1 : 0);
+    KroneckerFactors f;
+    for (Index o = 0; o < rows; ++o) {
+      for (Index j = 0; j < K; ++j) f.index.push_back(l.offset + o * K + j);
+      if (l.bias) f.index.push_back(l.offset + rows * K + o);
+    }
+    const Index cols = K + (l.bias ? 1 : 0);
+    f.input_factor = Mat::Zero(cols, cols);
+    f.output_factor = Mat::Zero(rows, rows);
+    factors.push_back(std::move(f));
+    chosen.push_back({li, rows, cols, l.type == CnnLayerType::Conv ? l.out_shape.plane() : 1});
+  }
+  if (factors.empty()) return factors;
+  // L_i with Lambda_i = L_i L_i^T (eigenvalues clipped at 0 by output_precisions).
+  const auto lambda = output_precisions(post, theta);
+  std::vector<Mat> roots;
+  roots.reserve(lambda.size());
+  for (const Mat& L : lambda) {
+    const Eigen::SelfAdjointEigenSolver<Mat> eig(L);
+    roots.push_back(eig.eigenvectors() * eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal());
+  }
+  // In chunks of examples: the statistics keep every layer's input and output for the chunk.
+  const Index chunk = std::max<Index>(1, std::min<Index>(N, cnn.examples_per_pass() / 4));
+  for (Index start = 0; start < N; start += chunk) {
+    const Index n = std::min(chunk, N - start);
+    const Mat X = post.inputs().middleCols(start, n);
+    for (Index c = 0; c < T; ++c) {
+      Mat G(T, n);
+      for (Index i = 0; i < n; ++i) G.col(i) = roots[static_cast<std::size_t>(start + i)].col(c);
+      const Cnn::LayerStatistics stats = cnn.layer_statistics(theta.head(P), X, G);
+      for (std::size_t k = 0, s = 0; k < chosen.size(); ++k) {
+        while (stats.layer[s] != chosen[k].layer) ++s;
+        const CnnLayer& l = cnn.layers()[chosen[k].layer];
+        const Index positions = chosen[k].positions, rows = chosen[k].rows;
+        for (Index i = 0; i < n; ++i) {
+          // The output's cotangent as [rows, positions] (channel-major: row o holds its plane).
+          const Eigen::Map<const Mat, 0, Eigen::OuterStride<>> ds(stats.output_cotangents[s].col(i).data(), positions, rows,
+                                                                  Eigen::OuterStride<>(positions));
+          factors[k].output_factor.noalias() += ds.transpose() * ds / static_cast<double>(positions);
+          if (c > 0) continue;  // the inputs do not depend on the cotangent
+          if (l.type == CnnLayerType::Conv) {
+            const Mat patches = kfac_conv_patches(l, stats.inputs[s].col(i).data());
+            factors[k].input_factor.noalias() += patches * patches.transpose();
+          } else {
+            Vec a(chosen[k].cols);
+            a.head(l.in_shape.size()) = stats.inputs[s].col(i);
+            if (l.bias) a[a.size() - 1] = 1.0;
+            factors[k].input_factor.noalias() += a * a.transpose();
+          }
+        }
+      }
+    }
+  }
+  for (auto& f : factors) f.output_factor /= static_cast<double>(N);
+  return factors;
+}
+
+}  // namespace
+
 std::vector<KroneckerFactors> kronecker_factors(const Posterior& post, const Vec& theta, const IndexVec& active) {
+  if (const auto* cnn = dynamic_cast<const Cnn*>(&post.model())) return cnn_kronecker_factors(post, *cnn, theta, active);
   const auto* mlp = dynamic_cast<const Mlp*>(&post.model());
   if (!mlp)
-    throw InputError("--laplace-structure kron needs --model mlp with biases (its factors are a dense layer's inputs and output "
+    throw InputError("--laplace-structure kron needs --model mlp with biases or cnn (its factors are a layer's inputs and output "
                      "gradients), not the " + post.model().kind() + " model: use --laplace-structure full or diag");
   const Index P = mlp->num_params(), N = post.num_data(), T = mlp->output_dim();
   const DenseStackSpec& stack = mlp->stack();

@@ -1,8 +1,10 @@
 #include "uqnn/data/image_arrays.hpp"
+#include "uqnn/data/image_files.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -305,6 +307,7 @@ std::map<std::string, NdArray> parse_npz(const std::string& b, const std::string
   }
   if (entries > 100000) throw InputError(fmt::format("{}: {} members, more than a .npz file here has", source, entries));
   std::map<std::string, NdArray> arrays;
+  std::uint64_t total = 0;  // bytes of all members, decompressed: entries may all point at one member
   std::size_t at = static_cast<std::size_t>(directory);
   for (std::uint64_t e = 0; e < entries; ++e) {
     if (z.u(at, 4) != kCentral) throw InputError(source + ": a damaged zip central directory");
@@ -328,10 +331,16 @@ std::map<std::string, NdArray> parse_npz(const std::string& b, const std::string
     const std::string where = source + ": member " + name;
     if (flags & 1) throw InputError(where + " is encrypted");
     if (method != 0 && method != 8) throw InputError(fmt::format("{}: compression method {} is not supported (stored or deflate)", where, method));
-    if (size > kMaxArrayBytes) throw InputError(fmt::format("{}: holds more than {} bytes", where, kMaxArrayBytes));
+    total += size;
+    if (size > kMaxArrayBytes || total > kMaxArrayBytes) throw InputError(fmt::format("{}: holds more than {} bytes", where, kMaxArrayBytes));
     if (local > b.size() || z.u(static_cast<std::size_t>(local), 4) != kLocal) throw InputError(where + ": a damaged zip local header");
     const std::size_t data = static_cast<std::size_t>(local) + 30 + z.u(static_cast<std::size_t>(local) + 26, 2) + z.u(static_cast<std::size_t>(local) + 28, 2);
     if (data > b.size() || compressed > b.size() - data) throw InputError(where + ": truncated");
+    // Deflate expands at most 1032-fold (zlib's technical details): a larger declared size is a
+    // damaged header, refused before that many bytes are allocated.
+    if (method == 8 && size > 1032 * compressed + 1024)
+      throw InputError(fmt::format("{}: declares {} bytes from {} compressed, more than deflate can give (a damaged zip archive)", where, size,
+                                   compressed));
     std::string bytes = method == 0 ? b.substr(data, static_cast<std::size_t>(compressed))
                                     : inflate_npz_member(b, data, static_cast<std::size_t>(compressed), static_cast<std::size_t>(size), where);
     if (bytes.size() != size) throw InputError(where + ": its sizes disagree (a damaged zip archive)");
@@ -436,6 +445,167 @@ Mat ChannelStandardizer::transform(const Mat& images) const {
   for (Index c = 0; c < channels; ++c)
     out.middleRows(c * plane, plane) = (images.middleRows(c * plane, plane).array() - mean[c]) / scale[c];
   return out;
+}
+
+// -----------------------------------------------------------------------------------------------
+// Image files for fits and predictions (data/image_files.hpp), compiled here so that the unity
+// build's batches of sources stay as they are.
+namespace {
+
+/// The first `count` bytes of a file, decompressed when it is gzipped (zlib passes plain files
+/// through), fewer when the file is shorter.
+std::string image_file_leading_bytes(const std::filesystem::path& path, std::size_t count) {
+  check_user_file(path, path.string());
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) throw InputError(path.string() + ": cannot open file (" + std::strerror(errno) + ")");
+  std::string bytes(count, '\0');
+  const int n = gzread(file, bytes.data(), static_cast<unsigned>(count));
+  gzclose(file);
+  bytes.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return bytes;
+}
+
+bool image_file_is_channel_count(Index n) { return n == 1 || n == 3 || n == 4; }
+
+std::string image_file_shape_text(const std::vector<Index>& shape) {
+  std::string s = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Whether (n, a, b, c) images are channels last, from --input-shape when given, else from which
+/// axis can hold channels.
+bool images_channels_last(const std::vector<Index>& shape, const std::vector<Index>& input_shape, const std::string& where) {
+  if (shape.size() != 4) return false;
+  if (input_shape.size() == 3) {
+    const bool first = shape[1] == input_shape[0] && shape[2] == input_shape[1] && shape[3] == input_shape[2];
+    const bool last = shape[3] == input_shape[0] && shape[1] == input_shape[1] && shape[2] == input_shape[2];
+    if (first) return false;
+    if (last) return true;
+    throw InputError(fmt::format("{}: images of shape {} are neither (n, C, H, W) nor (n, H, W, C) for --input-shape {},{},{}", where,
+                                 image_file_shape_text(shape), input_shape[0], input_shape[1], input_shape[2]));
+  }
+  return !image_file_is_channel_count(shape[1]) && image_file_is_channel_count(shape[3]);
+}
+
+/// The first array of `npz` named in `names`; empty when none is.
+std::string npz_first_present(const std::map<std::string, NdArray>& npz, const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if (npz.count(n)) return n;
+  return "";
+}
+
+std::string npz_array_names(const std::map<std::string, NdArray>& npz) {
+  std::string s;
+  for (const auto& [name, a] : npz) s += (s.empty() ? "" : ", ") + name + " " + image_file_shape_text(a.shape);
+  return s.empty() ? "none" : s;
+}
+
+NdArray read_image_labels_file(const std::filesystem::path& path, const std::string& flag) {
+  const std::string where = flag + " " + path.string();
+  switch (detect_data_file_format(path)) {
+    case DataFileFormat::Idx: return read_idx(path);
+    case DataFileFormat::Npy: return read_npy(path);
+    default: throw InputError(where + ": labels must be an IDX file or a .npy array");
+  }
+}
+
+}  // namespace
+
+DataFileFormat detect_data_file_format(const std::filesystem::path& path) {
+  const std::string b = image_file_leading_bytes(path, 6);
+  if (b.size() >= 6 && b.compare(0, 6, "\x93NUMPY") == 0) return DataFileFormat::Npy;
+  if (b.size() >= 4 && b[0] == 'P' && b[1] == 'K' && b[2] == '\x03' && b[3] == '\x04') return DataFileFormat::Npz;
+  // IDX: two zero bytes, a type code (0x08 ... 0x0E), then the number of dimensions (>= 1). A CSV
+  // file never starts with a zero byte.
+  if (b.size() >= 4 && b[0] == '\0' && b[1] == '\0') return DataFileFormat::Idx;
+  return DataFileFormat::Csv;
+}
+
+std::filesystem::path idx_labels_beside(const std::filesystem::path& images) {
+  std::string name = images.filename().string();
+  const std::size_t at = name.find("images-idx3");
+  if (at == std::string::npos) return {};
+  name.replace(at, std::strlen("images-idx3"), "labels-idx1");
+  std::string plain = name;
+  if (plain.size() > 3 && plain.compare(plain.size() - 3, 3, ".gz") == 0) plain.resize(plain.size() - 3);
+  for (const std::string& candidate : {name, plain, plain + ".gz"}) {
+    const auto path = images.parent_path() / candidate;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return path;
+  }
+  return {};
+}
+
+ImageData read_image_file(const std::filesystem::path& path, const ImageFileRequest& r, bool* labelled) {
+  const std::string where = r.flag + " " + path.string();
+  NdArray images, labels;
+  bool have_labels = false;
+  std::string labels_source;
+  const DataFileFormat format = detect_data_file_format(path);
+  try {
+    switch (format) {
+      case DataFileFormat::Idx: images = read_idx(path); break;
+      case DataFileFormat::Npy: images = read_npy(path); break;
+      case DataFileFormat::Npz: {
+        auto npz = read_npz(path);
+        const std::string x = npz_first_present(npz, {"x_" + r.role, "x", "X", "images", "data"});
+        if (x.empty())
+          throw InputError(fmt::format("{}: no images array: name it x_{}, x, X, images or data (the file holds {})", path.string(), r.role,
+                                       npz_array_names(npz)));
+        images = std::move(npz.at(x));
+        if (r.labels.empty()) {
+          const std::string y = npz_first_present(npz, {"y_" + r.role, "y", "labels", "targets"});
+          if (!y.empty()) {
+            labels = std::move(npz.at(y));
+            have_labels = true;
+            labels_source = path.string() + " (array " + y + ")";
+          } else if (r.labels_required) {
+            throw InputError(fmt::format("{}: no labels array: name it y_{}, y, labels or targets, or give {} (the file holds {})",
+                                         path.string(), r.role, r.labels_flag, npz_array_names(npz)));
+          }
+        }
+        break;
+      }
+      case DataFileFormat::Csv: throw InputError(path.string() + ": not an IDX, .npy or .npz file");
+    }
+  } catch (const InputError& e) {
+    throw InputError(r.flag + " " + e.what());
+  }
+  if (!have_labels) {
+    std::filesystem::path labels_path = r.labels;
+    if (labels_path.empty() && format == DataFileFormat::Idx) labels_path = idx_labels_beside(path);
+    if (!labels_path.empty()) {
+      try {
+        labels = read_image_labels_file(labels_path, r.labels_flag);
+      } catch (const InputError& e) {
+        throw InputError(r.labels_flag + " " + e.what());
+      }
+      have_labels = true;
+      labels_source = labels_path.string();
+    } else if (r.labels_required) {
+      throw InputError(fmt::format("{}: where are the labels? Give them with {} FILE (an IDX or .npy file){}", where, r.labels_flag,
+                                   format == DataFileFormat::Idx ? " or name the files as MNIST's (...-images-idx3-ubyte[.gz] "
+                                                                   "beside ...-labels-idx1-ubyte[.gz])"
+                                                                 : ""));
+    }
+  }
+  // Before anything of size n is made: an array with a zero dimension holds no values, whatever
+  // its number of images claims.
+  if (images.shape.empty() || std::any_of(images.shape.begin(), images.shape.end(), [](Index d) { return d < 1; }))
+    throw InputError(fmt::format("{}: an array of shape {} holds no images", where, image_file_shape_text(images.shape)));
+  if (images.shape.size() == 2) images.shape = {images.shape[0], 1, images.shape[1]};  // (n, D): one channel of 1 x D
+  if (!have_labels) {
+    labels.shape = {images.shape[0]};
+    labels.values.assign(static_cast<std::size_t>(images.shape[0]), 0.0);
+  }
+  if (labelled) *labelled = have_labels;
+  const bool last = images_channels_last(images.shape, r.input_shape, where);
+  return make_image_data(images, labels, last, have_labels ? where + " with labels " + labels_source : where);
+}
+
+Dataset load_image_dataset(const std::filesystem::path& path, const ImageFileRequest& request) {
+  return to_dataset(read_image_file(path, request), path.string());
 }
 
 }  // namespace uqnn

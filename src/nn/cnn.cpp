@@ -803,6 +803,32 @@ MatT<T> Cnn::evaluate(const T* theta, const MatT<T>& X, const OutputLoss<T>* los
   return MatT<T>();
 }
 
+Cnn::LayerStatistics Cnn::layer_statistics(const Vec& theta, const Mat& X, const Mat& G) const {
+  if (theta.size() < num_params() || X.rows() != input_dim() || G.rows() != output_dim_ || G.cols() != X.cols())
+    throw std::invalid_argument(fmt::format("cnn layer_statistics: theta {}, X {}x{}, G {}x{} for a network of {} parameters, {} inputs, {} outputs",
+                                            theta.size(), X.rows(), X.cols(), G.rows(), G.cols(), num_params(), input_dim(), output_dim_));
+  std::vector<CnnTape<double>> tapes;
+  cnn_forward_list(layers_, theta.data(), X, tapes);
+  LayerStatistics s;
+  Mat current = G, other;
+  Vec grad = Vec::Zero(num_params());  // the parameter gradient, not wanted here
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Mat& input = i > 0 ? tapes[i - 1].out : X;
+    if (layers_[i].type == CnnLayerType::Conv || layers_[i].type == CnnLayerType::Linear) {
+      s.layer.push_back(i);
+      s.inputs.push_back(input);
+      s.output_cotangents.push_back(current);  // a copy: the backward pass may use `current` as workspace
+    }
+    if (i == 0) break;
+    cnn_backward_layer(layers_[i], theta.data(), input, tapes[i], current, grad.data(), &other);
+    std::swap(current, other);
+  }
+  std::reverse(s.layer.begin(), s.layer.end());
+  std::reverse(s.inputs.begin(), s.inputs.end());
+  std::reverse(s.output_cotangents.begin(), s.output_cotangents.end());
+  return s;
+}
+
 Index Cnn::examples_per_pass() const {
   // About 2^25 activation values kept (256 MB in double): batch 125 of a ResNet-8 of width 16 on
   // 28 x 28 images goes in one pass.

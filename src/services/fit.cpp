@@ -15,6 +15,7 @@
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/stop_signal.hpp"
+#include "uqnn/data/image_files.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/io/staged_output_dir.hpp"
@@ -296,28 +297,155 @@ static Dataset load_fit_dataset(const std::filesystem::path& path, const std::ve
   }
 }
 
+namespace {
+
+/// One data file of a fit as the user named it: a CSV table or an image file (IDX, .npy, .npz).
+struct FitDataFile {
+  std::filesystem::path path, labels;
+  std::string flag, labels_flag, role;
+};
+
+/// Whether `path` holds image arrays (data/image_files.hpp), not a CSV table.
+bool is_image_data_file(const std::filesystem::path& path) { return detect_data_file_format(path) != DataFileFormat::Csv; }
+
+/// The images of `file` as a Dataset (inputs c<channel>_<row>_<column>, target "label"), and
+/// their shape in `shape` (C, H, W).
+Dataset load_fit_images(const FitDataFile& file, const std::vector<Index>& input_shape, bool labels_required, std::vector<Index>& shape) {
+  ImageFileRequest request;
+  request.labels = file.labels;
+  request.flag = file.flag;
+  request.labels_flag = file.labels_flag;
+  request.role = file.role;
+  request.labels_required = labels_required;
+  request.input_shape = input_shape;
+  if (input_shape.size() == 2) request.input_shape = {1, input_shape[0], input_shape[1]};
+  const ImageData images = read_image_file(file.path, request);
+  shape = {images.channels, images.height, images.width};
+  return to_dataset(images, file.path.string());
+}
+
+/// Rows of a second file (--test-data, --ood-data) must have the inputs of --data.
+void check_same_inputs(const Dataset& rows, const Dataset& data, const std::string& flag, const std::filesystem::path& path) {
+  if (rows.input_names != data.input_names)
+    throw InputError(fmt::format("{} {}: {} inputs ({}{}), but --data has {} ({}{}): give rows of the same columns or images of the same shape",
+                                 flag, path.string(), rows.input_dim(), rows.input_names.empty() ? "" : rows.input_names.front(),
+                                 rows.input_dim() > 1 ? ", ..." : "", data.input_dim(),
+                                 data.input_names.empty() ? "" : data.input_names.front(), data.input_dim() > 1 ? ", ..." : ""));
+}
+
+/// The OOD inputs of --ood-data: the input columns of a CSV file (any label column is ignored), or
+/// images (labels not needed).
+Mat load_ood_inputs(const DataConfig& c, const Dataset& data, bool images, const std::vector<Index>& input_shape) {
+  if (is_image_data_file(c.ood_path)) {
+    if (!images) throw InputError("--ood-data " + c.ood_path.string() + ": an image file, but --data is a CSV table: give both in one form");
+    std::vector<Index> shape;
+    Dataset ood = load_fit_images({c.ood_path, {}, "--ood-data", "--ood-data", "test"}, input_shape, false, shape);
+    check_same_inputs(ood, data, "--ood-data", c.ood_path);
+    return std::move(ood.inputs);
+  }
+  const CsvTable table = read_csv(c.ood_path);
+  Mat inputs(data.input_dim(), table.num_rows());
+  for (std::size_t i = 0; i < data.input_names.size(); ++i) {
+    const Index col = table.find_column(data.input_names[i]);
+    if (col < 0)
+      throw InputError(fmt::format("--ood-data {}: no input column '{}' (the OOD rows need every input column of --data)",
+                                   c.ood_path.string(), data.input_names[i]));
+    inputs.row(static_cast<Index>(i)) = table.values.col(col).transpose();
+  }
+  return inputs;
+}
+
+/// Per-channel standardisation of images (torchvision's Normalize) as a per-column Standardizer:
+/// each pixel column gets its channel's mean and sd over the training images; targets as `base`.
+Standardizer per_channel(const Standardizer& base, const Mat& train_inputs, Index channels) {
+  const ChannelStandardizer channel = ChannelStandardizer::fit(train_inputs, channels);
+  const Index plane = train_inputs.rows() / channels;
+  std::vector<double> mean, scale;
+  for (Index c = 0; c < channels; ++c)
+    for (Index k = 0; k < plane; ++k) {
+      mean.push_back(channel.mean[c]);
+      scale.push_back(channel.scale[c]);
+    }
+  nlohmann::json j = base.to_json();
+  j["inputs"]["mean"] = mean;
+  j["inputs"]["scale"] = scale;
+  return Standardizer::from_json(j);
+}
+
+}  // namespace
+
 FitProblem make_fit_problem(const FitConfig& cfg) {
   FitProblem p;
   // Data, split, standardisation (fitted on the training rows only).
-  p.data = cfg.data.dataset ? *cfg.data.dataset : load_fit_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
+  const bool images = !cfg.data.dataset && is_image_data_file(cfg.data.path);
+  p.image_files = images;
+  std::vector<Index> image_shape;  // C, H, W of image files
+  if (!images && !cfg.data.dataset && !cfg.data.labels.empty())
+    throw InputError("--labels " + cfg.data.labels.string() + ": --data " + cfg.data.path.string() +
+                     " is a CSV table, whose labels are a column (--target); --labels is for IDX and .npy images");
+  if (images && (!cfg.data.targets.empty() || !cfg.data.inputs.empty()))
+    throw InputError(fmt::format("--data {} holds images: --target and --inputs choose columns of a CSV table", cfg.data.path.string()));
+  if (cfg.data.dataset) p.data = *cfg.data.dataset;
+  else if (images) p.data = load_fit_images({cfg.data.path, cfg.data.labels, "--data", "--labels", "train"}, cfg.model.input_shape, true, image_shape);
+  else p.data = load_fit_dataset(cfg.data.path, cfg.data.targets, cfg.data.inputs);
   // A wide table of a few rows (a transposed file) made a fit of millions of weights run for
   // minutes on nothing: beyond 1000 inputs, at most as many inputs as rows.
-  if (!cfg.data.dataset && p.data.input_dim() > std::max<Index>(1000, p.data.size()))
+  if (!cfg.data.dataset && !images && p.data.input_dim() > std::max<Index>(1000, p.data.size()))
     throw InputError(fmt::format("{}: {} input columns for {} rows: beyond 1000 columns a data set needs at least as many "
                                  "rows as input columns (is the table transposed? --inputs chooses columns)",
                                  cfg.data.path.string(), p.data.input_dim(), p.data.size()));
   p.split = choose_split(cfg.data, p.data.inputs);
+  if (!cfg.data.test_path.empty()) {
+    // Test rows from their own file, appended after the rows of --data.
+    if (!cfg.data.test_labels.empty() && !is_image_data_file(cfg.data.test_path))
+      throw InputError("--test-labels is for IDX and .npy images; --test-data " + cfg.data.test_path.string() + " is a CSV table");
+    std::vector<Index> test_shape;
+    Dataset test;
+    if (is_image_data_file(cfg.data.test_path)) {
+      test = load_fit_images({cfg.data.test_path, cfg.data.test_labels, "--test-data", "--test-labels", "test"}, cfg.model.input_shape,
+                             true, test_shape);
+    } else {
+      try {
+        test = load_fit_dataset(cfg.data.test_path, p.data.target_names, p.data.input_names);
+      } catch (const InputError& e) {
+        throw InputError(std::string("--test-data ") + e.what());
+      }
+    }
+    check_same_inputs(test, p.data, "--test-data", cfg.data.test_path);
+    const Index n = p.data.size();
+    p.data.inputs.conservativeResize(Eigen::NoChange, n + test.size());
+    p.data.inputs.rightCols(test.size()) = test.inputs;
+    p.data.targets.conservativeResize(Eigen::NoChange, n + test.size());
+    p.data.targets.rightCols(test.size()) = test.targets;
+    p.split.test.clear();
+    for (Index r = 0; r < test.size(); ++r) p.split.test.push_back(n + r);
+  }
   // One copy of the training rows outlives this function, the posterior's (large data: every copy
   // of the rows counts).
   Dataset train_std;
   {
     const Dataset train = p.data.subset(p.split.train);
     p.standardizer = cfg.data.standardize ? Standardizer::fit(train) : Standardizer::identity(train);
+    // Images: one mean and sd per channel, not per pixel (an always-black border stays black).
+    if (images && cfg.data.standardize) p.standardizer = per_channel(p.standardizer, train.inputs, image_shape[0]);
     if (is_classification(cfg.probability.likelihood) && cfg.data.standardize) p.standardizer = inputs_only(p.standardizer);
     train_std = p.standardizer.transform(train);
   }
+  if ((!cfg.data.ood_path.empty() || cfg.data.ood_inputs) && !is_classification(cfg.probability.likelihood))
+    throw InputError(fmt::format("--ood-data: the detection scores are of class probabilities (entropy, mutual information); "
+                                 "--likelihood {} is a regression (uqnn evaluate --ood-data scores a regression's predictive sd)",
+                                 cfg.probability.likelihood));
+  if (!cfg.data.ood_path.empty()) p.ood_inputs = load_ood_inputs(cfg.data, p.data, images, cfg.model.input_shape);
+  if (cfg.data.ood_inputs) {
+    if (cfg.data.ood_inputs->rows() != p.data.input_dim())
+      throw InputError(fmt::format("ood_X has {} columns, X has {}", cfg.data.ood_inputs->rows(), p.data.input_dim()));
+    p.ood_inputs = *cfg.data.ood_inputs;
+  }
 
-  // Model and posterior, in standardised units.
+  // Model and posterior, in standardised units. A cnn on image files takes their shape unless
+  // --input-shape is given.
+  ModelConfig model_config = cfg.model;
+  if (images && model_config.input_shape.empty()) model_config.input_shape = image_shape;
   const auto& standardizer = p.standardizer;
   const double target_scale = standardizer.target_scale().size() ? standardizer.target_scale()[0] : 1.0;
   const auto likelihood = build_likelihood(cfg.probability, target_scale);
@@ -331,7 +459,7 @@ FitProblem make_fit_problem(const FitConfig& cfg) {
                                    cfg.external_network->description, network->input_dim(), network->output_dim(), p.data.input_dim(),
                                    cfg.probability.likelihood, outputs));
   } else {
-    network = build_model(cfg.model, p.data.input_dim(), outputs);
+    network = build_model(model_config, p.data.input_dim(), outputs);
   }
   const auto model = with_shrinkage(cfg.probability, std::move(network));
   check_fit_memory(cfg, fit_size(cfg.model, *model, p.data, p.split));  // before anything of size K is allocated
@@ -558,6 +686,8 @@ FitReport run_fit(const FitConfig& given, const MethodRunner& method) {
   // A method whose draws are not the network's weights (nngp) gives the posterior they belong to.
   const std::shared_ptr<const Posterior> drawn = result.posterior ? result.posterior : std::shared_ptr<const Posterior>(posterior);
   FitOutput output{cfg, data, split, problem.standardizer, drawn, result};
+  if (problem.ood_inputs) output.ood_inputs = &*problem.ood_inputs;
+  output.inputs_in_predictions = !problem.image_files;
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   FitReport report = write_fit_output(output);
   out->commit();

@@ -75,7 +75,14 @@ const OptionSchema<FitConfig>& output_schema() {
 const OptionSchema<DataConfig>& data_schema() {
   static const auto s =
       OptionSchema<DataConfig>("data", "Data")
-          .add("data", &DataConfig::path, "CSV file with a header row")
+          .add("data", &DataConfig::path,
+               "CSV file with a header row, or images: an IDX file (gzipped or not; labels by --labels or MNIST's file "
+               "names), a .npy array (labels by --labels) or a .npz archive (arrays x/y or x_train/y_train), told apart "
+               "by content (docs/networks.md)")
+          .existing()
+          .add("labels", &DataConfig::labels,
+               "image data: the labels (IDX or .npy) of an IDX or .npy --data (default for IDX: ...-labels-idx1-ubyte[.gz] "
+               "beside ...-images-idx3-ubyte[.gz])")
           .existing()
           .add("target", &DataConfig::targets, "target column(s) (default: the last column)")
           .add("inputs", &DataConfig::inputs, "input columns, comma separated (default: all but the targets)")
@@ -115,6 +122,18 @@ const OptionSchema<DataConfig>& data_schema() {
           .conflicts_with({"calibration_indices"})
           .add("calibration_indices", &DataConfig::calibration_indices,
                "file of 0-based calibration row indices for --conformal (held out of training; not test or validation rows)")
+          .existing()
+          .add("test_data", &DataConfig::test_path,
+               "test rows from a file of --data's form (a CSV with the same columns, or images of the same shape: "
+               "x_test/y_test of an .npz) instead of a split of --data")
+          .existing()
+          .conflicts_with({"test_fraction", "test_indices"})
+          .add("test_labels", &DataConfig::test_labels, "image data: the labels of an IDX or .npy --test-data (default as --labels)")
+          .existing()
+          .add("ood_data", &DataConfig::ood_path,
+               "out-of-distribution inputs (a CSV with the input columns, or images of the same shape; labels not needed): "
+               "metrics.json's ood section gives AUROC, AUPR and FPR at 95% TPR of the predictive entropy and mutual "
+               "information, test rows (else the training rows) against these (classification)")
           .existing();
   return s;
 }

@@ -15,12 +15,15 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/plot/figure.hpp"
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/predictive/scores.hpp"
 #include "uqnn/services/conformal.hpp"
 #include "uqnn/services/fitted_model.hpp"
 #include "uqnn/services/methods.hpp"
+#include "uqnn/services/ood_metrics.hpp"
 #include "uqnn/services/run_summary.hpp"
 
 namespace uqnn {
@@ -330,7 +333,10 @@ FitReport write_fit_output(const FitOutput& o) {
   std::vector<std::vector<std::pair<std::string, Vec>>> conformal_cols;
   for (const auto& c : conformal) conformal_cols.push_back(conformal_columns(*calibration, c, output_names));
   atomic_write(predictions, [&](std::ostream& out) {
-    for (const auto& n : o.data.input_names) out << quote_csv_field(n) << ',';
+    if (o.inputs_in_predictions)
+      for (const auto& n : o.data.input_names) out << quote_csv_field(n) << ',';
+    else
+      out << "row,";
     for (const auto& n : o.data.target_names) out << quote_csv_field(n) << ',';
     const Index t = num_outputs;
     for (Index k = 0; k < t; ++k) {
@@ -345,7 +351,10 @@ FitReport write_fit_output(const FitOutput& o) {
       for (std::size_t j = 0; j < parts[pi].rows.size(); ++j) {
         const auto& p = parts[pi];
         const Index r = p.rows[j], c = static_cast<Index>(j);
-        for (Index i = 0; i < o.data.input_dim(); ++i) out << format_double(o.data.inputs(i, r)) << ',';
+        if (o.inputs_in_predictions)
+          for (Index i = 0; i < o.data.input_dim(); ++i) out << format_double(o.data.inputs(i, r)) << ',';
+        else
+          out << r << ',';
         for (Index i = 0; i < o.data.target_dim(); ++i) out << format_double(o.data.targets(i, r)) << ',';
         for (Index k = 0; k < t; ++k) {
           out << format_double(p.summary.mean(k, c)) << ',' << format_double(p.summary.sd(k, c)) << ',';
@@ -430,6 +439,13 @@ FitReport write_fit_output(const FitOutput& o) {
     metrics["splits"][p.name] = m;
   }
   if (calibration) metrics["conformal"] = calibration->to_json();
+  std::pair<UncertaintyScores, UncertaintyScores> ood_scores;
+  if (o.ood_inputs) {
+    // The test rows (else the last split present) against the OOD rows.
+    const auto& in = parts.back();
+    metrics["ood"] = ood_metrics(model, lik, o.result.draws, o.standardizer.transform_inputs(o.data.subset(in.rows).inputs),
+                                 o.standardizer.transform_inputs(*o.ood_inputs), in.name, &ood_scores);
+  }
   write_json(dir / "metrics.json", metrics);
   report.files.push_back(dir / "metrics.json");
   report.metrics = metrics;
@@ -465,6 +481,31 @@ FitReport write_fit_output(const FitOutput& o) {
       draw_figure(report, dir / ("fit" + ext),
                   [&] { plot::plot_classification(dir / ("fit" + ext), *shown.classification, title + " (" + shown.name + " data)"); });
     }
+    if (o.ood_inputs) {
+      // ood.png: the predictive entropy and mutual information of the in-distribution rows and of
+      // the OOD rows, as densities, with their AUROC.
+      const nlohmann::json& ood = metrics.at("ood");
+      draw_figure(report, dir / ("ood" + ext), [&] {
+        plot::Figure fig(1, 2);
+        fig.title(title + ": out-of-distribution inputs");
+        const std::pair<const char*, const char*> detectors[] = {{"predictive_entropy", "predictive entropy (nats)"},
+                                                                 {"mutual_information", "mutual information (nats)"}};
+        for (int k = 0; k < 2; ++k) {
+          const Vec& a = k == 0 ? ood_scores.first.predictive_entropy : ood_scores.first.mutual_information;
+          const Vec& b = k == 0 ? ood_scores.second.predictive_entropy : ood_scores.second.mutual_information;
+          plot::Panel& panel = fig.panel(0, k);
+          panel.title(fmt::format("AUROC {:.3f}", ood.at(detectors[k].first).at("auroc").get<double>()))
+              .x_label(detectors[k].second)
+              .y_label("density");
+          plot::Style in_style, out_style;
+          in_style.colour = plot::kPalette[0];
+          out_style.colour = plot::kPalette[1];
+          panel.histogram(a, 30, fmt::format("{} ({} rows)", ood.at("in_distribution").get<std::string>(), a.size()), in_style, true);
+          panel.histogram(b, 30, fmt::format("OOD ({} rows)", b.size()), out_style, true);
+        }
+        fig.save(dir / ("ood" + ext), 1100, 480);
+      });
+    }
     if (!o.result.history.empty()) {
       plot::HistoryOptions options;
       options.title = cfg.method + ": " + o.result.history_label;
@@ -481,6 +522,32 @@ FitReport write_fit_output(const FitOutput& o) {
     }
   }
   return report;
+}
+
+// The "ood" section (services/ood_metrics.hpp), compiled here so that the unity build's batches of
+// sources stay as they are.
+nlohmann::json ood_metrics(const Model& model, const Likelihood& likelihood, const Draws& draws, const Mat& in_distribution_std,
+                           const Mat& ood_std, const std::string& in_name, std::pair<UncertaintyScores, UncertaintyScores>* scores) {
+  if (likelihood.kind() != "categorical" && likelihood.kind() != "bernoulli")
+    throw InputError(fmt::format("--ood-data: the detection scores are of class probabilities (entropy, mutual information); "
+                                 "this fit's likelihood is {} (uqnn evaluate --ood-data scores a regression's predictive sd)",
+                                 likelihood.kind()));
+  if (in_distribution_std.cols() == 0 || ood_std.cols() == 0)
+    throw InputError(fmt::format("--ood-data: {} in-distribution rows and {} OOD rows: both sets need rows", in_distribution_std.cols(),
+                                 ood_std.cols()));
+  // Each draw's class probabilities (the likelihood's mean: softmax or sigmoid of the outputs).
+  const PredictiveDraws in = predict_draws(model, likelihood, draws, in_distribution_std);
+  const PredictiveDraws out = predict_draws(model, likelihood, draws, ood_std);
+  nlohmann::json j = {{"in_distribution", in_name},
+                      {"in_distribution_rows", in_distribution_std.cols()},
+                      {"ood_rows", ood_std.cols()},
+                      {"positive_class", "out-of-distribution"}};
+  UncertaintyScores in_scores = uncertainty_scores(in.means), out_scores = uncertainty_scores(out.means);
+  for (const auto& [name, d] : ood_detection(in_scores, out_scores))
+    j[name] = {{"auroc", d.auroc}, {"aupr", d.aupr}, {"fpr_at_95_tpr", d.fpr_at_95_tpr}};
+  if (scores) *scores = {std::move(in_scores), std::move(out_scores)};
+  if (draws.size() <= 1) j["note"] = "one draw: the mutual information is 0 for every row";
+  return j;
 }
 
 }  // namespace uqnn

@@ -1,4 +1,4 @@
-// `uqnn fit --method dropout`: MC dropout on an Mlp (draws = Mlp parameters with one mask each).
+// `uqnn fit --method dropout`: MC dropout on an Mlp or a Cnn (draws = the network's parameters with one mask each).
 #include "approx_common.hpp"
 #include "chain_run.hpp"
 #include "uqnn/approx/dropout.hpp"
@@ -11,7 +11,8 @@ struct DropoutOptions {
 };
 const OptionSchema<DropoutOptions>& dropout_options() {
   static const auto s = OptionSchema<DropoutOptions>("dropout", "MC dropout")
-                            .add("dropout_p", &DropoutOptions::dropout_p, "drop probability p of hidden units")
+                            .add("dropout_p", &DropoutOptions::dropout_p,
+                                 "drop probability p of hidden units (cnn: of the features that feed each fc layer)")
                             .at_least(0)
                             .below(1)
                             .cite("Gal & Ghahramani 2016; QUiNN's manual");
@@ -19,13 +20,41 @@ const OptionSchema<DropoutOptions>& dropout_options() {
 }
 }  // namespace
 
+/// MC dropout on a cnn (approx/dropout.hpp, CnnDropout): dropout on the features that feed each
+/// fully connected layer, one mask per draw.
+MethodResult run_cnn_dropout(const FitContext& c, std::shared_ptr<const Cnn> cnn, const DropoutOptions& o) {
+  auto dropout = std::make_shared<const CnnDropout>(std::move(cnn), o.dropout_p);
+  CnnDropoutObjective objective(dropout, c.posterior, c.config.seed, 2);
+  Rng rng(c.config.seed, 0);
+  const auto& post = c.posterior;
+  const Mat Xv = c.validation_inputs, Yv = c.validation_targets;
+  const auto validation = [&post, Xv, Yv](const Vec& theta) {  // the mean network's NLL per point
+    return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
+  };
+  TrainParams training = c.config.training;
+  training.checkpoint = detail::epoch_checkpoint(c.config, "dropout.state");  // with the mask stream (Objective::archive)
+  const TrainResult trained =
+      train(objective, c.initial_point(rng), training, rng, validation, epoch_progress(c, training.epochs, "dropout"));
+  CnnDropoutPosterior q(dropout, trained.best_theta);
+  Rng sampler(c.config.seed, 1);
+  MethodResult r;
+  r.draws = Draws::independent(q.sample(sampler, detail::num_samples(c)));
+  r.history = {{"training loss with dropout (-log posterior / N)", trained.history.train_loss}};
+  r.info = {{"dropout_p", o.dropout_p},
+            {"dropout_on", "the inputs of every fully connected layer"},
+            {"best_epoch", trained.best_epoch},
+            {"resumed_at_epoch", trained.resumed_at_epoch}};
+  return r;
+}
+
 MethodResult run_dropout(const FitContext& c) {
   const DropoutOptions o = dropout_options().read(c.config.method_settings);
   const auto* mlp = dynamic_cast<const Mlp*>(&c.posterior->model());
   if (!mlp && c.posterior->model().kind() == "non_centred")
     throw InputError("--method dropout trains the network's own weights and cannot take --prior " + c.config.probability.prior +
                      " (its weights are products of scales): use --prior gaussian, fan-in, mixture or laplace");
-  if (!mlp) throw InputError("--method dropout needs --model mlp");
+  if (const auto cnn = std::dynamic_pointer_cast<const Cnn>(c.posterior->model_ptr())) return run_cnn_dropout(c, cnn, o);
+  if (!mlp) throw InputError("--method dropout needs --model mlp or cnn");
   auto model = std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p);
   DropoutObjective objective(model, c.posterior, c.config.seed, 2);
   Rng rng(c.config.seed, 0);

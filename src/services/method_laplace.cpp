@@ -13,6 +13,7 @@
 #include "approx_common.hpp"
 #include "chain_run.hpp"
 #include "uqnn/approx/laplace.hpp"
+#include "uqnn/nn/cnn.hpp"
 #include "uqnn/nn/linearized_model.hpp"
 #include "uqnn/nn/mlp.hpp"
 
@@ -43,7 +44,8 @@ const OptionSchema<LaplaceOptions>& laplace_options() {
           .one_of({"exact", "fisher", "ggn"})
           .cite("QUiNN's manual; Daxberger et al. 2021")
           .add("laplace_structure", &L::laplace_structure,
-               "full | diag | kron (K-FAC: per layer, Kronecker factors of the GGN; needs ggn and an mlp)")
+               "full | diag | kron (K-FAC: per layer, Kronecker factors of the GGN; needs ggn and an mlp or cnn, whose conv "
+               "layers get KFC's factors and whose norms and residual blocks the diagonal)")
           .one_of({"full", "diag", "kron"})
           .cite("Ritter et al. 2018 (kron)")
           .add("laplace_subset", &L::laplace_subset,
@@ -90,8 +92,8 @@ MethodResult run_laplace(const FitContext& c) {
     if (c.posterior->model().kind() == "external")
       throw InputError("--laplace-structure kron factorises uqnn's own dense layers' inputs and output gradients, which a PyTorch "
                        "module does not expose: use --laplace-structure diag, or --laplace-subset last-layer");
-    if (!dynamic_cast<const Mlp*>(&c.posterior->model()))
-      throw InputError("--laplace-structure kron needs --model mlp with biases, not --model " + c.config.model.kind +
+    if (!dynamic_cast<const Mlp*>(&c.posterior->model()) && !dynamic_cast<const Cnn*>(&c.posterior->model()))
+      throw InputError("--laplace-structure kron needs --model mlp with biases or --model cnn, not --model " + c.config.model.kind +
                        (c.config.model.bias ? std::string() : " --no-bias") + ": use --laplace-structure full or diag");
   }
   Rng rng(c.config.seed, 0);

@@ -5,12 +5,14 @@
 #include <optional>
 
 #include "uqnn/core/error.hpp"
+#include "uqnn/data/image_files.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
 #include "uqnn/predictive/predictive.hpp"
 #include "uqnn/services/conformal.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
+#include "uqnn/services/ood_metrics.hpp"
 
 namespace uqnn {
 
@@ -49,6 +51,42 @@ std::optional<std::pair<std::string, Index>> outside_training_range(const Fitted
                    rows};
 }
 
+bool predict_is_image_file(const std::filesystem::path& path) { return detect_data_file_format(path) != DataFileFormat::Csv; }
+
+/// The images (and labels, when found) of an image file.
+Dataset read_predict_images(const std::filesystem::path& path, const std::filesystem::path& labels, const std::string& flag, bool* labelled) {
+  ImageFileRequest request;
+  request.labels = labels;
+  request.flag = flag;
+  request.role = "test";
+  request.labels_required = false;
+  return to_dataset(read_image_file(path, request, labelled), path.string());
+}
+
+void check_predict_image_inputs(const Dataset& d, const std::vector<std::string>& input_names, const std::filesystem::path& path,
+                        const std::string& flag) {
+  if (d.input_names != input_names)
+    throw InputError(fmt::format("{} {}: images of {} values ({} ... {}), but the model takes {} inputs ({} ... {})", flag, path.string(),
+                                 d.input_dim(), d.input_names.front(), d.input_names.back(), input_names.size(),
+                                 input_names.empty() ? "" : input_names.front(), input_names.empty() ? "" : input_names.back()));
+}
+
+/// The model's input columns of a CSV table, by name.
+Mat predict_table_inputs(const CsvTable& table, const std::vector<std::string>& input_names, const std::filesystem::path& path,
+                 const std::string& what) {
+  Mat inputs(static_cast<Index>(input_names.size()), table.num_rows());
+  for (std::size_t i = 0; i < input_names.size(); ++i) {
+    const Index c = table.find_column(input_names[i]);
+    if (c < 0) {
+      std::string available;
+      for (const auto& n : table.column_names) available += (available.empty() ? "" : ", ") + n;
+      throw InputError(fmt::format("{}: {} '{}' (available: {})", path.string(), what, input_names[i], available));
+    }
+    inputs.row(static_cast<Index>(i)) = table.values.col(c).transpose();
+  }
+  return inputs;
+}
+
 }  // namespace
 
 FitReport run_predict(const PredictConfig& cfg) {
@@ -59,23 +97,31 @@ FitReport run_predict(const PredictConfig& cfg) {
   // Inputs by name; targets too when the file has them.
   const auto& input_names = fitted.input_names();
   const auto& target_names = fitted.target_names();
-  const CsvTable table = read_csv(cfg.data);
-  Mat inputs(static_cast<Index>(input_names.size()), table.num_rows());
-  for (std::size_t i = 0; i < input_names.size(); ++i) {
-    const Index c = table.find_column(input_names[i]);
-    if (c < 0) {
-      std::string available;
-      for (const auto& n : table.column_names) available += (available.empty() ? "" : ", ") + n;
-      throw InputError(fmt::format("{}: the model needs input column '{}' (available: {})", cfg.data.string(), input_names[i], available));
-    }
-    inputs.row(static_cast<Index>(i)) = table.values.col(c).transpose();
-  }
+  if (!cfg.ood_data.empty() && fitted.regression())
+    throw InputError("--ood-data: the detection scores are of class probabilities; this model is a regression (uqnn evaluate "
+                     "--ood-data scores a regression's predictive sd)");
+  const bool images = predict_is_image_file(cfg.data);
+  if (!images && !cfg.labels.empty())
+    throw InputError("--labels " + cfg.labels.string() + ": --data " + cfg.data.string() + " is a CSV table; --labels is for IDX and .npy images");
+  Mat inputs, targets;
   bool has_targets = true;
-  Mat targets(static_cast<Index>(target_names.size()), table.num_rows());
-  for (std::size_t i = 0; i < target_names.size(); ++i) {
-    const Index c = table.find_column(target_names[i]);
-    if (c < 0) has_targets = false;
-    else targets.row(static_cast<Index>(i)) = table.values.col(c).transpose();
+  if (images) {
+    // Image files: labels when they are found (an .npz's y array, --labels, MNIST's file names).
+    bool labelled = false;
+    const Dataset d = read_predict_images(cfg.data, cfg.labels, "--data", &labelled);
+    check_predict_image_inputs(d, input_names, cfg.data, "--data");
+    inputs = d.inputs;
+    targets = d.targets;
+    has_targets = labelled && target_names.size() == 1;
+  } else {
+    const CsvTable table = read_csv(cfg.data);
+    inputs = predict_table_inputs(table, input_names, cfg.data, "the model needs input column");
+    targets.resize(static_cast<Index>(target_names.size()), table.num_rows());
+    for (std::size_t i = 0; i < target_names.size(); ++i) {
+      const Index c = table.find_column(target_names[i]);
+      if (c < 0) has_targets = false;
+      else targets.row(static_cast<Index>(i)) = table.values.col(c).transpose();
+    }
   }
 
   const bool regression = fitted.regression();
@@ -94,8 +140,9 @@ FitReport run_predict(const PredictConfig& cfg) {
 
   const auto out = cfg.out.empty() ? cfg.model_dir / ("predictions_" + cfg.data.stem().string() + ".csv") : cfg.out;
   // Output columns: the inputs, the targets when present, then mean, sd and 95% bounds per output.
-  std::vector<std::string> names = input_names;
-  Mat values = inputs.transpose();
+  // Images: the row's index instead of its thousands of pixels.
+  std::vector<std::string> names = images ? std::vector<std::string>{"row"} : input_names;
+  Mat values = images ? Mat(Eigen::VectorXd::LinSpaced(inputs.cols(), 0, static_cast<double>(inputs.cols() - 1))) : Mat(inputs.transpose());
   const auto append = [&](const std::string& name, const Eigen::RowVectorXd& column) {
     names.push_back(name);
     values.conservativeResize(Eigen::NoChange, values.cols() + 1);
@@ -145,6 +192,18 @@ FitReport run_predict(const PredictConfig& cfg) {
     if (has_targets)
       report.metrics["conformal"]["scores"] =
           conformal_scores(*calibration, *conformal, targets, fitted.likelihood().kind() == "categorical");
+  }
+  if (!cfg.ood_data.empty()) {
+    Mat ood;
+    if (predict_is_image_file(cfg.ood_data)) {
+      const Dataset d = read_predict_images(cfg.ood_data, {}, "--ood-data", nullptr);
+      check_predict_image_inputs(d, input_names, cfg.ood_data, "--ood-data");
+      ood = d.inputs;
+    } else {
+      ood = predict_table_inputs(read_csv(cfg.ood_data), input_names, cfg.ood_data, "--ood-data: the model needs input column");
+    }
+    report.metrics["ood"] = ood_metrics(fitted.model(), fitted.likelihood(), draws, standardizer.transform_inputs(inputs),
+                                        standardizer.transform_inputs(ood), cfg.data.filename().string());
   }
   return report;
 }

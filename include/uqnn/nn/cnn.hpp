@@ -49,6 +49,17 @@ class Cnn : public ModelBase<Cnn> {
   /// From to_json()'s description (make_model calls it).
   static Cnn from_json(const nlohmann::json& description);
 
+  /// What K-FAC needs of each top-level Conv and Linear layer (Grosse and Martens 2016): its input
+  /// and the cotangent of its output (before the activation that follows it) for the output
+  /// cotangent G [output_dim, n], in float64, one forward and one backward pass. Layers inside
+  /// residual blocks are not listed.
+  struct LayerStatistics {
+    std::vector<std::size_t> layer;  ///< index into layers()
+    std::vector<Mat> inputs;         ///< [in_shape.size(), n] each
+    std::vector<Mat> output_cotangents;  ///< [out_shape.size(), n] each
+  };
+  LayerStatistics layer_statistics(const Vec& theta, const Mat& X, const Mat& G) const;
+
   /// Outputs, and with `loss` its value and gradient (added to grad); T is double, float or Dual.
   /// Defined in src/nn/cnn.cpp for those three.
   template <typename T>

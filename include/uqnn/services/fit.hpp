@@ -82,6 +82,17 @@ struct DataConfig {
   /// drawn from the training rows with --split-seed, or the rows a file lists.
   double calibration_fraction = 0.0;
   std::filesystem::path calibration_indices;
+  /// Image data (--data an IDX, .npy or .npz file; data/image_files.hpp): the labels file of an
+  /// IDX or .npy images file (default: MNIST's name convention beside an IDX file).
+  std::filesystem::path labels;
+  /// Test rows from a file of the data's form (CSV with the same columns, or images of the same
+  /// shape) instead of a split of --data; with its labels file (IDX / .npy).
+  std::filesystem::path test_path, test_labels;
+  /// Out-of-distribution inputs (CSV with the input columns, or images of the same shape, labels
+  /// not needed): metrics.json's "ood" section scores how well the predictive's entropy and mutual
+  /// information tell them from the test rows (classification).
+  std::filesystem::path ood_path;
+  std::optional<Mat> ood_inputs;  ///< in-memory OOD inputs [input_dim, n] instead of `ood_path` (Python)
 };
 
 /// Everything `uqnn fit` does, as make_fit_config() builds it from the options' declarations
@@ -243,6 +254,8 @@ struct FitProblem {
   Standardizer standardizer;
   std::shared_ptr<Posterior> posterior;  ///< not const: --shards distributes its rows
   Dataset validation_std;  ///< empty when there is no validation split (then the posterior's training rows serve)
+  std::optional<Mat> ood_inputs;  ///< out-of-distribution inputs, original units (--ood-data)
+  bool image_files = false;       ///< --data is an image file (IDX, .npy, .npz), not a CSV table
 };
 FitProblem make_fit_problem(const FitConfig& config);
 
@@ -252,6 +265,8 @@ struct PredictConfig {
   std::filesystem::path data;
   std::filesystem::path out;  ///< default: model_dir / "predictions_<data stem>.csv"
   std::uint64_t seed = 0;
+  std::filesystem::path labels;    ///< labels of image data (IDX / .npy; see DataConfig::labels)
+  std::filesystem::path ood_data;  ///< out-of-distribution inputs: the metrics get an "ood" section
 };
 FitReport run_predict(const PredictConfig& config);
 

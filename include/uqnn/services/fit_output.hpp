@@ -16,6 +16,10 @@ struct FitOutput {
   std::shared_ptr<const Posterior> posterior;
   const MethodResult& result;
   double seconds = 0.0;
+  const Mat* ood_inputs = nullptr;  ///< out-of-distribution inputs, original units (--ood-data), or none
+  /// predictions.csv repeats every row's inputs; image data (thousands of pixels a row) give the
+  /// row's index in --data (then --test-data) instead.
+  bool inputs_in_predictions = true;
 };
 
 FitReport write_fit_output(const FitOutput& output);

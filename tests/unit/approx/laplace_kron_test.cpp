@@ -10,6 +10,8 @@
 #include "unit/approx/blr_fixture.hpp"
 #include "uqnn/approx/laplace.hpp"
 #include "uqnn/core/error.hpp"
+#include "uqnn/nn/cnn.hpp"
+#include "uqnn/nn/cnn_layer_list.hpp"
 #include "uqnn/nn/linear.hpp"
 #include "uqnn/nn/mlp.hpp"
 #include "uqnn/optim/objective.hpp"
@@ -262,6 +264,129 @@ TEST(KronLaplace, RefusesWhatItCannotFactorise) {
   const auto no_bias = std::make_shared<Posterior>(std::make_shared<LinearNoBias>(2, 1), make_gaussian_likelihood(0.3),
                                                    GaussianPrior::isotropic(2, 1.0), blr.posterior->inputs(), blr.posterior->targets());
   EXPECT_THROW(LaplaceApproximation(no_bias, Vec::Zero(2), kron_params()), InputError);  // not an Mlp
+}
+
+// ---------------------------------------------------------------------------------------------
+// K-FAC for convolutions (Grosse and Martens 2016): the factors against their definitions, the
+// per-example derivatives taken by finite differences of the layers after the conv.
+
+CnnLayer kfac_layer(CnnLayerType type, Index out = 0, Index kernel = 1) {
+  CnnLayer l;
+  l.type = type;
+  l.out = out;
+  l.kernel_h = l.kernel_w = kernel;
+  l.activation = Activation::Tanh;
+  return l;
+}
+
+TEST(KronLaplace, ConvFactorsAreTheirDefinitionsSummedOverPositions) {
+  // conv (2 channels, 2x2 kernel, bias) on 1x3x3 images -> 2x2x2 (4 positions), tanh, fc to 3 classes.
+  const ImageShape shape{1, 3, 3};
+  auto net = std::make_shared<Cnn>(shape, std::vector<CnnLayer>{kfac_layer(CnnLayerType::Conv, 2, 2), kfac_layer(CnnLayerType::Activation),
+                                                                kfac_layer(CnnLayerType::Linear, 3)},
+                                   InitScheme::Glorot);
+  const Index N = 4, P = net->num_params();
+  ASSERT_EQ(P, 2 * 4 + 2 + 3 * 8 + 3);
+  Rng rng(31, 0);
+  Mat X(9, N), Y(1, N);
+  for (Index i = 0; i < N; ++i) {
+    X.col(i) = rng.normal_vector(9);
+    Y(0, i) = static_cast<double>(i % 3);
+  }
+  const auto post = std::make_shared<Posterior>(net, make_categorical_likelihood(3), GaussianPrior::isotropic(P, 1.0), X, Y);
+  const Vec theta = 0.8 * rng.normal_vector(P);
+  IndexVec all(static_cast<std::size_t>(P));
+  std::iota(all.begin(), all.end(), Index{0});
+  const auto factors = kronecker_factors(*post, theta, all);
+  ASSERT_EQ(factors.size(), 2u);
+
+  // The conv's output s [2 channels x 4 positions] by its definition, and the layers after it as a
+  // network of their own, whose input derivatives B_it = d f / d s_it come by central differences.
+  const Vec conv_w = theta.head(8), conv_b = theta.segment(8, 2), rest = theta.tail(3 * 8 + 3);
+  const auto patch = [&](Index i, Index t) {  // [x(oh+ki, ow+kj) for ki, kj; 1]
+    Vec a(5);
+    const Index oh = t / 2, ow = t % 2;
+    for (Index ki = 0; ki < 2; ++ki)
+      for (Index kj = 0; kj < 2; ++kj) a[ki * 2 + kj] = X((oh + ki) * 3 + ow + kj, i);
+    a[4] = 1.0;
+    return a;
+  };
+  const Cnn after({2, 2, 2}, {kfac_layer(CnnLayerType::Activation), kfac_layer(CnnLayerType::Linear, 3)}, InitScheme::Glorot);
+  Mat A = Mat::Zero(5, 5), G_conv = Mat::Zero(2, 2), A_fc = Mat::Zero(9, 9), G_fc = Mat::Zero(3, 3);
+  for (Index i = 0; i < N; ++i) {
+    Vec s(8);
+    for (Index o = 0; o < 2; ++o)
+      for (Index t = 0; t < 4; ++t) s[o * 4 + t] = conv_w.segment(o * 4, 4).dot(patch(i, t).head(4)) + conv_b[o];
+    const Vec f = after.forward(rest, s);
+    const Vec p = (f.array() - f.maxCoeff()).exp() / (f.array() - f.maxCoeff()).exp().sum();
+    const Mat lambda = Mat(p.asDiagonal()) - p * p.transpose();  // the softmax NLL's Hessian in f
+    Mat B(3, 8);  // d f / d s
+    const double h = 1e-5;
+    for (Index k = 0; k < 8; ++k) {
+      Vec up = s, down = s;
+      up[k] += h;
+      down[k] -= h;
+      B.col(k) = (after.forward(rest, up) - after.forward(rest, down)) / (2 * h);
+    }
+    for (Index t = 0; t < 4; ++t) {
+      A += patch(i, t) * patch(i, t).transpose();
+      const Mat Bt = B(Eigen::all, std::vector<Index>{t, 4 + t});  // [3, 2 channels] at position t
+      G_conv += Bt.transpose() * lambda * Bt / 4.0;
+    }
+    Vec a(9);
+    a << s.array().tanh().matrix(), 1.0;
+    A_fc += a * a.transpose();
+    G_fc += lambda;  // the output layer: d f / d z = I
+  }
+  G_conv /= static_cast<double>(N);
+  G_fc /= static_cast<double>(N);
+  EXPECT_LT(max_relative(factors[0].input_factor, A), 1e-12);
+  EXPECT_LT(max_relative(factors[0].output_factor, G_conv), 1e-7);  // finite differences
+  EXPECT_LT(max_relative(factors[1].input_factor, A_fc), 1e-12);
+  EXPECT_LT(max_relative(factors[1].output_factor, G_fc), 1e-12);
+  // Their parameters as [W b] by output channel: conv1.weight[o, 0, ki, kj] then conv1.bias[o].
+  EXPECT_EQ(factors[0].index, (IndexVec{0, 1, 2, 3, 8, 4, 5, 6, 7, 9}));
+}
+
+TEST(KronLaplace, IsExactForAConvWithOnePositionAndOneExample) {
+  // One output position and one example: the conv's GGN block has a single term, (B^T Lambda B) (x) a a^T.
+  const ImageShape shape{2, 3, 3};
+  auto net = std::make_shared<Cnn>(shape, parse_cnn_layers("conv3k3,fc4", shape, 3, Activation::Tanh), InitScheme::Glorot);
+  Rng rng(32, 0);
+  const Mat X = rng.normal_vector(18);
+  const Mat Y = Mat::Constant(1, 1, 2.0);
+  const auto post = std::make_shared<Posterior>(net, make_categorical_likelihood(3), GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
+  const Vec theta = post->initial_point(rng);
+  Mat ggn = curvature_matrix(*post, theta, CurvatureBackend::GaussNewton);
+  ggn.diagonal() -= prior_precision_diagonal(*post, theta);
+  IndexVec all(static_cast<std::size_t>(post->dim()));
+  std::iota(all.begin(), all.end(), Index{0});
+  const auto layers = kronecker_factors(*post, theta, all);
+  ASSERT_EQ(layers.size(), 3u);
+  for (const auto& f : layers)
+    EXPECT_LT(max_relative(Mat(Eigen::kroneckerProduct(f.output_factor, f.input_factor)), ggn(f.index, f.index)), 1e-10)
+        << "layer at " << post->layout().name_of(f.index.front());
+}
+
+TEST(KronLaplace, RunsOnACnnWithItsNormsOnTheDiagonal) {
+  // conv -> GroupNorm -> pool -> fc: the conv and fc layers get Kronecker blocks, GroupNorm's
+  // weight and bias the diagonal GGN; every marginal variance is positive and below the prior's.
+  const ImageShape shape{1, 6, 6};
+  auto net = std::make_shared<Cnn>(shape, parse_cnn_layers("conv4k3,gn2,pool2,fc5", shape, 3, Activation::Relu), InitScheme::He);
+  Rng rng(33, 0);
+  const Index N = 40;
+  Mat X(36, N), Y(1, N);
+  for (Index i = 0; i < N; ++i) {
+    X.col(i) = rng.normal_vector(36);
+    Y(0, i) = static_cast<double>(i % 3);
+  }
+  const auto post = std::make_shared<Posterior>(net, make_categorical_likelihood(3), GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
+  const LaplaceApproximation kron(post, post->initial_point(rng), kron_params());
+  const Vec v = kron.approximation()->marginal_variance();
+  ASSERT_EQ(v.size(), net->num_params());
+  EXPECT_GT(v.minCoeff(), 0.0);
+  EXPECT_LE(v.maxCoeff(), 1.0 + 1e-12);  // the prior variance bounds the posterior's
+  EXPECT_LT(v.minCoeff(), 0.9);           // and the data shrink some directions
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // inputs, edible or not) and reports accuracy, NLL, Brier and ECE per split in metrics.json, the
 // reliability-diagram figure, and `uqnn predict` gives the same metrics on new rows.
 #include <fmt/format.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <string>
@@ -148,6 +150,136 @@ TEST_F(ClassificationCli, PredictGivesTheFitsMetricsOnNewRows) {
   const auto fitted = json(model / "metrics.json").at("splits").at("train");
   for (const char* key : {"accuracy", "nll", "brier", "ece", "n"})
     EXPECT_NEAR(printed.at(key).get<double>(), fitted.at(key).get<double>(), 1e-12) << key;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Image files: the 8 x 8 digits of data/digits as IDX files (gzipped, labels found by MNIST's
+// names), a cnn, test rows from their own file and out-of-distribution images.
+
+/// data/digits/<split>-images-idx3-ubyte.gz
+std::string digits_file(const std::string& split) { return (fs::path(UQNN_DATA_DIR) / "digits" / (split + "-images-idx3-ubyte.gz")).string(); }
+
+/// An IDX file of `n` 8 x 8 images of unsigned bytes: the test digits with their 64 pixels
+/// scrambled by one fixed permutation (the grey levels of digits, none of their strokes).
+std::string write_scrambled_digits(const fs::path& path, int n) {
+  std::string bytes{'\0', '\0', '\x08', '\x03', '\0', '\0', '\0', static_cast<char>(n), '\0', '\0', '\0', '\x08', '\0', '\0', '\0', '\x08'};
+  gzFile f = gzopen(digits_file("test").c_str(), "rb");
+  std::string all(16 + 360 * 64, '\0');
+  gzread(f, all.data(), static_cast<unsigned>(all.size()));
+  gzclose(f);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 64; ++k) bytes += all[static_cast<std::size_t>(16 + 64 * i + (k * 37 + 11) % 64)];
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path.string();
+}
+
+TEST_F(ClassificationCli, FitsIdxImagesWithTestDataAndScoresOutOfDistributionImages) {
+  const std::string ood = write_scrambled_digits(dir_ / "scrambled.idx", 200);
+  const fs::path out = dir_ / "digits";
+  const CliRun r = run_cli(fmt::format(
+      "fit --quiet --data {} --test-data {} --ood-data {} --likelihood categorical --classes 10 --model cnn --layers conv8k3p1,pool2,fc32 "
+      "--activation relu --method ens --ens-members 3 --optimizer adam --lr 3e-3 --epochs 20 --batch-size 64 --out {}",
+      digits_file("train"), digits_file("test"), ood, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto metrics = json(out / "metrics.json");
+  const auto test = metrics.at("splits").at("test");
+  EXPECT_EQ(test.at("n").get<int>(), 360);
+  EXPECT_EQ(metrics.at("splits").at("train").at("n").get<int>(), 1437);
+  EXPECT_GT(test.at("accuracy").get<double>(), 0.9);  // chance is 0.1
+  EXPECT_LT(test.at("nll").get<double>(), 0.4);       // log 10 = 2.3 for a uniform guess
+  const auto o = metrics.at("ood");
+  EXPECT_EQ(o.at("in_distribution").get<std::string>(), "test");
+  EXPECT_EQ(o.at("ood_rows").get<int>(), 200);
+  // Scrambled digits are far from any digit: the predictive entropy and the members' disagreement
+  // rank most of them above the test digits.
+  EXPECT_GT(o.at("predictive_entropy").at("auroc").get<double>(), 0.8);
+  EXPECT_GT(o.at("mutual_information").at("auroc").get<double>(), 0.7);
+  EXPECT_LE(o.at("predictive_entropy").at("fpr_at_95_tpr").get<double>(), 1.0);
+  EXPECT_TRUE(fs::exists(out / "ood.png")) << "the entropy and mutual information histograms";
+  // The input shape came from the files, and the standardisation is per channel: one mean and sd
+  // for all 64 pixels, those of the training images (grey levels 0-16: mean about 4.9).
+  const auto model = json(out / "model.json");
+  const auto mean = model.at("standardizer").at("inputs").at("mean").get<std::vector<double>>();
+  ASSERT_EQ(mean.size(), 64u);
+  EXPECT_EQ(std::count(mean.begin(), mean.end(), mean.front()), 64);
+  EXPECT_NEAR(mean.front(), 4.88, 0.05);
+  EXPECT_EQ(model.at("input_names").front().get<std::string>(), "c0_0_0");
+  // predictions.csv: the row's index, not its 64 pixels.
+  std::ifstream predictions(out / "predictions.csv");
+  std::string header;
+  std::getline(predictions, header);
+  EXPECT_EQ(header.rfind("row,label,", 0), 0u) << header;
+
+  // uqnn predict on the test images (labels found beside them) with the same OOD images gives the
+  // fit's test metrics and OOD scores.
+  const CliRun p = run_cli("predict --model " + out.string() + " --data " + digits_file("test") + " --ood-data " + ood + " --out " +
+                           (dir_ / "p.csv").string());
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const auto printed = nlohmann::json::parse(p.output.substr(0, p.output.rfind('}') + 1));
+  for (const char* key : {"accuracy", "nll", "brier", "ece"}) EXPECT_NEAR(printed.at(key).get<double>(), test.at(key).get<double>(), 1e-12) << key;
+  for (const char* key : {"predictive_entropy", "mutual_information", "max_probability"})
+    EXPECT_NEAR(printed.at("ood").at(key).at("auroc").get<double>(), o.at(key).at("auroc").get<double>(), 1e-12) << key;
+}
+
+TEST_F(ClassificationCli, BadImageFilesStopWithTheFileAndExitCode2) {
+  const std::string common = "fit --quiet --likelihood categorical --classes 10 --model cnn --layers conv2k3,fc4 --epochs 1 --out " +
+                             (dir_ / "out").string();
+  // Images whose labels are not beside them under MNIST's names.
+  fs::copy_file(digits_file("test"), dir_ / "digits.idx.gz");
+  CliRun r = run_cli(common + " --data " + (dir_ / "digits.idx.gz").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--data " + (dir_ / "digits.idx.gz").string() + ": where are the labels? Give them with --labels"),
+            std::string::npos) << r.output;
+  // A truncated IDX file.
+  {
+    gzFile f = gzopen(digits_file("test").c_str(), "rb");
+    std::string bytes(16 + 100, '\0');
+    gzread(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+    std::ofstream(dir_ / "short-images-idx3-ubyte", std::ios::binary) << bytes;
+  }
+  r = run_cli(common + " --data " + (dir_ / "short-images-idx3-ubyte").string() + " --labels " +
+              (fs::path(UQNN_DATA_DIR) / "digits/test-labels-idx1-ubyte.gz").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find((dir_ / "short-images-idx3-ubyte").string()), std::string::npos) << r.output;
+  // Labels of another set: 360 labels for 1437 images.
+  r = run_cli(common + " --data " + digits_file("train") + " --labels " + (fs::path(UQNN_DATA_DIR) / "digits/test-labels-idx1-ubyte.gz").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("1437 images but labels of shape (360,)"), std::string::npos) << r.output;
+  // --labels with a CSV table, and OOD scores of a regression.
+  const std::string sine = write_sine_csv(20);
+  r = run_cli("fit --quiet --data " + sine + " --labels " + digits_file("test") + " --epochs 1 --out " + (dir_ / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a CSV table, whose labels are a column (--target)"), std::string::npos) << r.output;
+  r = run_cli("fit --quiet --data " + sine + " --ood-data " + sine + " --epochs 1 --out " + (dir_ / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--ood-data: the detection scores are of class probabilities"), std::string::npos) << r.output;
+  // Test rows of another form than the training images.
+  r = run_cli(common + " --data " + digits_file("train") + " --test-data " + sine);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--test-data " + sine), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(ClassificationCli, DropoutAndKroneckerLaplaceRunOnACnn) {
+  // 300 training digits; MC dropout before the fc layers and K-FAC with the conv layer's factors.
+  std::string indices;
+  for (int i = 0; i < 300; ++i) indices += std::to_string(i) + "\n";
+  write("train300.txt", indices);
+  const std::string common = fmt::format(
+      "fit --quiet --data {} --train-indices {} --test-data {} --likelihood categorical --classes 10 --model cnn "
+      "--layers conv4k3,pool2,fc16 --activation relu --num-samples 30 --figure none",
+      digits_file("train"), (dir_ / "train300.txt").string(), digits_file("test"));
+  for (const std::string method : {"dropout --optimizer adam --lr 3e-3 --epochs 60 --batch-size 32",
+                                   "laplace --laplace-structure kron --laplace-curvature ggn --laplace-predictive glm"}) {
+    const fs::path out = dir_ / method.substr(0, method.find(' '));
+    const CliRun r = run_cli(common + " --method " + method + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << method << "\n" << r.output;
+    const auto test = json(out / "metrics.json").at("splits").at("test");
+    EXPECT_EQ(test.at("n").get<int>(), 360);
+    EXPECT_GT(test.at("accuracy").get<double>(), 0.75) << method;  // chance is 0.1
+    EXPECT_LT(test.at("nll").get<double>(), 1.0) << method;        // a uniform guess: log 10 = 2.3
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/data/image_arrays.hpp"
+#include "uqnn/data/image_files.hpp"
 
 namespace uqnn {
 namespace {
@@ -201,6 +202,13 @@ TEST(Npz, DamagedArchivesAreInputErrors) {
   const std::size_t values = stored.find("\n", stored.find("NUMPY")) + 1;  // the images' first byte after the .npy header
   stored[values + 2] = static_cast<char>(stored[values + 2] ^ 0x40);
   expect_error([&] { parse_npz(stored, "e.npz"); }, "e.npz: member images.npy: its CRC-32 does not match");
+  // A deflated member that claims 2 GB from a few hundred bytes: refused before the allocation
+  // (found by the fuzz harness: the reader allocated the declared size).
+  std::string bomb = good;
+  const std::size_t central = bomb.find("PK\x01\x02");
+  ASSERT_NE(central, std::string::npos);
+  for (int k = 0; k < 4; ++k) bomb[central + 24 + static_cast<std::size_t>(k)] = k < 3 ? '\xff' : '\x7f';
+  expect_error([&] { parse_npz(bomb, "f.npz"); }, "more than deflate can give");
 }
 
 TEST(Images, LabelsAndShapesAreChecked) {
@@ -225,6 +233,133 @@ TEST(Images, PerChannelStandardisationUsesEachChannelsPixels) {
   EXPECT_NEAR(std::sqrt(Z.topRows(4).array().square().mean()), 1.0, 1e-14);
   EXPECT_EQ(Z.bottomRows(4), Mat::Zero(4, 3));
   expect_error([&] { ChannelStandardizer::fit(X, 3); }, "cannot be split into 3 channels");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file layer of fits and predictions (data/image_files.hpp)
+
+TEST(ImageFiles, FormatIsToldByContentWhateverTheName) {
+  const std::string images = idx(0x08, {2, 2, 2}, std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
+  EXPECT_EQ(detect_data_file_format(temp_file("fmt_a.csv", images, true)), DataFileFormat::Idx);  // gzipped, misnamed
+  EXPECT_EQ(detect_data_file_format(temp_file("fmt_b", images)), DataFileFormat::Idx);
+  EXPECT_EQ(detect_data_file_format(kImages + "/fortran.npy"), DataFileFormat::Npy);
+  EXPECT_EQ(detect_data_file_format(kImages + "/stored.npz"), DataFileFormat::Npz);
+  EXPECT_EQ(detect_data_file_format(temp_file("fmt_c.csv", "x,y\n1,2\n", true)), DataFileFormat::Csv);
+  EXPECT_EQ(detect_data_file_format(temp_file("fmt_d.csv", "")), DataFileFormat::Csv);
+}
+
+TEST(ImageFiles, IdxLabelsAreFoundByMnistsNamesOrGiven) {
+  const auto dir = std::filesystem::temp_directory_path() / "uqnn_image_files_idx";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string pixels("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b", 12);
+  const auto write = [&](const std::string& name, const std::string& bytes, bool gzip) {
+    const auto path = dir / name;
+    gzFile f = gzopen(path.c_str(), gzip ? "wb" : "wbT");
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+    return path;
+  };
+  const auto images = write("t10k-images-idx3-ubyte.gz", idx(0x08, {3, 2, 2}, pixels), true);
+  const auto labels = write("t10k-labels-idx1-ubyte", idx(0x08, {3}, std::string("\x07\x00\x09", 3)), false);  // not gzipped
+  EXPECT_EQ(idx_labels_beside(images), labels);
+  ImageFileRequest request;
+  const ImageData d = read_image_file(images, request);
+  EXPECT_EQ(d.labels, (std::vector<Index>{7, 0, 9}));
+  EXPECT_EQ(d.images(3, 2), 11.0);
+  const Dataset data = load_image_dataset(images, request);
+  EXPECT_EQ(data.input_names.front(), "c0_0_0");
+  EXPECT_EQ(data.input_names.back(), "c0_1_1");
+  EXPECT_EQ(data.targets(0, 2), 9.0);
+
+  // No labels beside, none given: the error names the flag, the file and how to give them.
+  const auto alone = write("pictures.idx", idx(0x08, {3, 2, 2}, pixels), false);
+  EXPECT_TRUE(idx_labels_beside(alone).empty());
+  request.flag = "--test-data";
+  request.labels_flag = "--test-labels";
+  expect_error([&] { read_image_file(alone, request); }, "--test-data " + alone.string() + ": where are the labels? Give them with --test-labels");
+  request.labels = labels;
+  EXPECT_EQ(read_image_file(alone, request).labels, (std::vector<Index>{7, 0, 9}));
+  // Labels that do not fit the images.
+  request.labels = write("few-labels", idx(0x08, {2}, std::string("\x01\x02", 2)), false);
+  expect_error([&] { read_image_file(alone, request); }, "3 images but labels of shape (2,)");
+  // An array with a zero dimension holds no values whatever its image count claims: refused
+  // before labels of that count are made (found by the fuzz harness).
+  ImageFileRequest unlabelled;
+  unlabelled.labels_required = false;
+  const auto empty = write("empty.idx", idx(0x08, {0x7fffffff, 0, 8}, ""), false);
+  expect_error([&] { read_image_file(empty, unlabelled); }, "holds no images");
+  // Unlabelled data (--ood-data): labels 0, and `labelled` says there were none.
+  ImageFileRequest ood;
+  ood.labels_required = false;
+  bool labelled = true;
+  EXPECT_EQ(read_image_file(alone, ood, &labelled).labels, (std::vector<Index>{0, 0, 0}));
+  EXPECT_FALSE(labelled);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ImageFiles, NpzArraysAreChosenByNameAndRole) {
+  // compressed.npz holds `images` (2, 2, 2, 3) and `labels`; stored.npz `images` (2, 2, 3) and `labels`.
+  ImageFileRequest request;
+  // (n, 2, 2, 3): only the last axis can hold channels (1, 3 or 4 of them): channels last.
+  const ImageData hwc = read_image_file(kImages + "/compressed.npz", request);
+  EXPECT_EQ(hwc.channels, 3);
+  EXPECT_EQ(hwc.images(1 * 4 + 1 * 2 + 0, 0), ((1 * 2 + 0) * 3 + 1) / 4.0);
+  EXPECT_EQ(hwc.labels, (std::vector<Index>{1, 0}));
+  request.input_shape = {2, 2, 3};  // --input-shape says channels first
+  const ImageData chw = read_image_file(kImages + "/compressed.npz", request);
+  EXPECT_EQ(chw.channels, 2);
+  EXPECT_EQ(chw.images(7, 0), 7.0 / 4);
+  request.input_shape = {5, 2, 2};
+  expect_error([&] { read_image_file(kImages + "/compressed.npz", request); }, "neither (n, C, H, W) nor (n, H, W, C) for --input-shape 5,2,2");
+
+  // Keras's mnist.npz layout: x_train / y_train for --data, x_test / y_test for --test-data.
+  const std::string npy_header = "{'descr': '|u1', 'fortran_order': False, 'shape': (";
+  const auto npy = [&](const std::string& shape, const std::string& data) {
+    std::string header = npy_header + shape + "), }";
+    while ((10 + header.size() + 1) % 64) header += ' ';
+    header += '\n';
+    return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xff) + static_cast<char>(header.size() >> 8) + header + data;
+  };
+  // A stored zip of the members (no compression), CRC-32 from zlib.
+  const auto zip = [](const std::vector<std::pair<std::string, std::string>>& members) {
+    const auto le = [](std::uint32_t v, int n) {
+      std::string b;
+      for (int i = 0; i < n; ++i) b += static_cast<char>((v >> (8 * i)) & 0xff);
+      return b;
+    };
+    std::string out, central;
+    for (const auto& [name, data] : members) {
+      const auto crc = static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+      const auto offset = static_cast<std::uint32_t>(out.size());
+      const std::string common = le(20, 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(crc, 4) + le(static_cast<std::uint32_t>(data.size()), 4) +
+                                 le(static_cast<std::uint32_t>(data.size()), 4) + le(static_cast<std::uint32_t>(name.size()), 2) + le(0, 2);
+      out += "PK\x03\x04" + common + name + data;
+      central += "PK\x01\x02" + le(20, 2) + common + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(offset, 4) + name;
+    }
+    const auto at = static_cast<std::uint32_t>(out.size());
+    return out + central + "PK\x05\x06" + le(0, 2) + le(0, 2) + le(static_cast<std::uint32_t>(members.size()), 2) +
+           le(static_cast<std::uint32_t>(members.size()), 2) + le(static_cast<std::uint32_t>(central.size()), 4) + le(at, 4) + le(0, 2);
+  };
+  const auto keras = temp_file("keras.npz", zip({{"x_train.npy", npy("2, 1, 2", std::string("\x01\x02\x03\x04", 4))},
+                                                 {"y_train.npy", npy("2,", std::string("\x05\x06", 2))},
+                                                 {"x_test.npy", npy("1, 1, 2", std::string("\x07\x08", 2))},
+                                                 {"y_test.npy", npy("1,", std::string("\x09", 1))}}));
+  ImageFileRequest train;
+  EXPECT_EQ(read_image_file(keras, train).labels, (std::vector<Index>{5, 6}));
+  ImageFileRequest test;
+  test.role = "test";
+  const ImageData t = read_image_file(keras, test);
+  EXPECT_EQ(t.labels, (std::vector<Index>{9}));
+  EXPECT_EQ(t.images(1, 0), 8.0);
+  // No images array of a known name, then no labels array: the errors list what the file holds.
+  const auto odd = temp_file("odd.npz", zip({{"pixels.npy", npy("1, 1, 2", std::string("\x07\x08", 2))}}));
+  expect_error([&] { read_image_file(odd, train); }, "no images array: name it x_train, x, X, images or data (the file holds pixels (1, 1, 2))");
+  const auto unlabelled = temp_file("unlabelled.npz", zip({{"x.npy", npy("1, 1, 2", std::string("\x07\x08", 2))}}));
+  expect_error([&] { read_image_file(unlabelled, train); }, "no labels array: name it y_train, y, labels or targets, or give --labels");
+  ImageFileRequest ood;
+  ood.labels_required = false;
+  EXPECT_EQ(read_image_file(unlabelled, ood).images.cols(), 1);
 }
 
 }  // namespace
