@@ -142,7 +142,7 @@ const OptionGroup& lockstep() { return detail::lockstep_options().group(); }
 
 /// Every SG-MCMC method: chains of the multi-chain driver, a step size the user sets.
 MethodSpec sg_method(std::string name, std::string summary, std::string reference, std::vector<const OptionGroup*> groups,
-                     MethodRunner run, nlohmann::json demo_preset) {
+                     MethodRunner run, bool functional, nlohmann::json demo_preset) {
   return {.name = std::move(name),
           .summary = std::move(summary),
           .reference = std::move(reference),
@@ -170,22 +170,22 @@ const nlohmann::json kSgStableStep = {{"step_size", 1e-6}};
 
 const bool registered_sgmcmc =
     register_method(sg_method("sgld", "stochastic-gradient Langevin dynamics", "Welling & Teh 2011",
-                              {&chains(), &starts(), &sg_options().group(), &lockstep()}, &run_sgld,
+                              {&chains(), &starts(), &sg_options().group(), &lockstep()}, &run_sgld, false,
                               // lp__ mean -152.1 and sd 8.3 against NUTS's -152.4 and 8.4; about 40 s.
                               {{"step_size", 7e-6}, {"warmup", 500000}, {"draws", 2000000}, {"thin", 1000}})) &&
     register_method(sg_method("sghmc", "stochastic-gradient HMC with friction", "Chen et al. 2014",
-                              {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &lockstep()}, &run_sghmc, kSgStableStep)) &&
+                              {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &lockstep()}, &run_sghmc, false, kSgStableStep)) &&
     register_method(sg_method("psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
-                              {&chains(), &starts(), &sg_options().group(), &psgld_options().group(), &lockstep()}, &run_psgld,
+                              {&chains(), &starts(), &sg_options().group(), &psgld_options().group(), &lockstep()}, &run_psgld, false,
                               // The preconditioned step is relative: 1e-6 hardly moves the chains.
                               {{"step_size", 5e-5}, {"warmup", 100000}, {"draws", 600000}, {"thin", 300}})) &&
     register_method(sg_method("fsgld", "functional SGLD: GP prior over the network's outputs", "Wu et al., Algorithm 1",
                               {&chains(), &starts(), &sg_options().group(), &functional_options().group(), &nngp_options().group()},
-                              &run_fsgld, kSgStableStep)) &&
+                              &run_fsgld, true, kSgStableStep)) &&
     register_method(sg_method("fsghmc", "functional SGHMC: GP prior over the network's outputs", "Wu et al., Algorithm 2",
                               {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &functional_options().group(),
                                &nngp_options().group()},
-                              &run_fsghmc, kSgStableStep));
+                              &run_fsghmc, true, kSgStableStep));
 
 }  // namespace
 
