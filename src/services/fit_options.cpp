@@ -116,8 +116,8 @@ const OptionSchema<DataConfig>& data_schema() {
           .existing()
           .add("calibration_fraction", &DataConfig::calibration_fraction,
                "fraction of all rows held out of training to calibrate --conformal (drawn from the training rows with "
-               "--split-seed; as MAPIE's conformalize_size)")
-          .above(0)
+               "--split-seed; as MAPIE's conformalize_size; 0: none)")
+          .at_least(0)
           .below(1)
           .conflicts_with({"calibration_indices"})
           .add("calibration_indices", &DataConfig::calibration_indices,
