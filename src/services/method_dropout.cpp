@@ -20,11 +20,11 @@ const OptionSchema<DropoutOptions>& dropout_options() {
 }
 }  // namespace
 
-/// MC dropout on a cnn (approx/dropout.hpp, CnnDropout): dropout on the features that feed each
-/// fully connected layer, one mask per draw.
-MethodResult run_cnn_dropout(const FitContext& c, std::shared_ptr<const Cnn> cnn, const DropoutOptions& o) {
-  auto dropout = std::make_shared<const CnnDropout>(std::move(cnn), o.dropout_p);
-  CnnDropoutObjective objective(dropout, c.posterior, c.config.seed, 2);
+/// MC dropout's steps for either network: train `Objective` (the loss under random masks, with its
+/// mask stream) from the method's start, then draw masks around the trained weights.
+template <typename Objective, typename MaskPosterior, typename Network>
+MethodResult train_and_draw_masks(const FitContext& c, std::shared_ptr<const Network> network, nlohmann::json info) {
+  Objective objective(network, c.posterior, c.config.seed, 2);
   Rng rng(c.config.seed, 0);
   const auto& post = c.posterior;
   const Mat Xv = c.validation_inputs, Yv = c.validation_targets;
@@ -35,15 +35,14 @@ MethodResult run_cnn_dropout(const FitContext& c, std::shared_ptr<const Cnn> cnn
   training.checkpoint = detail::epoch_checkpoint(c.config, "dropout.state");  // with the mask stream (Objective::archive)
   const TrainResult trained =
       train(objective, c.initial_point(rng), training, rng, validation, epoch_progress(c, training.epochs, "dropout"));
-  CnnDropoutPosterior q(dropout, trained.best_theta);
+  MaskPosterior q(network, trained.best_theta);
   Rng sampler(c.config.seed, 1);
   MethodResult r;
   r.draws = Draws::independent(q.sample(sampler, detail::num_samples(c)));
   r.history = {{"training loss with dropout (-log posterior / N)", trained.history.train_loss}};
-  r.info = {{"dropout_p", o.dropout_p},
-            {"dropout_on", "the inputs of every fully connected layer"},
-            {"best_epoch", trained.best_epoch},
-            {"resumed_at_epoch", trained.resumed_at_epoch}};
+  info["best_epoch"] = trained.best_epoch;
+  info["resumed_at_epoch"] = trained.resumed_at_epoch;
+  r.info = std::move(info);
   return r;
 }
 
@@ -53,27 +52,16 @@ MethodResult run_dropout(const FitContext& c) {
   if (!mlp && c.posterior->model().kind() == "non_centred")
     throw InputError("--method dropout trains the network's own weights and cannot take --prior " + c.config.probability.prior +
                      " (its weights are products of scales): use --prior gaussian, fan-in, mixture or laplace");
-  if (const auto cnn = std::dynamic_pointer_cast<const Cnn>(c.posterior->model_ptr())) return run_cnn_dropout(c, cnn, o);
+  if (const auto cnn = std::dynamic_pointer_cast<const Cnn>(c.posterior->model_ptr())) {
+    // On a cnn (approx/dropout.hpp, CnnDropout): dropout on the features that feed each fully
+    // connected layer, one mask per draw.
+    return train_and_draw_masks<CnnDropoutObjective, CnnDropoutPosterior>(
+        c, std::make_shared<const CnnDropout>(cnn, o.dropout_p),
+        {{"dropout_p", o.dropout_p}, {"dropout_on", "the inputs of every fully connected layer"}});
+  }
   if (!mlp) throw InputError("--method dropout needs --model mlp or cnn");
-  auto model = std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p);
-  DropoutObjective objective(model, c.posterior, c.config.seed, 2);
-  Rng rng(c.config.seed, 0);
-  const auto& post = c.posterior;
-  const Mat Xv = c.validation_inputs, Yv = c.validation_targets;
-  const auto validation = [&post, Xv, Yv](const Vec& theta) {  // the mean network's NLL per point
-    return -post->log_likelihood(theta, Xv, Yv) / static_cast<double>(Xv.cols());
-  };
-  TrainParams training = c.config.training;
-  training.checkpoint = detail::epoch_checkpoint(c.config, "dropout.state");  // with the mask stream (Objective::archive)
-  const TrainResult trained =
-      train(objective, c.initial_point(rng), training, rng, validation, epoch_progress(c, training.epochs, "dropout"));
-  DropoutPosterior q(model, trained.best_theta);
-  Rng sampler(c.config.seed, 1);
-  MethodResult r;
-  r.draws = Draws::independent(q.sample(sampler, detail::num_samples(c)));
-  r.history = {{"training loss with dropout (-log posterior / N)", trained.history.train_loss}};
-  r.info = {{"dropout_p", o.dropout_p}, {"best_epoch", trained.best_epoch}, {"resumed_at_epoch", trained.resumed_at_epoch}};
-  return r;
+  return train_and_draw_masks<DropoutObjective, DropoutPosterior>(c, std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p),
+                                                                   {{"dropout_p", o.dropout_p}});
 }
 
 namespace {
