@@ -13,14 +13,6 @@ def make_net(act=nn.Tanh):
     return nn.Sequential(nn.Linear(2, 5), act(), nn.Linear(5, 3), act(), nn.Linear(3, 1)).double()
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(30, 2))
-    y = np.sin(X[:, 0]) - 0.5 * X[:, 1] + 0.1 * rng.normal(size=30)
-    return X, y
-
-
 def torch_log_posterior(net, X, y, noise, prior_sigma):
     f = net(torch.tensor(X))[:, 0]
     lik = torch.distributions.Normal(f, noise).log_prob(torch.tensor(y)).sum()

@@ -38,14 +38,6 @@ def make_residual():
     return Residual().double()
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(30, 2))
-    y = np.sin(X[:, 0]) - 0.5 * X[:, 1] + 0.1 * rng.normal(size=30)
-    return X, y
-
-
 # Every method that runs through PyTorch, at cheap settings. The draws of the PyTorch-backed fit must
 # be those of uqnn's own MLP to rounding: same seed, same minibatches, same starts.
 CHAIN = {"chains": 2, "warmup": 20, "draws": 15, "chain_init": "random"}
