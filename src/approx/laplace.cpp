@@ -815,11 +815,15 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
   const double q = (dev.array().square() * p.array()).sum();
   const double log_prior0 = post.log_prior(map_);
   const double log_lik0 = log_joint_ - log_prior0;
-  const Mat Y = post.model().forward(map_.head(post.model().num_params()), post.inputs());
-  const double r2 = (Y - post.targets()).squaredNorm();
+  // The residuals enter only a Gaussian's noise tuning (a classifier's outputs are logits, not
+  // predictions of its one-column labels).
   const auto M = static_cast<double>(post.targets().size());
-  double sigma0 = 0.0;
-  if (tune_noise) sigma0 = std::sqrt(post.likelihood().noise_variance(Y.leftCols(1), map_.tail(E))(0, 0));
+  double r2 = 0.0, sigma0 = 0.0;
+  if (tune_noise) {
+    const Mat Y = post.model().forward(map_.head(post.model().num_params()), post.inputs());
+    r2 = (Y - post.targets()).squaredNorm();
+    sigma0 = std::sqrt(post.likelihood().noise_variance(Y.leftCols(1), map_.tail(E))(0, 0));
+  }
 
   // Eigenvalues e_i of P^-1/2 H_lik P^-1/2 (H_lik = H - P at sigma0): log det(tau H_lik + alpha P) =
   // log det P + sum_i log(tau e_i + alpha).
