@@ -9,7 +9,10 @@ source "$(dirname "$0")/bench_common.sh"
 env_dir="$build/torch2-env"
 if [ ! -x "$env_dir/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$env_dir"
-  "$env_dir/bin/pip" install -q "torch>=2.1" --index-url https://download.pytorch.org/whl/cpu
+  # PyTorch's CPU-only index first (a 200 MB wheel); where it is unreachable, PyPI's wheel (with
+  # its CUDA libraries, a few GB, unused on a CPU).
+  "$env_dir/bin/pip" install -q "torch>=2.1" --index-url https://download.pytorch.org/whl/cpu ||
+    "$env_dir/bin/pip" install -q "torch>=2.1"
 fi
 "$env_dir/bin/python" -c "import torch, torch.func; print('torch', torch.__version__)"
 cd "$build"

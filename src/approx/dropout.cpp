@@ -8,36 +8,6 @@
 
 namespace uqnn {
 
-DropoutPosterior::DropoutPosterior(std::shared_ptr<const DropoutMlp> model, Vec theta)
-    : model_(std::move(model)), theta_(std::move(theta)) {
-  if (theta_.size() < model_->num_params())
-    throw std::invalid_argument(fmt::format("dropout posterior: theta has {} entries, the network {}", theta_.size(), model_->num_params()));
-}
-
-std::vector<Vec> DropoutPosterior::sample(Rng& rng, Index n) const {
-  const Index P = model_->num_params();
-  std::vector<Vec> out;
-  for (Index s = 0; s < n; ++s) {
-    Vec theta = theta_;
-    theta.head(P) = model_->apply_mask(theta_.head(P), model_->sample_masks(rng, 1));
-    out.push_back(std::move(theta));
-  }
-  return out;
-}
-
-Vec DropoutPosterior::marginal_variance() const {
-  Vec v = Vec::Zero(dim());
-  const double p = model_->drop_probability(), factor = p / (1.0 - p);
-  const auto& widths = model_->network().stack().widths;
-  Index o = widths[1] * widths[0] + widths[1];
-  for (std::size_t l = 2; l < widths.size(); ++l) {
-    const Index size = widths[l] * widths[l - 1];
-    v.segment(o, size) = factor * theta_.segment(o, size).array().square().matrix();
-    o += size + widths[l];
-  }
-  return v;
-}
-
 DropoutObjective::DropoutObjective(std::shared_ptr<const DropoutMlp> model, std::shared_ptr<const Posterior> posterior,
                                    std::uint64_t seed, std::uint64_t stream)
     : model_(std::move(model)), posterior_(std::move(posterior)), rng_(seed, stream) {
@@ -99,23 +69,6 @@ Vec CnnDropout::variance_factor(Index size) const {
   Vec v = Vec::Zero(size);
   for (const DroppedLayer& d : layers_) v.segment(d.offset, d.out * d.in).setConstant(p_ / (1.0 - p_));
   return v;
-}
-
-CnnDropoutPosterior::CnnDropoutPosterior(std::shared_ptr<const CnnDropout> dropout, Vec theta)
-    : dropout_(std::move(dropout)), theta_(std::move(theta)) {
-  if (theta_.size() < dropout_->network().num_params())
-    throw std::invalid_argument(fmt::format("dropout posterior: theta has {} entries, the network {}", theta_.size(),
-                                            dropout_->network().num_params()));
-}
-
-std::vector<Vec> CnnDropoutPosterior::sample(Rng& rng, Index n) const {
-  std::vector<Vec> out;
-  for (Index s = 0; s < n; ++s) out.push_back(theta_.cwiseProduct(dropout_->sample_scale(rng, theta_.size())));
-  return out;
-}
-
-Vec CnnDropoutPosterior::marginal_variance() const {
-  return dropout_->variance_factor(theta_.size()).cwiseProduct(theta_.cwiseAbs2());
 }
 
 CnnDropoutObjective::CnnDropoutObjective(std::shared_ptr<const CnnDropout> dropout, std::shared_ptr<const Posterior> posterior,

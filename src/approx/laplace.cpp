@@ -444,7 +444,8 @@ class LaplaceCurvature {
   /// The eigenvalues e_i of P^-1/2 H_lik P^-1/2 over the network's P active coordinates (p their prior
   /// precision), H_lik = H - P.
   virtual Vec likelihood_eigenvalues(const Vec& p) const = 0;
-  /// H <- tau H_lik + alpha P over the network's coordinates.
+  /// H <- tau H_lik + alpha P over the network's coordinates, where P = diag(p) is the prior
+  /// precision H holds now and H_lik = H - P: successive calls compound.
   virtual void rescale(double tau, double alpha, const Vec& p) = 0;
   /// The extras' block (the last E active coordinates) replaced by `block` [E x E].
   virtual void set_extras_block(const Mat& block) = 0;
@@ -577,9 +578,13 @@ class KroneckerCurvature final : public LaplaceCurvature {
       layers_.push_back(std::move(layer));
     }
     for (const Index k : active)
-      if (!in_layer[static_cast<std::size_t>(k)]) rest_.push_back(k);
-    // The extras' diagonal, as the diagonal structure computes it.
+      if (!in_layer[static_cast<std::size_t>(k)]) {
+        rest_.push_back(k);
+        if (k < post.model().num_params()) ++rest_network_;  // active lists the network's coordinates first
+      }
+    // The rest's diagonal (a cnn's norms and the extras), as the diagonal structure computes it.
     rest_diagonal_ = curvature_diagonal(post, map, params.backend, &rest_);
+    rest_prior_ = prior(rest_).head(rest_network_);
   }
 
   Factorisation factorise(const Vec& map, const IndexVec&, double s, const std::string& advice) const override {
@@ -625,11 +630,18 @@ class KroneckerCurvature final : public LaplaceCurvature {
       e.segment(at, values[l].size()) = values[l] / layers_[l].prior_precision;
       at += values[l].size();
     }
+    // The network's coordinates outside the layers (a cnn's norms): their diagonal, as the diagonal
+    // structure counts it.
+    const auto d = rest_diagonal_.col(0).head(rest_network_).array();
+    e.segment(at, rest_network_) = ((d - prior_scale_ * rest_prior_.array()) / likelihood_scale_ / rest_prior_.array()).matrix();
+    if (at + rest_network_ != p.size()) throw std::logic_error("kron: the layers and the rest do not cover the network's coordinates");
     return e;
   }
   void rescale(double tau, double alpha, const Vec&) override {
-    likelihood_scale_ = tau;
-    prior_scale_ = alpha;
+    auto d = rest_diagonal_.col(0).head(rest_network_).array();
+    d = tau * (d - prior_scale_ * rest_prior_.array()) + alpha * prior_scale_ * rest_prior_.array();
+    likelihood_scale_ *= tau;
+    prior_scale_ *= alpha;
   }
   void set_extras_block(const Mat& block) override { rest_diagonal_.col(0).tail(block.rows()) = block.diagonal(); }
   bool couples_extras(Index, Index) const override { return false; }
@@ -652,9 +664,11 @@ class KroneckerCurvature final : public LaplaceCurvature {
     return values;
   }
   std::vector<Layer> layers_;
-  IndexVec rest_;       // active coordinates in no layer (the extras)
-  Mat rest_diagonal_;   // their diagonal, as a column
-  double likelihood_scale_ = 1.0, prior_scale_ = 1.0;  // tau and alpha after tune()
+  IndexVec rest_;          // active coordinates in no layer: the network's (a cnn's norms) first, then the extras
+  Index rest_network_ = 0;  // how many of rest_ are the network's
+  Mat rest_diagonal_;      // their diagonal, as a column
+  Vec rest_prior_;         // the prior precision of the network's rest_ coordinates
+  double likelihood_scale_ = 1.0, prior_scale_ = 1.0;  // tau and alpha: the product of every rescale
 };
 
 /// The maximum of the Laplace log marginal likelihood over tau (the likelihood's scale, when
@@ -785,10 +799,30 @@ Vec LaplaceApproximation::curvature_over_prior() const {
   return curvature_->over_prior(Vec((prior.array() > 0).select(prior, 1.0)), active_);
 }
 
+void LaplaceApproximation::set_prior_precision_factor(double alpha) {
+  if (!(alpha > 0 && std::isfinite(alpha))) throw std::invalid_argument(fmt::format("prior precision factor {} must be > 0", alpha));
+  const Posterior& post = *posterior_;
+  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
+  if (!gaussian) throw InputError("Laplace prior-precision tuning needs a Gaussian prior (--prior gaussian or fan-in)");
+  IndexVec network;
+  for (const Index k : active_)
+    if (k < post.model().num_params()) network.push_back(k);
+  const Vec p = prior_precision_diagonal(post, map_)(network);
+  const Vec dev = map_(network) - gaussian->mean()(network);
+  const double q = (dev.array().square() * p.array()).sum();
+  curvature_->rescale(1.0, alpha / prior_factor_, prior_factor_ * p);
+  // log N(theta* | m, (alpha P)^-1) over the network's coordinates moves by
+  // -(alpha - alpha0) q / 2 + (K / 2) log(alpha / alpha0).
+  log_joint_ += -0.5 * (alpha - prior_factor_) * q + 0.5 * static_cast<double>(network.size()) * std::log(alpha / prior_factor_);
+  prior_factor_ = alpha;
+  factorise();
+}
+
 LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) {
   const Posterior& post = *posterior_;
   const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
   if (!gaussian) throw InputError("Laplace marginal-likelihood tuning needs a Gaussian prior (--prior gaussian or fan-in)");
+  if (prior_factor_ != 1.0) throw std::logic_error("Laplace: tune() after set_prior_precision_factor()");
   // alpha scales the network's prior only. Likelihood extras (a learned log sigma) keep their block,
   // which must be decoupled from the network's for log det H to split: so it is with ggn (the
   // extras' expected Fisher) and with any diagonal structure.

@@ -104,20 +104,34 @@ Mat DropoutMlp::forward(const Vec& theta, const Mat& X, const Masks& masks) cons
   return Y;
 }
 
-Vec DropoutMlp::apply_mask(const Vec& theta, const Masks& masks) const {
+Vec DropoutMlp::apply_mask(const Vec& theta, const Masks& masks) const { return theta.cwiseProduct(scale_of(masks, theta.size())); }
+
+Vec DropoutMlp::scale_of(const Masks& masks, Index size) const {
   check_masks(masks, 1);
   for (const Mat& m : masks)
-    if (m.cols() != 1) throw std::invalid_argument("dropout: apply_mask needs one shared mask column per layer");
-  Vec out = theta;
+    if (m.cols() != 1) throw std::invalid_argument("dropout: a draw needs one shared mask column per layer");
+  Vec scale = Vec::Ones(size);
   const auto& widths = network_.stack().widths;
   Index o = widths[1] * widths[0] + widths[1];
   for (std::size_t l = 2; l < widths.size(); ++l) {
     const Index rows = widths[l], cols = widths[l - 1];
-    Eigen::Map<RowMajorMatT<double>> W(out.data() + o, rows, cols);
-    W = W * masks[l - 2].col(0).asDiagonal();  // column j (input unit j of this layer) scaled by its mask
+    // column j (input unit j of this layer) scaled by its mask
+    Eigen::Map<RowMajorMatT<double>>(scale.data() + o, rows, cols).rowwise() = masks[l - 2].col(0).transpose();
     o += rows * cols + rows;
   }
-  return out;
+  return scale;
+}
+
+Vec DropoutMlp::variance_factor(Index size) const {
+  Vec v = Vec::Zero(size);
+  const auto& widths = network_.stack().widths;
+  Index o = widths[1] * widths[0] + widths[1];
+  for (std::size_t l = 2; l < widths.size(); ++l) {
+    const Index weights = widths[l] * widths[l - 1];
+    v.segment(o, weights).setConstant(p_ / (1.0 - p_));
+    o += weights + widths[l];
+  }
+  return v;
 }
 
 }  // namespace uqnn

@@ -55,12 +55,12 @@ MethodResult run_dropout(const FitContext& c) {
   if (const auto cnn = std::dynamic_pointer_cast<const Cnn>(c.posterior->model_ptr())) {
     // On a cnn (approx/dropout.hpp, CnnDropout): dropout on the features that feed each fully
     // connected layer, one mask per draw.
-    return train_and_draw_masks<CnnDropoutObjective, CnnDropoutPosterior>(
+    return train_and_draw_masks<CnnDropoutObjective, DropoutPosterior<CnnDropout>>(
         c, std::make_shared<const CnnDropout>(cnn, o.dropout_p),
         {{"dropout_p", o.dropout_p}, {"dropout_on", "the inputs of every fully connected layer"}});
   }
   if (!mlp) throw InputError("--method dropout needs --model mlp or cnn");
-  return train_and_draw_masks<DropoutObjective, DropoutPosterior>(c, std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p),
+  return train_and_draw_masks<DropoutObjective, DropoutPosterior<DropoutMlp>>(c, std::make_shared<const DropoutMlp>(mlp->spec(), o.dropout_p),
                                                                    {{"dropout_p", o.dropout_p}});
 }
 

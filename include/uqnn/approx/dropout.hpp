@@ -3,9 +3,12 @@
 ///
 /// Training minimises the same loss as MAP, -log p(theta | D) / N on minibatches, with an
 /// independent dropout mask per example (standard dropout). A draw is one mask shared by all
-/// inputs, realised as the Mlp parameter vector with dropped units' outgoing weights zeroed and the
-/// kept ones scaled by 1 / (1 - p) (DropoutMlp::apply_mask); the likelihood extras are copied.
+/// inputs, realised as the network's parameter vector with dropped units' outgoing weights zeroed and
+/// the kept ones scaled by 1 / (1 - p) (DropoutMlp::apply_mask); the likelihood extras are copied.
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "uqnn/approx/approximate_posterior.hpp"
 #include "uqnn/nn/cnn.hpp"
@@ -14,20 +17,32 @@
 
 namespace uqnn {
 
-class DropoutPosterior : public ApproximatePosterior {
+/// Draws of MC dropout: theta times one sampled mask's multipliers each. `Masking` is DropoutMlp
+/// or CnnDropout (below): both give `sample_scale(rng, size)` (one shared mask as multipliers of
+/// theta's entries, 1 on the likelihood's extras) and `variance_factor(size)`.
+template <typename Masking>
+class DropoutPosterior final : public ApproximatePosterior {
  public:
-  /// theta = [Mlp parameters; extras].
-  DropoutPosterior(std::shared_ptr<const DropoutMlp> model, Vec theta);
+  /// theta = [network parameters; extras].
+  DropoutPosterior(std::shared_ptr<const Masking> masking, Vec theta) : masking_(std::move(masking)), theta_(std::move(theta)) {
+    if (theta_.size() < masking_->network().num_params())
+      throw std::invalid_argument("dropout posterior: theta has " + std::to_string(theta_.size()) + " entries, the network " +
+                                  std::to_string(masking_->network().num_params()));
+  }
   std::string kind() const override { return "dropout"; }
   Index dim() const override { return theta_.size(); }
-  std::vector<Vec> sample(Rng& rng, Index n) const override;
+  std::vector<Vec> sample(Rng& rng, Index n) const override {
+    std::vector<Vec> out;
+    for (Index s = 0; s < n; ++s) out.push_back(theta_.cwiseProduct(masking_->sample_scale(rng, theta_.size())));
+    return out;
+  }
   /// theta itself: E[m / (1 - p)] = 1 for every mask entry.
   Vec mean() const override { return theta_; }
-  /// w^2 p / (1 - p) for weights leaving a hidden unit, 0 elsewhere.
-  Vec marginal_variance() const override;
+  /// theta^2 p / (1 - p) on the dropped weights, 0 elsewhere.
+  Vec marginal_variance() const override { return masking_->variance_factor(theta_.size()).cwiseProduct(theta_.cwiseAbs2()); }
 
  private:
-  std::shared_ptr<const DropoutMlp> model_;
+  std::shared_ptr<const Masking> masking_;
   Vec theta_;
 };
 
@@ -80,21 +95,6 @@ class CnnDropout {
   std::shared_ptr<const Cnn> network_;
   double p_;
   std::vector<DroppedLayer> layers_;
-};
-
-/// Draws of MC dropout on a Cnn: theta times one sampled scale (CnnDropout::sample_scale) each.
-class CnnDropoutPosterior : public ApproximatePosterior {
- public:
-  CnnDropoutPosterior(std::shared_ptr<const CnnDropout> dropout, Vec theta);
-  std::string kind() const override { return "dropout"; }
-  Index dim() const override { return theta_.size(); }
-  std::vector<Vec> sample(Rng& rng, Index n) const override;
-  Vec mean() const override { return theta_; }
-  Vec marginal_variance() const override;
-
- private:
-  std::shared_ptr<const CnnDropout> dropout_;
-  Vec theta_;
 };
 
 /// -log p(theta | D) / N on a minibatch with dropout: the batch is cut into groups of

@@ -140,6 +140,12 @@ class LaplaceApproximation {
   /// instead of the MAP's r^2 / M (gamma the effective number of parameters), so the draws predict
   /// with it.
   LaplaceTuning tune(bool tune_noise, Index max_iterations = 100);
+  /// Sets the prior precision over the active network coordinates to alpha times the prior's
+  /// (Gaussian priors; InputError otherwise), keeping the likelihood's curvature, and rebuilds the
+  /// approximation and its log marginal likelihood: one step of a search over alpha on held-out data
+  /// (laplace-torch's grid search, Daxberger et al. 2021). Not combined with tune().
+  void set_prior_precision_factor(double alpha);
+  double prior_precision_factor() const { return prior_factor_; }
 
  private:
   void factorise();
@@ -151,6 +157,7 @@ class LaplaceApproximation {
   std::unique_ptr<LaplaceCurvature> curvature_;  // H in the structure of params_.structure
   double log_joint_ = 0.0;  // log p(D | theta*) + log p(theta*) with the current prior / noise
   double log_det_ = 0.0;    // log det H
+  double prior_factor_ = 1.0;  // alpha of set_prior_precision_factor
   std::shared_ptr<const ApproximatePosterior> approximation_;
 };
 

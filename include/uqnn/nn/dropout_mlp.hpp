@@ -34,9 +34,16 @@ class DropoutMlp {
                             Vec& grad) const;
   /// The Mlp parameters equivalent to one shared mask (every mask must have one column).
   Vec apply_mask(const Vec& theta, const Masks& masks) const;
+  /// Multipliers of theta's entries for one random shared mask (`apply_mask` is theta times them);
+  /// `size` >= the network's parameters (the likelihood's extras get 1).
+  Vec sample_scale(Rng& rng, Index size) const { return scale_of(sample_masks(rng, 1), size); }
+  /// p / (1 - p) on the weights leaving a hidden unit, 0 elsewhere: the variance of a draw's entry
+  /// is that times its square.
+  Vec variance_factor(Index size) const;
 
  private:
   void check_masks(const Masks& masks, Index n) const;
+  Vec scale_of(const Masks& masks, Index size) const;
 
   Mlp network_;
   double p_;

@@ -105,7 +105,7 @@ TEST(DropoutPosterior, DrawsAverageToThetaWithTheStatedVariance) {
   Vec theta(net->num_params() + 1);
   theta.head(net->num_params()) = net->network().initial_params(rng);
   theta[net->num_params()] = -1.0;  // an extra (log sigma) is copied unchanged
-  DropoutPosterior q(net, theta);
+  DropoutPosterior<DropoutMlp> q(net, theta);
   Vec mean;
   const auto draws = q.sample(rng, 40000);
   const Mat c = sample_covariance(draws, mean);

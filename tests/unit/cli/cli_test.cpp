@@ -582,6 +582,37 @@ TEST_F(Cli, LaplaceDemoPredictsThroughTheLinearisedNetworkAndReloads) {
   EXPECT_GT(again.values(1, sd_new), 2 * largest_sd_at_data) << "wider beyond |x| > 1";
 }
 
+TEST_F(Cli, LaplaceTunedOnValidationRowsKeepsTheBestPriorPrecisionOfItsGrid) {
+  std::string csv = "x,y\n";
+  for (int i = 0; i < 80; ++i) {
+    const double x = -1 + 2.0 * i / 79.0;
+    csv += fmt::format("{},{}\n", x, std::sin(3 * x) + 0.1 * std::cos(17.0 * i));
+  }
+  write("sine.csv", csv);
+  const std::string common = "fit --quiet --figure none --data " + (dir_ / "sine.csv").string() +
+                             " --arch 8 --method laplace --laplace-tune-by validation --no-standardize --num-samples 50";
+  const CliRun r = run_cli(common + " --valid-fraction 0.25 --out " + (dir_ / "val").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto metrics = json(dir_ / "val" / "metrics.json");
+  const auto tuning = metrics["info"]["tuning"];
+  EXPECT_EQ(tuning["by"], "validation");
+  ASSERT_EQ(tuning["grid"].size(), 33u);
+  double best = -1e300, best_factor = 0;
+  for (const auto& g : tuning["grid"])
+    if (g["validation_lppd"].get<double>() > best) best = g["validation_lppd"].get<double>(), best_factor = g["prior_precision_factor"].get<double>();
+  EXPECT_EQ(tuning["prior_precision_factor"].get<double>(), best_factor);
+  // The search scores the draws the fit returns: its best LPPD is the validation split's in metrics.json.
+  EXPECT_NEAR(metrics["splits"]["validation"]["lppd"].get<double>(), best, 1e-9 * std::abs(best));
+  // Strictly inside the grid on this sine: the draws' spread helps, and no grid-edge warning.
+  EXPECT_GT(best_factor, tuning["grid"].front()["prior_precision_factor"].get<double>());
+  EXPECT_LT(best_factor, tuning["grid"].back()["prior_precision_factor"].get<double>());
+  EXPECT_EQ(r.output.find("laplace_tuning_at_grid_edge"), std::string::npos) << r.output;
+  // No validation rows: a clear error before anything is written.
+  const CliRun none = run_cli(common + " --out " + (dir_ / "none").string());
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("give --valid-fraction F or --valid FILE"), std::string::npos) << none.output;
+  EXPECT_FALSE(fs::exists(dir_ / "none" / "metrics.json"));
+}
 
 // Issue 20, item 7: exact GP regression with the network's NNGP kernel, through the same files.
 TEST_F(Cli, NngpMethodFitsExactlyWritesEveryFileAndPredictReloadsIt) {
