@@ -176,7 +176,7 @@ const bool registered_sgmcmc =
                               {{"step_size", 7e-6}, {"warmup", 500000}, {"draws", 2000000}, {"thin", 1000}})) &&
     register_method(sg_method("sghmc", "stochastic-gradient HMC with friction", "Chen et al. 2014",
                               {&chains(), &starts(), &sg_options().group(), &sghmc_options().group(), &lockstep()}, &run_sghmc, false,
-                              // No warning; about 10 s (docs/usage.md).
+                              // No warning; about 3 s of CPU (docs/usage.md).
                               {{"step_size", 2e-3}, {"friction", 10.0}, {"warmup", 20000}, {"draws", 100000}, {"thin", 50}})) &&
     register_method(sg_method("psgld", "preconditioned SGLD (RMSprop)", "Li et al. 2016",
                               {&chains(), &starts(), &sg_options().group(), &psgld_options().group(), &lockstep()}, &run_psgld, false,
