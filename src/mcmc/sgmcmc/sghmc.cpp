@@ -29,17 +29,22 @@ Vec sghmc_sample_momentum(Rng& rng, Index dim, const SghmcParams& params) {
   return z;
 }
 
-SghmcState sghmc_step(Rng& rng, const SghmcState& state, const Vec& grad_log_density, double step_size,
-                      const SghmcParams& params) {
+Vec sghmc_move_position(const SghmcState& state, double step_size, const SghmcParams& params) {
+  // Chen et al. 2014, eq. 15: w_{t+1} = w_t + eps M^-1 z_t
+  if (params.mass.size() == 0) return state.position + step_size * state.momentum;
+  return state.position + step_size * (state.momentum.array() / params.mass.array()).matrix();
+}
+
+SghmcState sghmc_step(Rng& rng, const SghmcState& state, Vec next_position, const Vec& grad_log_density,
+                      double step_size, const SghmcParams& params) {
   const Index d = state.position.size();
-  // velocity = M^-1 z
+  // velocity = M^-1 z_t
   Vec velocity = state.momentum;
   if (params.mass.size() != 0) velocity.array() /= params.mass.array();
   SghmcState next;
-  // seed 002 eq. (2): w_{t+1} = w_t + eps M^-1 z_t
-  next.position = state.position + step_size * velocity;
-  // seed 002 sec. 2.2: z_{t+1} = z_t - eps grad U~(w_t) - eps C M^-1 z_t + sqrt(2 C eps) eta_t,
-  // with C replaced by C - B_hat in the noise (Chen et al. 2014, eq. 15).
+  next.position = std::move(next_position);
+  // Chen et al. 2014, eq. 15: z_{t+1} = z_t - eps grad U~(w_{t+1}) - eps C M^-1 z_t
+  // + N(0, 2 (C - B_hat) eps), the gradient at the updated position (symplectic Euler).
   next.momentum = state.momentum + step_size * grad_log_density - step_size * params.friction * velocity;
   const double noise_variance = 2.0 * (params.friction - params.noise_estimate) * step_size;
   if (noise_variance > 0.0) next.momentum += std::sqrt(noise_variance) * rng.normal_vector(d);
@@ -79,14 +84,15 @@ DrawStats SghmcSampler::transition(Rng& rng, bool /*warmup*/) {
   double estimate = detail::kNaN;
   for (Index step = 0; step < params_.num_steps; ++step) {
     const double eps = params_.schedule(iteration_);
-    estimate = estimator_.estimate(rng, state_.position, grad_);
+    Vec next_position = sghmc_move_position(state_, eps, params_);
+    estimate = estimator_.estimate(rng, next_position, grad_);
     ++iteration_;
-    if (!std::isfinite(estimate) || !grad_.allFinite()) {
+    if (!std::isfinite(estimate) || !grad_.allFinite()) {  // stay at the last finite state
       stats.is_divergent = true;
       stats.accept_prob = 0.0;
       break;
     }
-    state_ = sghmc_step(rng, state_, grad_, eps, params_);
+    state_ = sghmc_step(rng, state_, std::move(next_position), grad_, eps, params_);
   }
   ++transitions_;
   stats.lp = stats.is_divergent ? estimate

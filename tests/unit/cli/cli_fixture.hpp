@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "uqnn/io/csv.hpp"
+
 namespace uqnn::testing {
 
 struct CliRun {
@@ -35,6 +37,15 @@ inline CliRun run_command(const std::string& command) {
 
 /// Runs `uqnn ARGS` (UQNN_CLI_PATH, set by CMake) and collects its output and exit code.
 inline CliRun run_cli(const std::string& args) { return run_command(std::string(UQNN_CLI_PATH) + " " + args); }
+
+/// Reads a predictions CSV of `uqnn fit` or `uqnn predict`: it ends with a text column `split`, so
+/// the numeric columns before it are parsed.
+inline CsvTable read_predictions(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line, text;
+  while (std::getline(in, line)) text += line.substr(0, line.rfind(',')) + "\n";
+  return parse_csv(text, path.string());
+}
 
 /// Runs `script` with `sh -c` (it must not hold single quotes): for tests that start `uqnn` in the
 /// background and send it signals.

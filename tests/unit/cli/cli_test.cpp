@@ -19,15 +19,8 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using Cli = testing::CliTest;
 
+using testing::read_predictions;
 using testing::run_cli;
-
-/// predictions.csv ends with a text column `split`; parse the numeric columns before it.
-CsvTable read_predictions(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line, text;
-  while (std::getline(in, line)) text += line.substr(0, line.rfind(',')) + "\n";
-  return parse_csv(text, path.string());
-}
 
 TEST_F(Cli, DemoWritesEveryOutputAndFitsTheSineData) {
   // A short NUTS run (the demo's default method) keeps the test fast.

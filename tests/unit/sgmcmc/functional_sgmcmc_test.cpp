@@ -70,7 +70,7 @@ TEST(FunctionalSgmcmc, FsgldSamplesExactConjugatePosterior) {
                           "fsgld linear regression");
 }
 
-// fSGHMC on the same target (seed 002 discretisation, h = 5e-3, friction 5).
+// fSGHMC on the same target (Chen et al. 2014's discretisation, h = 5e-3, friction 5).
 TEST(FunctionalSgmcmc, FsghmcSamplesExactConjugatePosterior) {
   const auto lr = testing::make_linear_regression(10, 1.0, 0.5);
   const auto target = linear_functional_posterior(lr, 0.5);

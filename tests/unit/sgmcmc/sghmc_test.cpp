@@ -1,4 +1,4 @@
-// SGHMC: kernel formula (seed 002 discretisation), momentum handling, reproducibility, and moments
+// SGHMC: kernel formula (Chen et al. 2014's symplectic discretisation), momentum handling, reproducibility, and moments
 // on a Gaussian (full batch) and a conjugate linear regression (minibatches).
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@ namespace {
 
 using testing::IndependentGaussian;
 
-TEST(Sghmc, KernelIsSeed002Update) {
+TEST(Sghmc, KernelIsChenEtAlUpdate) {
   SghmcParams params;
   params.schedule = StepSizeSchedule::constant(0.01);
   params.friction = 3.0;
@@ -23,11 +23,14 @@ TEST(Sghmc, KernelIsSeed002Update) {
   const Vec grad = (Vec(2) << 2.0, 0.5).finished();
   const double h = 0.01;
   Rng rng(3), copy(3);
-  const SghmcState next = sghmc_step(rng, state, grad, h, params);
+  const Vec moved = sghmc_move_position(state, h, params);
+  // `grad` stands for the gradient at the moved position, which the kernel takes as given.
+  const SghmcState next = sghmc_step(rng, state, moved, grad, h, params);
   const Vec eta = copy.normal_vector(2);
   for (Index i = 0; i < 2; ++i) {
     const double v = state.momentum[i] / params.mass[i];
-    EXPECT_NEAR(next.position[i], state.position[i] + h * v, 1e-15);
+    EXPECT_NEAR(moved[i], state.position[i] + h * v, 1e-15);
+    EXPECT_EQ(next.position[i], moved[i]);
     EXPECT_NEAR(next.momentum[i], state.momentum[i] + h * grad[i] - h * 3.0 * v + std::sqrt(2 * (3.0 - 1.0) * h) * eta[i],
                 1e-15);
   }
@@ -49,12 +52,13 @@ TEST(Sghmc, MomentumResamplingAndStats) {
   EXPECT_EQ(s.accept_prob, 1.0);
   EXPECT_TRUE(std::isnan(s.energy));
   EXPECT_EQ(sampler.iteration(), 4);
-  // Reproduce the transition by hand: z ~ N(0, M), then 4 kernel steps.
+  // Reproduce the transition by hand: z ~ N(0, M), then 4 kernel steps, each gradient at the moved position.
   SghmcState state{Vec::Ones(3), copy.normal_vector(3) * 2.0};
   Vec g;
   for (int k = 0; k < 4; ++k) {
-    target->log_density_and_grad(state.position, g);
-    state = sghmc_step(copy, state, g, 0.05, params);
+    Vec moved = sghmc_move_position(state, 0.05, params);
+    target->log_density_and_grad(moved, g);
+    state = sghmc_step(copy, state, std::move(moved), g, 0.05, params);
   }
   EXPECT_EQ(sampler.position(), state.position);
   EXPECT_EQ(sampler.momentum(), state.momentum);

@@ -98,14 +98,15 @@ inline Mat sgld_stationary_cov(const Mat& A, double h, const Mat& V) {
   return stationary_cov(Mat::Identity(d, d) - h * A, 2.0 * h * Mat::Identity(d, d) + h * h * V);
 }
 
-/// Stationary covariance of the position under SGHMC (seed 002 discretisation, M = I, B_hat = 0).
+/// Stationary covariance of the position under SGHMC (Chen et al. 2014's discretisation, M = I, B_hat = 0).
 inline Mat sghmc_stationary_cov(const Mat& A, double h, double C, const Mat& V) {
   const Index d = A.rows();
   Mat T = Mat::Zero(2 * d, 2 * d);
   T.topLeftCorner(d, d).setIdentity();
   T.topRightCorner(d, d) = h * Mat::Identity(d, d);
+  // Chen et al.'s order: w' = w + h z, z' = z - h A w' - h C z = -h A w + ((1 - h C) I - h^2 A) z.
   T.bottomLeftCorner(d, d) = -h * A;
-  T.bottomRightCorner(d, d) = (1.0 - h * C) * Mat::Identity(d, d);
+  T.bottomRightCorner(d, d) = (1.0 - h * C) * Mat::Identity(d, d) - h * h * A;
   Mat Q = Mat::Zero(2 * d, 2 * d);
   Q.bottomRightCorner(d, d) = 2.0 * C * h * Mat::Identity(d, d) + h * h * V;
   return stationary_cov(T, Q).topLeftCorner(d, d);

@@ -8,7 +8,7 @@
 /// FunctionalPosterior (prob/functional_posterior.hpp): N/n-scaled minibatch likelihood plus the
 /// GP functional prior (prob/functional_prior.hpp) at measurement points X_M drawn afresh at every
 /// gradient step (prob/measurement_sampler.hpp). fSGHMC (eq. 9, Alg. 2) is likewise SGHMC
-/// (sghmc.hpp: w += eps M^-1 z; z += eps g - eps C M^-1 z + sqrt(2 C eps) eta) on that gradient;
+/// (sghmc.hpp: w += eps M^-1 z; z += eps g(new w) - eps C M^-1 z + sqrt(2 C eps) eta) on that gradient;
 /// with g(z) = z and p(g) = N(0, M), eq. 9's grad_z g grad_g log p(g) = -M^-1 z. Alg. 2's momentum
 /// resampling before every block of m steps is SghmcParams::resample_momentum / num_steps.
 /// The GP hyperparameters come from fit_gaussian_process (optim/gaussian_process_fit.hpp), the
