@@ -33,10 +33,10 @@ std::string read_compare_text(const std::filesystem::path& path) {
 
 CompareConfig compare_config(const std::filesystem::path& data, const std::filesystem::path& out, const std::string& reference) {
   CompareConfig c;
-  for (const auto& [name, value] : nlohmann::json{{"data", data.string()}, {"out", out.string()}, {"arch", "8"},
-                                                  {"epochs", 200}, {"ens_members", 3}, {"test_fraction", 0.3},
-                                                  {"quiet", true}, {"figure", "none"}, {"idata_extras", "never"}}.items())
-    c.request.given.push_back({name, value, "--" + name});
+  const nlohmann::json options{{"data", data.string()}, {"out", out.string()}, {"arch", "8"},       {"epochs", 200},
+                                {"ens_members", 3},     {"test_fraction", 0.3}, {"quiet", true}, {"figure", "none"},
+                                {"idata_extras", "never"}};
+  for (const auto& [name, value] : options.items()) c.request.given.push_back({name, value, "--" + name});
   c.methods = {"map", "ens"};
   c.reference = reference;
   return c;
