@@ -292,6 +292,8 @@ TEST(ConformalFit, CvPlusMembersLeaveOutTheirFoldAndCalibrateOnItsResiduals) {
   // Balanced folds: 24 rows each; every member trained on the other 96.
   for (Index k = 0; k < 5; ++k) EXPECT_EQ(std::count(folds.begin(), folds.end(), k), 24) << k;
   EXPECT_EQ(report.metrics.at("info").at("member_rows").get<Index>(), 96);
+  // The folds calibrated on are the folds the members left out (both from the fit's seed).
+  EXPECT_EQ(folds, out_of_fold_assignment("cv+", 120, 5, c.seed));
   // R_i = |y_i - mu_{-k(i)}(x_i)|, from the member that left row i out.
   const CsvTable fitted = read_fit_predictions(dir.path() / "run" / "predictions.csv");
   std::vector<Index> train_rows;
