@@ -45,6 +45,10 @@ void EvaluateConfig::validate() const {
   if (bins < 1 || bins > 1000) throw InputError(fmt::format("--bins {} is not in [1, 1000]", bins));
   if (!conformal.empty()) {
     const auto& m = conformal_methods();
+    if (conformal_kinds().contains(conformal) && conformal_kinds().find(conformal).out_of_fold)
+      throw InputError("--conformal " + conformal + " needs an ensemble whose members each left a fold of the training rows out: "
+                       "ask for it when fitting (uqnn fit --method ens --conformal " + conformal + "); here valid are " +
+                       fmt::format("{}", fmt::join(m, ", ")));
     if (std::find(m.begin(), m.end(), conformal) == m.end())
       throw InputError("--conformal '" + conformal + "' is not known: valid are " + fmt::format("{}", fmt::join(m, ", ")));
     const bool fraction = calibration_fraction != 0.0;

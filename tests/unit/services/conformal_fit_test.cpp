@@ -19,6 +19,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
 #include "unit/io/temp_dir.hpp"
@@ -366,6 +367,19 @@ TEST(ConformalFit, OutOfFoldMethodsNeedAnEnsembleAndNoCalibrationRows) {
   nlohmann::json held = {{"method", "ens"}, {"conformal", "jackknife+"}, {"calibration_fraction", 0.2}};
   EXPECT_NE(conformal_error_of(held).find("calibrates on the training rows out of fold"), std::string::npos) << conformal_error_of(held);
   EXPECT_EQ(conformal_error_of({{"method", "rms"}, {"conformal", "cv+"}, {"noise", 0.1}}), "");
+  // uqnn evaluate scores a finished fit: it has no members that left folds out.
+  EvaluateConfig e;
+  e.model_dir = "run";
+  e.data = "rows.csv";
+  e.conformal = "jackknife+";
+  e.calibration_fraction = 0.5;
+  try {
+    e.validate();
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("ask for it when fitting (uqnn fit --method ens --conformal jackknife+)"), std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace
