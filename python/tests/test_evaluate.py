@@ -80,3 +80,24 @@ def test_conformal_fit_gives_intervals_and_sets(tmp_path):
     sets = clf.fit(X, labels).predict_conformal(X)
     assert sets.dtype == bool and sets.shape == (200, 2)
     assert sets.any(axis=1).all()  # conservative sets are never empty
+
+
+def test_cv_plus_fit_gives_the_intervals_of_its_predictions_file(tmp_path):
+    # BNN(conformal="cv+"): no calibration rows; model.json keeps one out-of-fold residual per
+    # training row, and predict_conformal gives the intervals predictions.csv has for the same rows.
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-3, 3, size=(100, 1))
+    y = np.sin(X[:, 0]) + (0.1 + 0.3 * np.abs(X[:, 0])) * rng.normal(size=100)
+    est = uqnn.BNNRegressor(hidden=(8,), method="ens", ens_members=4, noise=0.3, epochs=100, conformal="cv+", test_fraction=0.2,
+                            progress=False, out=tmp_path / "cv")
+    est.fit(X, y)
+    cal = json.load(open(tmp_path / "cv" / "model.json"))["conformal"]
+    assert cal["method"] == "cv+" and cal["num_folds"] == 4
+    assert len(cal["folds"]) == 80 and len(cal["residuals"][0]) == 80
+    table = np.genfromtxt(tmp_path / "cv" / "predictions.csv", delimiter=",", names=True, dtype=None, encoding="utf-8")
+    lower, upper = est.predict_conformal(table["x0"].reshape(-1, 1))
+    np.testing.assert_allclose(lower, table["y_conformal_lower"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(upper, table["y_conformal_upper"], rtol=1e-9, atol=1e-12)
+    assert (upper > lower).all()
+    with pytest.raises(ValueError, match="ens, rms"):
+        uqnn.BNNRegressor(hidden=(4,), method="map", conformal="cv+", epochs=5, progress=False).fit(X, y)

@@ -486,16 +486,18 @@ class BNN(BaseEstimator):
 
     def predict_conformal(self, X):
         """The conformal prediction of a fit calibrated with ``conformal=...`` (and
-        ``calibration_fraction=`` or ``calibration_indices=``): regression (lower, upper) at the
-        ``confidence_level`` (split: mean +- q sd, Lei et al. 2018; cqr: the method's interval widened
-        by q, Romano et al. 2019); classification with aps / raps a boolean (n, classes) array of the
+        ``calibration_fraction=`` or ``calibration_indices=``; cv+ and jackknife+ need none): regression
+        (lower, upper) at the ``confidence_level`` (split: mean +- q sd, Lei et al. 2018; cqr: the
+        method's interval widened by q, Romano et al. 2019; cv+ / jackknife+ for ens and rms: the
+        members' out-of-fold residuals, Barber et al. 2021); classification with aps / raps a boolean (n, classes) array of the
         prediction sets (Romano et al. 2020; Angelopoulos et al. 2021), with temperature the
         temperature-scaled class probabilities (Guo et al. 2017). ValueError for a fit that was not
         calibrated."""
         f = self._require_fit()
         c = f.conformal(self._x(X), self.seed)
         if c is None:
-            raise ValueError("this fit was not calibrated: fit with conformal='split' (or cqr, aps, raps, temperature) "
+            raise ValueError("this fit was not calibrated: fit with conformal='split' (or cqr, aps, raps, temperature; cv+ "
+                             "or jackknife+ for ens and rms, without calibration rows) "
                              "and calibration_fraction=0.2 (or calibration_indices=FILE)")
         if "lower" in c:
             return self._squeeze(c["lower"]), self._squeeze(c["upper"])

@@ -20,6 +20,7 @@ void EnsembleParams::validate() const {
   require(threads >= 0, "threads", ">= 0 (0 = hardware concurrency)");
   require(loss == "mse" || loss == "nll", "ensemble loss", "mse or nll");
   require(noise_holdout >= 0 && noise_holdout < 1, "noise_holdout", "in [0, 1)");
+  for (const Index k : fold_of_row) require(k >= 0 && k < members, "fold of a training row", "in [0, members)");
   training.validate();
 }
 
@@ -36,6 +37,17 @@ IndexVec member_subset(Index num_data, double data_fraction, Rng& rng) {
   perm.resize(static_cast<std::size_t>(size));
   std::sort(perm.begin(), perm.end());
   return perm;
+}
+
+IndexVec member_rows(Index num_data, const EnsembleParams& params, Index j, Rng& rng) {
+  IndexVec rows = member_subset(num_data, params.data_fraction, rng);
+  if (params.fold_of_row.empty()) return rows;
+  if (static_cast<Index>(params.fold_of_row.size()) != num_data)
+    throw std::invalid_argument(fmt::format("fold_of_row has {} entries for {} training rows", params.fold_of_row.size(), num_data));
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [&](Index i) { return params.fold_of_row[static_cast<std::size_t>(i)] == j; }),
+             rows.end());
+  if (rows.empty()) throw InputError(fmt::format("member {} has no rows left once its fold is left out", j));
+  return rows;
 }
 
 IndexVec split_off_held_out(IndexVec& rows, double fraction, Rng& rng) {
@@ -236,7 +248,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   const auto log_sd = [](double variance) { return 0.5 * std::log(std::max(variance, 1e-300)); };
   std::function<MemberFit(Index)> member = [&](Index j) {
     Rng rng(seed, static_cast<std::uint64_t>(j));
-    IndexVec rows = member_subset(posterior.num_data(), params.data_fraction, rng);
+    IndexVec rows = member_rows(posterior.num_data(), params, j, rng);
     if (!noise_from_held_out || params.noise_refit) {
       MemberFit fit = train_network(rows, rng, j, "training");
       // The MSE's member: log sigma of its training residuals (the NLL's member learned its own;
@@ -264,7 +276,7 @@ std::vector<MemberFit> fit_deep_ensemble(const Posterior& posterior, const Ensem
   // Twin j: member j's rows and initialisation (its stream Rng(seed, j)) without the held-out rows.
   const std::function<MemberFit(Index)> twin = [&](Index j) {
     Rng rng(seed, static_cast<std::uint64_t>(j));
-    const IndexVec rows = member_subset(N, params.data_fraction, rng);
+    const IndexVec rows = member_rows(N, params, j, rng);
     IndexVec twin_rows;
     std::set_difference(rows.begin(), rows.end(), held_out.begin(), held_out.end(), std::back_inserter(twin_rows));
     if (twin_rows.empty())
@@ -305,7 +317,7 @@ std::vector<MemberFit> fit_randomized_map(const Posterior& posterior, const Rand
   std::function<MemberFit(Index)> member = [&](Index j) {
     Rng rng(seed, static_cast<std::uint64_t>(j));
     MemberFit fit;
-    fit.rows = member_subset(N, params.ensemble.data_fraction, rng);
+    fit.rows = member_rows(N, params.ensemble, j, rng);
     const Index n_j = static_cast<Index>(fit.rows.size());
     Mat X = gather_columns(posterior.inputs(), fit.rows), Y = gather_columns(posterior.targets(), fit.rows);
     const Vec start = posterior.initial_point(rng);

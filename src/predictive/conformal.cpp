@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "uqnn/core/error.hpp"
 
 namespace uqnn {
@@ -78,6 +80,32 @@ ConformalIntervals cqr(const Vec& lower, const Vec& upper, double quantile) {
   c.quantile = quantile;
   c.lower = lower.array() - quantile;
   c.upper = upper.array() + quantile;
+  return c;
+}
+
+ConformalIntervals cv_plus(const Mat& model_means, const Vec& residuals, const IndexVec& folds, double alpha) {
+  require_alpha(alpha);
+  const Index n = residuals.size(), K = model_means.rows(), m = model_means.cols();
+  require(n > 0, "out-of-fold residuals", "at least one");
+  require(static_cast<Index>(folds.size()) == n, "folds", "one per residual");
+  for (const Index k : folds) require(k >= 0 && k < K, "fold of a residual", fmt::format("in [0, {}) (one model per fold)", K));
+  require(residuals.allFinite() && (residuals.array() >= 0).all(), "out-of-fold residuals", "finite and >= 0");
+  ConformalIntervals c;
+  c.lower.resize(m);
+  c.upper.resize(m);
+  std::vector<double> above(static_cast<std::size_t>(n)), below(static_cast<std::size_t>(n));
+  for (Index j = 0; j < m; ++j) {
+    for (Index i = 0; i < n; ++i) {
+      const double mu = model_means(folds[static_cast<std::size_t>(i)], j);
+      above[static_cast<std::size_t>(i)] = mu + residuals(i);
+      below[static_cast<std::size_t>(i)] = residuals(i) - mu;  // negated mu - R_i
+    }
+    // q+ is the ceil((1 - alpha)(n + 1))-th smallest, which conformal_quantile computes; q- the
+    // floor(alpha (n + 1))-th smallest of v = mu - R, which is minus the ceil((1 - alpha)(n + 1))-th
+    // smallest of -v (floor(alpha (n + 1)) = n + 1 - ceil((1 - alpha)(n + 1))).
+    c.upper(j) = conformal_quantile(above, alpha);
+    c.lower(j) = -conformal_quantile(below, alpha);
+  }
   return c;
 }
 

@@ -51,6 +51,20 @@ inline EnsembleParams ensemble_params(const FitContext& c) {
   p.training = c.config.training;
   p.checkpoint = member_checkpoint(c.config);
   p.lockstep = lockstep_options().read(c.config.method_settings).lockstep;
+  // --conformal cv+ / jackknife+: member k leaves out fold k (K = the members; jackknife+ one member
+  // per training row), and fit_output calibrates on the same folds (out_of_fold_assignment).
+  const std::string& conformal = c.config.conformal.method;
+  if (c.config.conformal.enabled() && conformal_kinds().find(conformal).out_of_fold) {
+    const Index n = c.posterior->num_data();
+    if (conformal == "jackknife+") {
+      if (n > kJackknifePlusMaxRows)
+        throw InputError(fmt::format("--conformal jackknife+ trains one member per training row, and there are {} (at most {}): use "
+                                     "--conformal cv+, whose K = --ens-members folds cost K trainings",
+                                     n, kJackknifePlusMaxRows));
+      p.members = n;
+    }
+    p.fold_of_row = out_of_fold_assignment(conformal, n, p.members, c.config.seed);
+  }
   return p;
 }
 

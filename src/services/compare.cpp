@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <fstream>
+#include <map>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
@@ -11,6 +12,7 @@
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/predictive/agreement.hpp"
 #include "uqnn/predictive/predictive.hpp"
+#include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fit_output.hpp"
 #include "uqnn/services/fitted_model.hpp"
 
@@ -90,6 +92,26 @@ ReferenceScore score_against_reference(const FittedModel& method, const FittedMo
                {"sd_ratio_mean", ratio.mean()},
                {"rows", inputs.cols()}};
   return r;
+}
+
+/// The scalar metrics of `uqnn evaluate` (evaluate_fitted) that compare.json keeps: the curves and
+/// bins of metrics.json are left to `uqnn evaluate`.
+nlohmann::json evaluation_summary(const nlohmann::json& metrics) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const char* key : {"task", "n", "rmse", "mae", "nll", "crps", "intervals", "accuracy", "brier", "ece", "mce", "ece_adaptive", "aurc"})
+    if (metrics.contains(key)) j[key] = metrics.at(key);
+  return j;
+}
+
+/// The evaluation's cells of compare.md: RMSE, NLL, CRPS and coverage at 90 and 95%; accuracy, NLL,
+/// Brier and ECE.
+std::string evaluation_cells(const nlohmann::json& e) {
+  if (e.at("task") == "regression")
+    return fmt::format(" {:.4g} | {:.4g} | {:.4g} | {:.3f} | {:.3f} |", e.at("rmse").get<double>(), e.at("nll").get<double>(),
+                       e.at("crps").get<double>(), e.at("intervals").at("0.9").at("coverage").get<double>(),
+                       e.at("intervals").at("0.95").at("coverage").get<double>());
+  return fmt::format(" {:.4f} | {:.4g} | {:.4g} | {:.4f} |", e.at("accuracy").get<double>(), e.at("nll").get<double>(),
+                     e.at("brier").get<double>(), e.at("ece").get<double>());
 }
 
 /// The per-row distances of each method, sorted: x = share of rows, y = distance.
@@ -221,29 +243,53 @@ CompareReport run_compare(const CompareConfig& config) {
     throw InputError(fmt::format("every method failed; {}: {}", report.failed.front(),
                                  report.table.at(report.failed.front()).at("error").get<std::string>()));
   const auto dir = base.out_dir;
+  // Each method scored as `uqnn evaluate` scores a fit, on the test rows (else the training rows).
+  const Dataset scored = data.subset(parity_rows);
+  const bool regression_task = !is_classification(base.probability.likelihood);
+  std::map<std::string, nlohmann::json> evaluation;
+  for (const auto& [method, row] : rows) {
+    const nlohmann::json e = evaluation_summary(evaluate_fitted(FittedModel::load(dir / method), scored.inputs, scored.targets));
+    evaluation[method] = e;
+    report.table[method]["evaluation"] = e;
+    report.table[method]["evaluation"]["rows"] = parity_split;
+  }
+  const std::string evaluation_header = regression_task ? " RMSE | NLL | CRPS | coverage 90% | coverage 95% |"
+                                                        : " accuracy | NLL | Brier | ECE |";
+  const std::string evaluation_rule = regression_task ? "---:|---:|---:|---:|---:|" : "---:|---:|---:|---:|";
+  if (config.reference.empty()) {
+    md += fmt::format("\nScored as `uqnn evaluate` scores a fit, on the {} {} rows:\n\n| method |{}\n|---|{}\n", scored.size(), parity_split,
+                      evaluation_header, evaluation_rule);
+    for (const auto& [method, row] : rows) md += "| " + method + " |" + evaluation_cells(evaluation.at(method)) + "\n";
+  }
   if (!config.reference.empty()) {
     const std::filesystem::path ref_dir = config.reference == "nuts" ? dir / "nuts" : std::filesystem::path(config.reference);
     if (config.reference == "nuts" && std::find(report.failed.begin(), report.failed.end(), "nuts") != report.failed.end())
       throw InputError("--reference nuts: the NUTS fit failed: " + report.table.at("nuts").at("error").get<std::string>());
     const FittedModel reference = FittedModel::load(ref_dir);
-    const Dataset scored = data.subset(parity_rows);
     nlohmann::json table = nlohmann::json::object();
     std::vector<std::pair<std::string, Vec>> distances;
     const bool regression = reference.regression();
-    std::string ref_md = fmt::format("\nAgainst the reference predictive ({}, {} draws) on the {} {} rows:\n\n", ref_dir.string(),
-                                     reference.draws().size(), scored.size(), parity_split);
-    ref_md += regression ? "| method | mean 1-Wasserstein | median sd ratio | mean sd ratio |\n|---|---:|---:|---:|\n"
-                         : "| method | top-1 agreement | mean total variation |\n|---|---:|---:|\n";
+    std::string ref_md = fmt::format("\nAgainst the reference predictive ({}, {} draws) on the {} {} rows, with each method scored as "
+                                     "`uqnn evaluate` scores a fit on the same rows:\n\n",
+                                     ref_dir.string(), reference.draws().size(), scored.size(), parity_split);
+    ref_md += (regression ? "| method | mean 1-Wasserstein | median sd ratio | mean sd ratio |" : "| method | top-1 agreement | mean total variation |") +
+              evaluation_header + "\n" + (regression ? "|---|---:|---:|---:|" : "|---|---:|---:|") + evaluation_rule + "\n";
     for (const auto& [method, row] : rows) {
-      if (config.reference == "nuts" && method == "nuts") continue;
+      if (config.reference == "nuts" && method == "nuts") {
+        // The reference itself: its own scores, no agreement.
+        ref_md += fmt::format("| {} (reference) |{}", method, regression ? " | | |" : " | |") + evaluation_cells(evaluation.at(method)) + "\n";
+        continue;
+      }
       const ReferenceScore r = score_against_reference(FittedModel::load(dir / method), reference, scored.inputs, base.seed);
       table[method] = r.summary;
+      table[method]["evaluation"] = evaluation.at(method);
       report.table[method]["reference"] = r.summary;
       distances.emplace_back(method, r.per_row);
-      ref_md += regression ? fmt::format("| {} | {:.4g} | {:.3g} | {:.3g} |\n", method, r.summary.at("wasserstein1").get<double>(),
-                                         r.summary.at("sd_ratio_median").get<double>(), r.summary.at("sd_ratio_mean").get<double>())
-                           : fmt::format("| {} | {:.4f} | {:.4f} |\n", method, r.summary.at("top1_agreement").get<double>(),
-                                         r.summary.at("total_variation").get<double>());
+      ref_md += (regression ? fmt::format("| {} | {:.4g} | {:.3g} | {:.3g} |", method, r.summary.at("wasserstein1").get<double>(),
+                                          r.summary.at("sd_ratio_median").get<double>(), r.summary.at("sd_ratio_mean").get<double>())
+                            : fmt::format("| {} | {:.4f} | {:.4f} |", method, r.summary.at("top1_agreement").get<double>(),
+                                          r.summary.at("total_variation").get<double>())) +
+                evaluation_cells(evaluation.at(method)) + "\n";
     }
     md += ref_md;
     atomic_write_text(dir / "reference.json",

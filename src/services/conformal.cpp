@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/services/fitted_model.hpp"
@@ -20,6 +21,16 @@ const Registry<ConformalKind>& conformal_kinds() {
        {.name = "cqr",
         .summary = "conformalised quantile regression on the method's own central interval",
         .reference = "Romano et al. 2019"},
+       {.name = "cv+",
+        .summary = "CV+ intervals from the out-of-fold residuals of an ensemble whose member k leaves out fold k of K = "
+                   "the members (ens, rms)",
+        .reference = "Barber et al. 2021",
+        .out_of_fold = true},
+       {.name = "jackknife+",
+        .summary = "jackknife+ intervals: CV+ with one member per training row, each leaving its row out (ens, rms; at most " +
+                   std::to_string(kJackknifePlusMaxRows) + " training rows)",
+        .reference = "Barber et al. 2021",
+        .out_of_fold = true},
        {.name = "aps",
         .summary = "adaptive prediction sets (most probable classes until their probability reaches the threshold)",
         .reference = "Romano et al. 2020",
@@ -35,13 +46,25 @@ const Registry<ConformalKind>& conformal_kinds() {
   return kinds;
 }
 
+bool ConformalCalibration::out_of_fold() const { return conformal_kinds().find(method).out_of_fold; }
+
 nlohmann::json ConformalCalibration::to_json() const {
   nlohmann::json j{{"method", method},
                    {"confidence_level", confidence_level},
                    {"num_calibration_rows", num_calibration_rows},
                    {"reference", conformal_kinds().find(method).reference}};
-  if (method == "temperature") j["temperature"] = temperature;
-  else j["quantiles"] = quantiles;
+  if (method == "temperature") {
+    j["temperature"] = temperature;
+  } else if (out_of_fold()) {
+    j["num_folds"] = folds.empty() ? 0 : *std::max_element(folds.begin(), folds.end()) + 1;
+    j["folds"] = folds;
+    std::vector<std::vector<double>> r(static_cast<std::size_t>(residuals.rows()));
+    for (Index o = 0; o < residuals.rows(); ++o)
+      for (Index i = 0; i < residuals.cols(); ++i) r[static_cast<std::size_t>(o)].push_back(residuals(o, i));
+    j["residuals"] = r;  // per target, one out-of-fold residual per training row
+  } else {
+    j["quantiles"] = quantiles;
+  }
   if (conformal_kinds().find(method).classification) j["likelihood"] = categorical ? "categorical" : "bernoulli";
   if (method == "raps") j["raps"] = {{"lambda", set_options.lambda}, {"k_reg", set_options.k_reg}};
   return j;
@@ -62,6 +85,23 @@ ConformalCalibration ConformalCalibration::from_json(const nlohmann::json& j, co
     if (c.method == "temperature") {
       c.temperature = j.at("temperature").get<double>();
       if (!(c.temperature > 0 && std::isfinite(c.temperature))) throw bad("temperature", "must be finite and > 0");
+    } else if (c.out_of_fold()) {
+      c.folds = j.at("folds").get<IndexVec>();
+      const auto r = j.at("residuals").get<std::vector<std::vector<double>>>();
+      if (c.folds.empty()) throw bad("folds", "is empty");
+      const auto num_folds = j.at("num_folds").get<Index>();
+      for (const Index k : c.folds)
+        if (k < 0 || k >= num_folds) throw bad("folds", fmt::format("has fold {} outside [0, {})", k, num_folds));
+      if (r.empty()) throw bad("residuals", "is empty");
+      c.residuals.resize(static_cast<Index>(r.size()), static_cast<Index>(c.folds.size()));
+      for (std::size_t o = 0; o < r.size(); ++o) {
+        if (r[o].size() != c.folds.size())
+          throw bad("residuals", fmt::format("target {} has {} residuals for {} folds entries", o, r[o].size(), c.folds.size()));
+        for (std::size_t i = 0; i < r[o].size(); ++i) {
+          if (!(r[o][i] >= 0 && std::isfinite(r[o][i]))) throw bad("residuals", "must be finite and >= 0");
+          c.residuals(static_cast<Index>(o), static_cast<Index>(i)) = r[o][i];
+        }
+      }
     } else {
       c.quantiles = j.at("quantiles").get<std::vector<double>>();
       if (c.quantiles.empty()) throw bad("quantiles", "is empty");
@@ -75,6 +115,76 @@ ConformalCalibration ConformalCalibration::from_json(const nlohmann::json& j, co
     throw bad("", std::string("missing or of the wrong type (") + e.what() + ")");
   }
   c.set_options.randomized = false;
+  return c;
+}
+
+namespace {
+std::string too_few_rows_out_of_fold(Index rows, double level) {
+  const auto needed = static_cast<Index>(std::ceil(level / (1 - level) - 1e-9));
+  return fmt::format("{} training rows are too few for --confidence-level {}: the interval would be the whole line; it needs at "
+                     "least {} (lower --confidence-level)",
+                     rows, format_double(level), needed);
+}
+}  // namespace
+
+std::vector<std::string> out_of_fold_methods() { return {"ens", "rms"}; }
+
+IndexVec out_of_fold_assignment(const std::string& method, Index num_rows, Index folds, std::uint64_t seed) {
+  IndexVec fold(static_cast<std::size_t>(num_rows));
+  if (method == "jackknife+") {
+    std::iota(fold.begin(), fold.end(), Index{0});
+    return fold;
+  }
+  if (method != "cv+") throw std::invalid_argument("out_of_fold_assignment: " + method + " is not cv+ or jackknife+");
+  if (folds < 2 || folds > num_rows)
+    throw InputError(fmt::format("--conformal cv+ takes one fold per member: {} members for {} training rows; it needs between 2 "
+                                 "and {} (give --ens-members K)",
+                                 folds, num_rows, num_rows));
+  // Position p of a random permutation goes to fold p mod K: fold sizes differ by at most one.
+  Rng rng(seed, 0xc0f01d5);
+  IndexVec order(static_cast<std::size_t>(num_rows));
+  std::iota(order.begin(), order.end(), Index{0});
+  for (Index i = num_rows - 1; i > 0; --i)
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(rng.uniform_index(static_cast<std::uint64_t>(i + 1)))]);
+  for (Index p = 0; p < num_rows; ++p) fold[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])] = p % folds;
+  return fold;
+}
+
+std::vector<Mat> member_means(const PredictiveDraws& draws, const Vec& target_mean, const Vec& target_scale) {
+  std::vector<Mat> out;
+  for (const Mat& m : draws.means) {
+    Mat scaled = m;
+    for (Index o = 0; o < scaled.rows(); ++o) scaled.row(o) = scaled.row(o).array() * target_scale(o) + target_mean(o);
+    out.push_back(std::move(scaled));
+  }
+  return out;
+}
+
+ConformalCalibration calibrate_out_of_fold(const ConformalConfig& config, const std::vector<Mat>& means, const Mat& targets,
+                                           const IndexVec& folds) {
+  if (!conformal_kinds().find(config.method).out_of_fold)
+    throw std::invalid_argument("calibrate_out_of_fold: " + config.method + " is not calibrated out of fold");
+  const Index n = targets.cols(), t = targets.rows();
+  if (static_cast<Index>(folds.size()) != n) throw std::invalid_argument("calibrate_out_of_fold: one fold per training row");
+  const Index K = static_cast<Index>(means.size());
+  ConformalCalibration c;
+  c.method = config.method;
+  c.confidence_level = config.confidence_level;
+  c.num_calibration_rows = n;
+  c.folds = folds;
+  c.residuals.resize(t, n);
+  for (Index i = 0; i < n; ++i) {
+    const Index k = folds[static_cast<std::size_t>(i)];
+    if (k < 0 || k >= K)
+      throw InputError(fmt::format("--conformal {}: training row {} is in fold {}, but the fit has {} members (one per fold)", config.method,
+                                   i, k, K));
+    // R_i = |y_i - mu_{-k(i)}(x_i)|: member k(i) never trained on row i (Barber et al. 2021, sec. 3).
+    c.residuals.col(i) = (targets.col(i) - means[static_cast<std::size_t>(k)].col(i)).cwiseAbs();
+  }
+  // floor(alpha (n + 1)) >= 1 needs n >= 1 / alpha - 1, as split conformal.
+  const double alpha = 1 - config.confidence_level;
+  if (std::ceil((static_cast<double>(n) + 1) * (1 - alpha) - 1e-9) > static_cast<double>(n))
+    throw InputError(too_few_rows_out_of_fold(n, config.confidence_level));
   return c;
 }
 
@@ -106,12 +216,14 @@ std::string too_few_rows(Index rows, double level) {
                      rows, format_double(level), needed);
 }
 
+
 }  // namespace
 
 ConformalCalibration calibrate_conformal(const ConformalConfig& config, const PredictiveSummary& summary, const Mat& targets,
                                          bool categorical) {
   const ConformalKind& kind = conformal_kinds().find(config.method);
-  if (config.method == "none") throw std::invalid_argument("calibrate_conformal: method none");
+  if (config.method == "none" || kind.out_of_fold)
+    throw std::invalid_argument("calibrate_conformal: method " + config.method + " (cv+ and jackknife+: calibrate_out_of_fold)");
   ConformalCalibration c;
   c.method = config.method;
   c.confidence_level = config.confidence_level;
@@ -153,9 +265,28 @@ ConformalCalibration calibrate_conformal(const ConformalConfig& config, const Pr
   return c;
 }
 
-ConformalPrediction apply_conformal(const ConformalCalibration& c, const PredictiveSummary& summary) {
+ConformalPrediction apply_conformal(const ConformalCalibration& c, const PredictiveSummary& summary, const std::vector<Mat>& means) {
   ConformalPrediction out;
   const Index t = summary.mean.rows(), n = summary.mean.cols();
+  if (c.out_of_fold()) {
+    const Index K = c.folds.empty() ? 0 : *std::max_element(c.folds.begin(), c.folds.end()) + 1;
+    if (static_cast<Index>(means.size()) != K)
+      throw InputError(fmt::format("--conformal {} was calibrated with {} members (one per fold), but the fit's draws have {}", c.method,
+                                   K, means.size()));
+    if (c.residuals.rows() != t)
+      throw InputError(fmt::format("conformal calibration has residuals of {} targets for {} targets", c.residuals.rows(), t));
+    out.lower.resize(t, n);
+    out.upper.resize(t, n);
+    const double alpha = 1 - c.confidence_level;
+    for (Index o = 0; o < t; ++o) {
+      Mat model_means(K, n);
+      for (Index k = 0; k < K; ++k) model_means.row(k) = means[static_cast<std::size_t>(k)].row(o);
+      const ConformalIntervals ci = cv_plus(model_means, c.residuals.row(o).transpose(), c.folds, alpha);
+      out.lower.row(o) = ci.lower.transpose();
+      out.upper.row(o) = ci.upper.transpose();
+    }
+    return out;
+  }
   if (c.method == "split" || c.method == "cqr") {
     if (static_cast<Index>(c.quantiles.size()) != t)
       throw InputError(fmt::format("conformal calibration has {} quantiles for {} targets", c.quantiles.size(), t));
@@ -267,7 +398,10 @@ std::optional<std::pair<ConformalCalibration, ConformalPrediction>> conformal_pr
   std::optional<ConformalCalibration> c = saved_conformal(fitted);
   if (!c) return std::nullopt;
   const PredictiveSummary s = fitted.predict(inputs, conformal_summary_levels(c->method, c->confidence_level), rng);
-  ConformalPrediction p = apply_conformal(*c, s);
+  std::vector<Mat> means;
+  if (c->out_of_fold())
+    means = member_means(fitted.predictive_draws(inputs), fitted.standardizer().target_mean(), fitted.standardizer().target_scale());
+  ConformalPrediction p = apply_conformal(*c, s, means);
   return std::pair{std::move(*c), std::move(p)};
 }
 

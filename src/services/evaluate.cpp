@@ -23,8 +23,11 @@ namespace uqnn {
 
 const std::vector<std::string>& conformal_methods() {
   static const std::vector<std::string> methods = [] {
-    std::vector<std::string> names = conformal_kinds().names();
-    names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
+    // cv+ and jackknife+ need an ensemble's members trained without their folds: a fit's, not
+    // predictions'.
+    std::vector<std::string> names;
+    for (const ConformalKind& k : conformal_kinds())
+      if (k.name != "none" && !k.out_of_fold) names.push_back(k.name);
     return names;
   }();
   return methods;
@@ -42,6 +45,10 @@ void EvaluateConfig::validate() const {
   if (bins < 1 || bins > 1000) throw InputError(fmt::format("--bins {} is not in [1, 1000]", bins));
   if (!conformal.empty()) {
     const auto& m = conformal_methods();
+    if (conformal_kinds().contains(conformal) && conformal_kinds().find(conformal).out_of_fold)
+      throw InputError("--conformal " + conformal + " needs an ensemble whose members each left a fold of the training rows out: "
+                       "ask for it when fitting (uqnn fit --method ens --conformal " + conformal + "); here valid are " +
+                       fmt::format("{}", fmt::join(m, ", ")));
     if (std::find(m.begin(), m.end(), conformal) == m.end())
       throw InputError("--conformal '" + conformal + "' is not known: valid are " + fmt::format("{}", fmt::join(m, ", ")));
     const bool fraction = calibration_fraction != 0.0;
@@ -154,16 +161,12 @@ void check_class_targets(const CsvTable& t, Index column, bool categorical, Inde
 }
 
 /// The fit's predictions on the rows of `path` (targets read when `labelled`).
-Rows model_rows(const FittedModel& fitted, const std::filesystem::path& path, bool labelled) {
-  const CsvTable table = read_csv(path);
-  const auto& input_names = fitted.input_names();
-  const auto& target_names = fitted.target_names();
-  Mat inputs(static_cast<Index>(input_names.size()), table.num_rows());
-  for (std::size_t i = 0; i < input_names.size(); ++i)
-    inputs.row(static_cast<Index>(i)) = table.values.col(need_column(table, input_names[i], "an input of the model")).transpose();
+/// A fit's predictive at `inputs` (data units) with the targets [t, n] when `targets` is given
+/// (classification: class indices [1, n] or 0/1 [t, n]).
+Rows model_rows(const FittedModel& fitted, const Mat& inputs, const Mat* targets) {
   Rows r;
   r.regression = fitted.regression();
-  r.num_rows = table.num_rows();
+  r.num_rows = inputs.cols();
   const PredictiveDraws pd = fitted.predictive_draws(inputs);
   const Index S = pd.num_draws();
   if (r.regression) {
@@ -180,12 +183,10 @@ Rows model_rows(const FittedModel& fitted, const std::filesystem::path& path, bo
           r.a(s, o + t * i) = shift(o) + scale(o) * pd.means[static_cast<std::size_t>(s)](o, i);
           r.b(s, o + t * i) = std::abs(scale(o)) * std::sqrt(pd.noise_variance[static_cast<std::size_t>(s)](o, i));
         }
-    if (labelled) {
+    if (targets) {
       r.y.resize(t * r.num_rows);
-      for (Index o = 0; o < t; ++o) {
-        const Index c = need_column(table, target_names[static_cast<std::size_t>(o)], "a target of the model");
-        for (Index i = 0; i < r.num_rows; ++i) r.y(o + t * i) = table.values(i, c);
-      }
+      for (Index o = 0; o < t; ++o)
+        for (Index i = 0; i < r.num_rows; ++i) r.y(o + t * i) = (*targets)(o, i);
     }
     return r;
   }
@@ -194,15 +195,30 @@ Rows model_rows(const FittedModel& fitted, const std::filesystem::path& path, bo
   r.probabilities = Mat::Zero(pd.means.front().rows(), r.num_rows);
   for (const Mat& d : pd.means) r.probabilities += d;
   r.probabilities /= static_cast<double>(S);
-  if (labelled) {
-    const Index t = r.categorical ? 1 : static_cast<Index>(target_names.size());
-    r.targets.resize(t, r.num_rows);
-    for (Index o = 0; o < t; ++o) {
-      const Index c = need_column(table, target_names[static_cast<std::size_t>(o)], "a target of the model");
-      check_class_targets(table, c, r.categorical, r.probabilities.rows());
-      r.targets.row(o) = table.values.col(c).transpose();
-    }
+  if (targets) r.targets = *targets;
+  return r;
+}
+
+Rows model_rows(const FittedModel& fitted, const std::filesystem::path& path, bool labelled) {
+  const CsvTable table = read_csv(path);
+  const auto& input_names = fitted.input_names();
+  const auto& target_names = fitted.target_names();
+  Mat inputs(static_cast<Index>(input_names.size()), table.num_rows());
+  for (std::size_t i = 0; i < input_names.size(); ++i)
+    inputs.row(static_cast<Index>(i)) = table.values.col(need_column(table, input_names[i], "an input of the model")).transpose();
+  if (!labelled) return model_rows(fitted, inputs, nullptr);
+  const bool categorical = !fitted.regression() && fitted.likelihood().kind() == "categorical";
+  const Index t = categorical ? 1 : static_cast<Index>(target_names.size());
+  Mat targets(t, table.num_rows());
+  for (Index o = 0; o < t; ++o) {
+    const Index c = need_column(table, target_names[static_cast<std::size_t>(o)], "a target of the model");
+    targets.row(o) = table.values.col(c).transpose();
   }
+  Rows r = model_rows(fitted, inputs, &targets);
+  if (!r.regression)
+    for (Index o = 0; o < t; ++o)
+      check_class_targets(table, need_column(table, target_names[static_cast<std::size_t>(o)], "a target of the model"), r.categorical,
+                          r.probabilities.rows());
   return r;
 }
 
@@ -398,6 +414,23 @@ nlohmann::json classification_json(const ClassificationScores& s) {
     risk.push_back(s.risk_coverage.risk(i));
   }
   j["risk_coverage"] = {{"coverage", cov}, {"risk", risk}};
+  return j;
+}
+
+/// The metrics of a regression or classification predictive on labelled rows (metrics.json's top
+/// level before the source, conformal and OOD sections), with the scores for the figures.
+nlohmann::json score_rows(const Rows& rows, const std::vector<double>& levels, int bins, std::optional<RegressionScores>* regression_scores,
+                          std::optional<ClassificationScores>* classification_scores) {
+  if (rows.regression) {
+    const RegressionPredictive p = rows.predictive();
+    RegressionScores s = score_regression(p, rows.y, levels);
+    nlohmann::json j = regression_json(s, p);
+    if (regression_scores) *regression_scores = std::move(s);
+    return j;
+  }
+  ClassificationScores s = score_classification(rows.probabilities, rows.targets, rows.categorical, bins);
+  nlohmann::json j = classification_json(s);
+  if (classification_scores) *classification_scores = std::move(s);
   return j;
 }
 
@@ -600,16 +633,14 @@ EvaluateReport run_evaluate(const EvaluateConfig& cfg) {
   StagedOutputDir out(out_dir, "--out");
   nlohmann::json& j = report.metrics;
   std::vector<std::pair<std::string, std::map<double, double>>> curves;
-  if (rows.regression) {
-    const RegressionPredictive p = rows.predictive();
-    const RegressionScores s = score_regression(p, rows.y, cfg.levels);
-    j = regression_json(s, p);
-    if (cfg.figures) figure(report, out.staging() / "calibration.png", [&] { regression_figure(s, title, out.staging() / "calibration.png"); });
-  } else {
-    const ClassificationScores s = score_classification(rows.probabilities, rows.targets, rows.categorical, cfg.bins);
-    j = classification_json(s);
-    if (cfg.figures) figure(report, out.staging() / "reliability.png", [&] { classification_figure(s, title, out.staging() / "reliability.png"); });
-  }
+  std::optional<RegressionScores> regression_scores;
+  std::optional<ClassificationScores> classification_scores;
+  j = score_rows(rows, cfg.levels, cfg.bins, &regression_scores, &classification_scores);
+  if (cfg.figures && regression_scores)
+    figure(report, out.staging() / "calibration.png", [&] { regression_figure(*regression_scores, title, out.staging() / "calibration.png"); });
+  if (cfg.figures && classification_scores)
+    figure(report, out.staging() / "reliability.png",
+           [&] { classification_figure(*classification_scores, title, out.staging() / "reliability.png"); });
   j["source"] = source;
   if (!external) {
     j["method"] = fitted->method();
@@ -650,6 +681,11 @@ EvaluateReport run_evaluate(const EvaluateConfig& cfg) {
   out.commit();
   for (auto& f : report.files) f = out.final_path(f);
   return report;
+}
+
+nlohmann::json evaluate_fitted(const FittedModel& fitted, const Mat& inputs, const Mat& targets, const std::vector<double>& levels,
+                               int bins) {
+  return score_rows(model_rows(fitted, inputs, &targets), levels, bins, nullptr, nullptr);
 }
 
 }  // namespace uqnn

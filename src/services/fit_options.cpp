@@ -153,7 +153,7 @@ const OptionSchema<ConformalConfig>& conformal_schema() {
                "coverage the conformal intervals or sets guarantee for exchangeable rows (1 - alpha)")
           .above(0)
           .below(1)
-          .only_when("conformal", {"split", "cqr", "aps", "raps"})
+          .only_when("conformal", {"split", "cqr", "cv+", "jackknife+", "aps", "raps"})
           .add("raps_lambda", &ConformalConfig::raps_lambda, "RAPS penalty per class beyond --raps-k-reg")
           .at_least(0)
           .only_when("conformal", {"raps"})
@@ -382,7 +382,13 @@ void check_combinations(const FitRequest& request, const std::map<std::string, c
   // Calibration rows and a conformal method come together.
   const std::string conformal = settings.value("conformal", std::string("none"));
   const bool has_calibration = calibration > 0 || !settings.value("calibration_indices", std::string()).empty();
-  if (conformal != "none" && !has_calibration)
+  const bool out_of_fold = conformal_kinds().contains(conformal) && conformal_kinds().find(conformal).out_of_fold;
+  if (out_of_fold && has_calibration)
+    throw InputError(fmt::format("{} {} calibrates on the training rows out of fold (each member leaves its fold out): remove {}",
+                                 where("conformal", "--conformal"), conformal,
+                                 given.count("calibration_fraction") ? given.at("calibration_fraction")
+                                                                     : where("calibration_indices", "--calibration-indices")));
+  if (conformal != "none" && !out_of_fold && !has_calibration)
     throw InputError(fmt::format("{} {} needs calibration rows held out of training: give --calibration-fraction (e.g. 0.2) "
                                  "or --calibration-indices FILE",
                                  where("conformal", "--conformal"), conformal));
@@ -489,6 +495,17 @@ FitConfig make_fit_config(const FitRequest& request) {
   cfg.probability = probability_schema().read(settings);
   cfg.training = training_schema().read(settings);
   cfg.conformal = conformal_schema().read(settings);
+  if (cfg.conformal.enabled() && conformal_kinds().find(cfg.conformal.method).out_of_fold) {
+    const std::vector<std::string> supported = out_of_fold_methods();
+    if (std::find(supported.begin(), supported.end(), method) == supported.end()) {
+      std::string where = "--conformal";
+      for (const GivenOption& g : request.given)
+        if (g.name == "conformal") where = g.where;
+      throw InputError(fmt::format("{} {} needs members each trained without one fold of the training rows, which only the "
+                                   "ensemble-style methods have: use --method {} (or --conformal split or cqr with --method {})",
+                                   where, cfg.conformal.method, join_names(supported), method));
+    }
+  }
   for (const OptionGroup* g : spec.groups)
     for (const auto& o : g->options) cfg.method_settings[o.name] = settings.at(o.name);
   cfg.record = {{"settings", settings}, {"invocation", request.invocation}};

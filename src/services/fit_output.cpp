@@ -294,6 +294,9 @@ FitReport write_fit_output(const FitOutput& o) {
   if (cfg.conformal.enabled())
     for (double l : conformal_summary_levels(cfg.conformal.method, cfg.conformal.confidence_level))
       if (std::find(levels.begin(), levels.end(), l) == levels.end()) levels.push_back(l);
+  // cv+ and jackknife+ read each member's means (member k trained without fold k), per part.
+  const bool out_of_fold = cfg.conformal.enabled() && conformal_kinds().find(cfg.conformal.method).out_of_fold;
+  std::vector<std::vector<Mat>> part_member_means;
   for (const auto& [name, rows] : {std::pair<std::string, const IndexVec*>{"train", &o.split.train},
                                    {"calibration", &o.split.calibration}, {"validation", &o.split.validation},
                                    {"test", &o.split.test}}) {
@@ -301,6 +304,7 @@ FitReport write_fit_output(const FitOutput& o) {
     const Dataset part = o.data.subset(*rows);
     const Dataset part_std = o.standardizer.transform(part);
     const PredictiveDraws draws = predict_draws(model, lik, o.result.draws, part_std.inputs);
+    if (out_of_fold) part_member_means.push_back(member_means(draws, o.standardizer.target_mean(), o.standardizer.target_scale()));
     SplitPrediction p{name, *rows, summarize_predictive(draws, levels, rng), {}, std::nullopt};
     if (regression) {
       rescale_summary(p.summary, o.standardizer.target_mean(), o.standardizer.target_scale());
@@ -317,10 +321,20 @@ FitReport write_fit_output(const FitOutput& o) {
   std::optional<ConformalCalibration> calibration;
   std::vector<ConformalPrediction> conformal;  // one per part
   if (cfg.conformal.enabled()) {
-    const auto cal = std::find_if(parts.begin(), parts.end(), [](const SplitPrediction& p) { return p.name == "calibration"; });
-    if (cal == parts.end()) throw InputError("--conformal " + cfg.conformal.method + ": there are no calibration rows");
-    calibration = calibrate_conformal(cfg.conformal, cal->summary, o.data.subset(cal->rows).targets, categorical);
-    for (const auto& p : parts) conformal.push_back(apply_conformal(*calibration, p.summary));
+    const char* calibrated_on = out_of_fold ? "train" : "calibration";
+    const auto cal = std::find_if(parts.begin(), parts.end(), [&](const SplitPrediction& p) { return p.name == calibrated_on; });
+    if (cal == parts.end()) throw InputError("--conformal " + cfg.conformal.method + ": there are no " + calibrated_on + " rows");
+    if (out_of_fold) {
+      // The members' folds, as the method drew them (approx_common.hpp's ensemble_params).
+      const auto& train_means = part_member_means[static_cast<std::size_t>(cal - parts.begin())];
+      const IndexVec folds = out_of_fold_assignment(cfg.conformal.method, static_cast<Index>(cal->rows.size()),
+                                                    static_cast<Index>(train_means.size()), cfg.seed);
+      calibration = calibrate_out_of_fold(cfg.conformal, train_means, o.data.subset(cal->rows).targets, folds);
+    } else {
+      calibration = calibrate_conformal(cfg.conformal, cal->summary, o.data.subset(cal->rows).targets, categorical);
+    }
+    for (std::size_t pi = 0; pi < parts.size(); ++pi)
+      conformal.push_back(apply_conformal(*calibration, parts[pi].summary, out_of_fold ? part_member_means[pi] : std::vector<Mat>{}));
   }
 
   // predictions.csv: every row of the data with its split.

@@ -136,7 +136,10 @@ FitReport run_predict(const PredictConfig& cfg) {
   PredictiveSummary s = summarize_predictive(pd, levels, rng);
   if (regression) rescale_summary(s, standardizer.target_mean(), standardizer.target_scale());
   std::optional<ConformalPrediction> conformal;
-  if (calibration) conformal = apply_conformal(*calibration, s);
+  if (calibration)
+    conformal = apply_conformal(*calibration, s,
+                                calibration->out_of_fold() ? member_means(pd, standardizer.target_mean(), standardizer.target_scale())
+                                                           : std::vector<Mat>{});
 
   const auto out = cfg.out.empty() ? cfg.model_dir / ("predictions_" + cfg.data.stem().string() + ".csv") : cfg.out;
   // Output columns: the inputs, the targets when present, then mean, sd and 95% bounds per output.

@@ -82,6 +82,11 @@ struct EnsembleParams {
   /// own stream, not on the thread count or which members share its pass; it differs to rounding from
   /// a fit without lockstep. It pays for small networks (docs/performance.md).
   bool lockstep = false;
+  /// CV+ and jackknife+ (services/conformal.hpp): the fold in [0, members) of each training row;
+  /// member j never trains on the rows of fold j (nor does its noise twin), so its predictions there
+  /// are out of fold. Empty: every member may take every row. The members then differ from an
+  /// ensemble trained on all rows: each lacks its fold.
+  IndexVec fold_of_row;
   MemberCheckpoint checkpoint;
   void validate() const;
 };
@@ -200,6 +205,8 @@ MemberFit member_fit_from_bytes(const std::string& bytes);
 
 /// floor(delta N) distinct rows drawn from `rng` (all rows, in order, when delta = 1).
 IndexVec member_subset(Index num_data, double data_fraction, Rng& rng);
+/// Member j's rows: member_subset's, less those of fold j when params.fold_of_row is given.
+IndexVec member_rows(Index num_data, const EnsembleParams& params, Index j, Rng& rng);
 /// Moves max(1, floor(fraction n)) random rows of `rows` (n of them) out and returns them, both parts
 /// sorted; throws InputError when none would be left.
 IndexVec split_off_held_out(IndexVec& rows, double fraction, Rng& rng);

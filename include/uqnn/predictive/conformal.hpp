@@ -35,6 +35,18 @@ ConformalIntervals normalized_split_conformal(const Vec& mean, const Vec& sd, do
 double cqr_quantile(const Vec& lower, const Vec& upper, const Vec& y, double alpha);
 ConformalIntervals cqr(const Vec& lower, const Vec& upper, double quantile);
 
+/// CV+ (Barber, Candes, Ramdas and Tibshirani 2021, sec. 3, eq. 9): K models mu_{-k}, model k fitted
+/// without fold k of the n training rows; the out-of-fold residuals R_i = |y_i - mu_{-k(i)}(x_i)|
+/// (`residuals`, with `folds` k(i) in [0, K)) and the models' predictions at new points
+/// (`model_means` [K, m], row k = mu_{-k}) give
+///   C(x) = [ q-_alpha{ mu_{-k(i)}(x) - R_i }, q+_alpha{ mu_{-k(i)}(x) + R_i } ],
+/// q+ the ceil((1 - alpha)(n + 1))-th smallest of the n values and q- the floor(alpha (n + 1))-th
+/// smallest. For exchangeable rows P(y in C(x)) >= 1 - 2 alpha - min(2 (1 - 1/K) / (n/K + 1),
+/// (1 - K/n) / (K + 1)) (their Theorem 4); jackknife+ is K = n, one row per fold, and then
+/// >= 1 - 2 alpha (Theorem 1). In practice the coverage is near 1 - alpha. Bounds are -/+ infinity
+/// when the rank falls outside 1..n (too few rows for alpha).
+ConformalIntervals cv_plus(const Mat& model_means, const Vec& residuals, const IndexVec& folds, double alpha);
+
 /// Adaptive prediction sets (APS, Romano et al. 2020) and their regularised form (RAPS, Angelopoulos
 /// et al. 2021). With classes in decreasing probability, the score of class y of rank o(y) (1-based)
 /// is sum of the probabilities of the classes before it + u p(y) + lambda (o(y) - k_reg)^+, with

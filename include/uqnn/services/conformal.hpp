@@ -32,8 +32,11 @@ struct ConformalKind {
   std::string summary = {};
   std::string reference = {};
   bool classification = false;  ///< works on class probabilities (else on a regression predictive)
+  /// cv+, jackknife+: calibrated on the training rows out of fold, by the members of an ensemble-style
+  /// method each trained without its fold (no calibration rows are held out).
+  bool out_of_fold = false;
 };
-/// none, split, cqr (regression); aps, raps, temperature (classification).
+/// none, split, cqr, cv+, jackknife+ (regression); aps, raps, temperature (classification).
 const Registry<ConformalKind>& conformal_kinds();
 
 /// The fit's conformal settings (the "conformal" option group; the calibration rows are chosen by
@@ -57,6 +60,11 @@ struct ConformalCalibration {
   double temperature = 1.0;  ///< temperature scaling (Guo et al. 2017)
   SetScoreOptions set_options;  ///< aps, raps (not randomised: sets are never empty, coverage >= level)
   bool categorical = false;     ///< classification: categorical class probabilities (else bernoulli outputs)
+  /// cv+, jackknife+: the out-of-fold residuals |y_i - mu_{-k(i)}(x_i)| [t, n] of the training rows
+  /// (data units) and their folds k(i) (member k left fold k out).
+  Mat residuals;
+  IndexVec folds;
+  bool out_of_fold() const;
   nlohmann::json to_json() const;
   /// Throws InputError naming `where` (model.json's path) and the field.
   static ConformalCalibration from_json(const nlohmann::json& j, const std::string& where);
@@ -70,6 +78,28 @@ struct ConformalPrediction {
   Mat in_set;
 };
 
+/// The methods cv+ and jackknife+ apply to (the ensemble family: their members can each leave a fold
+/// out), for their refusals.
+std::vector<std::string> out_of_fold_methods();
+
+/// Largest training set jackknife+ takes (one member per row); above it, cv+ with K members.
+constexpr Index kJackknifePlusMaxRows = 200;
+
+/// The fold of each of the n training rows for `method`: jackknife+ row i alone in fold i (K = n);
+/// cv+ a random balanced assignment to K folds (sizes differ by at most one) from Rng(seed, a stream
+/// of its own). The method's members (EnsembleParams::fold_of_row) and the calibration read the same.
+IndexVec out_of_fold_assignment(const std::string& method, Index num_rows, Index folds, std::uint64_t seed);
+
+/// The members' means [t, m] at some rows, in data units, from the per-draw means in standardised
+/// units (one draw per member).
+std::vector<Mat> member_means(const PredictiveDraws& draws, const Vec& target_mean, const Vec& target_scale);
+
+/// cv+, jackknife+: calibrates on the training rows, whose member means (data units, member k
+/// trained without fold k) and targets [t, n] are given with their folds. Throws InputError when
+/// the rows are too few for the level.
+ConformalCalibration calibrate_out_of_fold(const ConformalConfig& config, const std::vector<Mat>& member_means_on_training,
+                                           const Mat& targets, const IndexVec& folds);
+
 /// Central levels the predictive summary needs for `method` (cqr: the confidence level).
 std::vector<double> conformal_summary_levels(const std::string& method, double confidence_level);
 
@@ -80,8 +110,10 @@ std::vector<double> conformal_summary_levels(const std::string& method, double c
 ConformalCalibration calibrate_conformal(const ConformalConfig& config, const PredictiveSummary& summary, const Mat& targets,
                                          bool categorical);
 
-/// Applies a calibration to the method's predictive summary of new rows.
-ConformalPrediction apply_conformal(const ConformalCalibration& calibration, const PredictiveSummary& summary);
+/// Applies a calibration to the method's predictive summary of new rows; cv+ and jackknife+ read
+/// the members' means there (member_means) instead.
+ConformalPrediction apply_conformal(const ConformalCalibration& calibration, const PredictiveSummary& summary,
+                                    const std::vector<Mat>& member_means = {});
 
 /// The columns predictions.csv and `uqnn predict` add, one value per row: regression
 /// <name>_conformal_lower / _upper; temperature <name>_calibrated; aps/raps set_<k> (1 when class

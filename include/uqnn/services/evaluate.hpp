@@ -48,7 +48,16 @@ struct EvaluateReport {
 
 EvaluateReport run_evaluate(const EvaluateConfig& config);
 
-/// The conformal methods `--conformal` accepts: conformal_kinds() but "none".
+class FittedModel;
+
+/// What `uqnn evaluate --model` scores (metrics.json's metrics, without figures, conformal or OOD
+/// sections) for a fit on labelled rows in memory: `inputs` [d, n] and `targets` in the data's units
+/// (regression [t, n]; classification class indices [1, n] or 0/1 [t, n]). `uqnn compare` reads it.
+nlohmann::json evaluate_fitted(const FittedModel& fitted, const Mat& inputs, const Mat& targets,
+                               const std::vector<double>& levels = {0.5, 0.8, 0.9, 0.95}, int bins = 15);
+
+/// The conformal methods `uqnn evaluate --conformal` accepts: conformal_kinds() but "none" and the
+/// out-of-fold ones (cv+, jackknife+), which need a fit's members.
 const std::vector<std::string>& conformal_methods();
 
 }  // namespace uqnn

@@ -154,6 +154,101 @@ TEST(Conformal, QuantileIsTheCeilRankAndInfiniteForTooFewRows) {
   EXPECT_THROW(conformal_quantile(s, 0.0), std::invalid_argument);
 }
 
+TEST(Conformal, CvPlusIntervalsAreTheOrderStatisticsOfHandComputedValues) {
+  // Two models at one point, mu_0 = 0 and mu_1 = 1; four rows with folds 0, 1, 0, 1.
+  Mat means(2, 1);
+  means << 0.0, 1.0;
+  Vec r(4);
+  r << 0.5, 1.0, 2.0, 0.1;
+  const IndexVec folds{0, 1, 0, 1};
+  // mu + R = 0.5, 2, 2, 1.1 and mu - R = -0.5, 0, -2, 0.9. alpha 0.2: the ceil(0.8 x 5) = 4th
+  // smallest of the first, the floor(0.2 x 5) = 1st of the second.
+  ConformalIntervals c = cv_plus(means, r, folds, 0.2);
+  EXPECT_DOUBLE_EQ(c.upper(0), 2.0);
+  EXPECT_DOUBLE_EQ(c.lower(0), -2.0);
+  // alpha 0.4: the 3rd smallest (2) and the 2nd smallest (-0.5).
+  c = cv_plus(means, r, folds, 0.4);
+  EXPECT_DOUBLE_EQ(c.upper(0), 2.0);
+  EXPECT_DOUBLE_EQ(c.lower(0), -0.5);
+  // alpha 0.1: rank ceil(4.5) = 5 > 4 rows: the whole line.
+  c = cv_plus(means, r, folds, 0.1);
+  EXPECT_TRUE(std::isinf(c.upper(0)) && c.upper(0) > 0);
+  EXPECT_TRUE(std::isinf(c.lower(0)) && c.lower(0) < 0);
+  EXPECT_THROW(cv_plus(means, r, IndexVec{0, 1, 2, 0}, 0.2), std::invalid_argument);  // fold 2 has no model
+}
+
+/// Least squares of y on (1, x, x^2) over the rows `use` of (x, y): a symmetric fitting algorithm,
+/// misspecified for y = sin x.
+Vec quadratic_fit(const Vec& x, const Vec& y, const std::vector<Index>& use) {
+  Eigen::Matrix3d a = Eigen::Matrix3d::Zero();
+  Eigen::Vector3d b = Eigen::Vector3d::Zero();
+  for (Index i : use) {
+    const Eigen::Vector3d f(1.0, x(i), x(i) * x(i));
+    a += f * f.transpose();
+    b += f * y(i);
+  }
+  return a.ldlt().solve(b);
+}
+
+TEST(Conformal, CvPlusAndJackknifePlusCoverOverRandomSplits) {
+  // Barber et al. (2021): for exchangeable rows jackknife+ covers with probability >= 1 - 2 alpha
+  // (Theorem 1) and CV+ with K folds >= 1 - 2 alpha - min(2 (1 - 1/K) / (n/K + 1), (1 - K/n) /
+  // (K + 1)) (Theorem 4); in practice both cover about 1 - alpha. Each replication draws fresh
+  // heteroscedastic rows y = sin x + (0.1 + 0.4 |x|) e, fits the quadratic without each fold, and
+  // scores the intervals on fresh test rows.
+  constexpr Index n = 39, m = 50, K = 5;
+  constexpr int kReplications = 600;
+  std::mt19937_64 engine(2021);
+  std::normal_distribution<double> z;
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (double alpha : kAlphas) {
+    std::vector<double> cv, jack;
+    for (int rep = 0; rep < kReplications; ++rep) {
+      Vec x(n + m), y(n + m);
+      for (Index i = 0; i < n + m; ++i) {
+        x(i) = u(engine);
+        y(i) = std::sin(x(i)) + (0.1 + 0.4 * std::abs(x(i))) * z(engine);
+      }
+      const auto coverage = [&](Index folds_count) {
+        IndexVec fold(static_cast<std::size_t>(n));
+        for (Index i = 0; i < n; ++i) fold[static_cast<std::size_t>(i)] = i % folds_count;  // rows are i.i.d.: any fixed assignment
+        Mat model_means(folds_count, m);
+        Vec residuals(n);
+        for (Index k = 0; k < folds_count; ++k) {
+          std::vector<Index> use;
+          for (Index i = 0; i < n; ++i)
+            if (fold[static_cast<std::size_t>(i)] != k) use.push_back(i);
+          const Vec w = quadratic_fit(x, y, use);
+          const auto f = [&w](double v) { return w(0) + w(1) * v + w(2) * v * v; };
+          for (Index i = 0; i < n; ++i)
+            if (fold[static_cast<std::size_t>(i)] == k) residuals(i) = std::abs(y(i) - f(x(i)));
+          for (Index j = 0; j < m; ++j) model_means(k, j) = f(x(n + j));
+        }
+        const ConformalIntervals c = cv_plus(model_means, residuals, fold, alpha);
+        const Vec yt = y.tail(m);
+        return static_cast<double>((yt.array() >= c.lower.array() && yt.array() <= c.upper.array()).count()) / static_cast<double>(m);
+      };
+      cv.push_back(coverage(K));
+      jack.push_back(coverage(n));
+    }
+    const auto mean_and_se = [](const std::vector<double>& v) {
+      const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+      double ss = 0;
+      for (double c : v) ss += (c - mean) * (c - mean);
+      return std::pair{mean, std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()))};
+    };
+    const auto [cv_mean, cv_se] = mean_and_se(cv);
+    const auto [jack_mean, jack_se] = mean_and_se(jack);
+    const double nk = static_cast<double>(n) / K;
+    const double cv_bound = 1 - 2 * alpha - std::min(2 * (1 - 1.0 / K) / (nk + 1), (1 - static_cast<double>(K) / n) / (K + 1));
+    EXPECT_GE(cv_mean, cv_bound - 4 * cv_se) << "CV+ alpha " << alpha;
+    EXPECT_GE(jack_mean, 1 - 2 * alpha - 4 * jack_se) << "jackknife+ alpha " << alpha;
+    // Near 1 - alpha in practice (their sec. 6): within 3 points.
+    EXPECT_NEAR(cv_mean, 1 - alpha, 0.03) << "CV+ alpha " << alpha;
+    EXPECT_NEAR(jack_mean, 1 - alpha, 0.03) << "jackknife+ alpha " << alpha;
+  }
+}
+
 TEST(Conformal, SetsOfHandComputedScores) {
   Mat p(3, 1);
   p << 0.2, 0.5, 0.3;

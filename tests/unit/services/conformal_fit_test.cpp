@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -18,7 +19,9 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/fitted_model.hpp"
 #include "unit/io/temp_dir.hpp"
 
 namespace uqnn {
@@ -263,6 +266,119 @@ TEST(ConformalFit, TooFewCalibrationRowsForTheLevelIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("10 calibration rows are too few for --confidence-level 0.95"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("at least 19"), std::string::npos) << e.what();
+  }
+}
+
+/// A cheap deep ensemble calibrated out of fold: member k trains without fold k.
+nlohmann::json out_of_fold_options(const std::filesystem::path& out, const std::string& method, double test_fraction) {
+  return {{"method", "ens"},   {"arch", "8"},        {"noise", 0.3},          {"epochs", 300},         {"ens_members", 5},
+          {"quiet", true},     {"figure", "none"},   {"idata_extras", "never"}, {"split_seed", 4},     {"test_fraction", test_fraction},
+          {"conformal", method}, {"out", out.string()}};
+}
+
+TEST(ConformalFit, CvPlusMembersLeaveOutTheirFoldAndCalibrateOnItsResiduals) {
+  TempDir dir;
+  FitConfig c = conformal_config_of(out_of_fold_options(dir.path() / "run", "cv+", 0.4));
+  const Dataset data = fit_heteroscedastic_rows(200, 21);
+  c.data.dataset = data;
+  const FitReport report = run_fit(c);
+  const nlohmann::json model = read_fit_json(dir.path() / "run" / "model.json");
+  const nlohmann::json& cal = model.at("conformal");
+  ASSERT_EQ(cal.at("method"), "cv+");
+  const auto folds = cal.at("folds").get<IndexVec>();
+  const auto residuals = cal.at("residuals").at(0).get<std::vector<double>>();
+  ASSERT_EQ(folds.size(), 120u);
+  ASSERT_EQ(residuals.size(), 120u);
+  EXPECT_EQ(cal.at("num_folds").get<Index>(), 5);
+  // Balanced folds: 24 rows each; every member trained on the other 96.
+  for (Index k = 0; k < 5; ++k) EXPECT_EQ(std::count(folds.begin(), folds.end(), k), 24) << k;
+  EXPECT_EQ(report.metrics.at("info").at("member_rows").get<Index>(), 96);
+  // The folds calibrated on are the folds the members left out (both from the fit's seed).
+  EXPECT_EQ(folds, out_of_fold_assignment("cv+", 120, 5, c.seed));
+  // R_i = |y_i - mu_{-k(i)}(x_i)|, from the member that left row i out.
+  const CsvTable fitted = read_fit_predictions(dir.path() / "run" / "predictions.csv");
+  std::vector<Index> train_rows;
+  {
+    std::ifstream in(dir.path() / "run" / "predictions.csv");
+    std::string line;
+    std::getline(in, line);
+    for (Index i = 0; std::getline(in, line); ++i)
+      if (line.substr(line.rfind(',') + 1) == "train") train_rows.push_back(i);
+  }
+  ASSERT_EQ(train_rows.size(), 120u);
+  const FittedModel loaded = FittedModel::load(dir.path() / "run");
+  Mat x(1, 120);
+  for (Index i = 0; i < 120; ++i) x(0, i) = fitted.values(train_rows[static_cast<std::size_t>(i)], 0);
+  const std::vector<Mat> means =
+      member_means(loaded.predictive_draws(x), loaded.standardizer().target_mean(), loaded.standardizer().target_scale());
+  ASSERT_EQ(means.size(), 5u);
+  for (Index i = 0; i < 120; ++i) {
+    const double y = fitted.values(train_rows[static_cast<std::size_t>(i)], 1);
+    EXPECT_NEAR(residuals[static_cast<std::size_t>(i)], std::abs(y - means[static_cast<std::size_t>(folds[static_cast<std::size_t>(i)])](0, i)), 1e-9) << i;
+  }
+  // predictions.csv's intervals are `uqnn predict`'s on the same rows, and cover the test rows.
+  {
+    std::ofstream csv(dir.path() / "new.csv");
+    csv << "x,y\n";
+    for (Index i = 0; i < fitted.num_rows(); ++i) csv << format_double(fitted.values(i, 0)) << ',' << format_double(fitted.values(i, 1)) << '\n';
+  }
+  PredictConfig p;
+  p.model_dir = dir.path() / "run";
+  p.data = dir.path() / "new.csv";
+  const CsvTable predicted = read_csv(run_predict(p).files.front());
+  const Index lower = fitted.find_column("y_conformal_lower"), upper = fitted.find_column("y_conformal_upper");
+  ASSERT_GE(lower, 0);
+  ASSERT_GE(predicted.find_column("y_conformal_upper"), 0);
+  for (Index i = 0; i < fitted.num_rows(); ++i) {
+    EXPECT_NEAR(predicted.values(i, predicted.find_column("y_conformal_lower")), fitted.values(i, lower), 1e-9);
+    EXPECT_NEAR(predicted.values(i, predicted.find_column("y_conformal_upper")), fitted.values(i, upper), 1e-9);
+  }
+  const double coverage = report.metrics.at("splits").at("test").at("conformal").at("coverage").get<double>();
+  EXPECT_GT(coverage, 0.8);  // level 0.9 on 80 test rows; the guarantee itself is the pure function's test
+}
+
+TEST(ConformalFit, JackknifePlusTrainsOneMemberPerRowAndRefusesLargeSets) {
+  TempDir dir;
+  FitConfig c = conformal_config_of(out_of_fold_options(dir.path() / "run", "jackknife+", 0.5));
+  c.data.dataset = fit_heteroscedastic_rows(50, 5);
+  const FitReport report = run_fit(c);
+  EXPECT_EQ(report.metrics.at("info").at("members").get<Index>(), 25);  // one per training row, whatever --ens-members
+  EXPECT_EQ(report.metrics.at("info").at("member_rows").get<Index>(), 24);
+  const nlohmann::json cal = read_fit_json(dir.path() / "run" / "model.json").at("conformal");
+  IndexVec identity(25);
+  std::iota(identity.begin(), identity.end(), Index{0});
+  EXPECT_EQ(cal.at("folds").get<IndexVec>(), identity);
+  // Above the limit: an InputError that points to cv+.
+  FitConfig big = conformal_config_of(out_of_fold_options(dir.path() / "big", "jackknife+", 0.1));
+  big.data.dataset = fit_heteroscedastic_rows(kJackknifePlusMaxRows + 40, 5);
+  try {
+    run_fit(big);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("use --conformal cv+"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConformalFit, OutOfFoldMethodsNeedAnEnsembleAndNoCalibrationRows) {
+  nlohmann::json map = {{"method", "map"}, {"conformal", "cv+"}};
+  EXPECT_NE(conformal_error_of(map).find("--conformal cv+ needs members each trained without one fold"), std::string::npos)
+      << conformal_error_of(map);
+  EXPECT_NE(conformal_error_of(map).find("use --method ens, rms"), std::string::npos) << conformal_error_of(map);
+  nlohmann::json held = {{"method", "ens"}, {"conformal", "jackknife+"}, {"calibration_fraction", 0.2}};
+  EXPECT_NE(conformal_error_of(held).find("calibrates on the training rows out of fold"), std::string::npos) << conformal_error_of(held);
+  EXPECT_EQ(conformal_error_of({{"method", "rms"}, {"conformal", "cv+"}, {"noise", 0.1}}), "");
+  // uqnn evaluate scores a finished fit: it has no members that left folds out.
+  EvaluateConfig e;
+  e.model_dir = "run";
+  e.data = "rows.csv";
+  e.conformal = "jackknife+";
+  e.calibration_fraction = 0.5;
+  try {
+    e.validate();
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("ask for it when fitting (uqnn fit --method ens --conformal jackknife+)"), std::string::npos)
+        << error.what();
   }
 }
 
