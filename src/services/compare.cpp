@@ -8,6 +8,7 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
+#include "uqnn/io/staged_output_dir.hpp"
 #include "uqnn/plot/figure.hpp"
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/predictive/agreement.hpp"
@@ -164,7 +165,12 @@ CompareReport run_compare(const CompareConfig& config) {
   std::vector<FitConfig> configs;
   for (const auto& method : methods) configs.push_back(config_for(method));
   const FitConfig& base = configs.front();
-  std::filesystem::create_directories(base.out_dir);
+  // Every method's run and the comparison's files are written into a staging directory beside
+  // --out (checked and locked before any fit), moved into place only when the set is complete: a
+  // stopped or failed comparison leaves nothing behind, and a second one into the same --out waits
+  // for none but is refused.
+  StagedOutputDir out(base.out_dir, "--out");
+  const std::filesystem::path dir = out.staging();
   if (base.data.path.empty() && !base.data.dataset) throw InputError("--data is required: a CSV file with a header row");
   const Dataset data = base.data.dataset ? *base.data.dataset : load_dataset(base.data.path, base.data.targets, base.data.inputs);
   const bool one_d = data.input_dim() == 1 && data.target_dim() == 1;
@@ -189,7 +195,7 @@ CompareReport run_compare(const CompareConfig& config) {
   for (std::size_t i = 0; i < methods.size(); ++i) {
     const std::string& method = methods[i];
     FitConfig cfg = configs[i];
-    cfg.out_dir = base.out_dir / method;
+    cfg.out_dir = dir / method;
     FitReport fit;
     try {
       fit = run_fit(cfg);
@@ -242,7 +248,6 @@ CompareReport run_compare(const CompareConfig& config) {
   if (report.failed.size() == methods.size())
     throw InputError(fmt::format("every method failed; {}: {}", report.failed.front(),
                                  report.table.at(report.failed.front()).at("error").get<std::string>()));
-  const auto dir = base.out_dir;
   // Each method scored as `uqnn evaluate` scores a fit, on the test rows (else the training rows).
   const Dataset scored = data.subset(parity_rows);
   const bool regression_task = !is_classification(base.probability.likelihood);
@@ -263,6 +268,7 @@ CompareReport run_compare(const CompareConfig& config) {
   }
   if (!config.reference.empty()) {
     const std::filesystem::path ref_dir = config.reference == "nuts" ? dir / "nuts" : std::filesystem::path(config.reference);
+    const std::filesystem::path ref_shown = config.reference == "nuts" ? out.final_path(ref_dir) : ref_dir;
     if (config.reference == "nuts" && std::find(report.failed.begin(), report.failed.end(), "nuts") != report.failed.end())
       throw InputError("--reference nuts: the NUTS fit failed: " + report.table.at("nuts").at("error").get<std::string>());
     const FittedModel reference = FittedModel::load(ref_dir);
@@ -271,7 +277,7 @@ CompareReport run_compare(const CompareConfig& config) {
     const bool regression = reference.regression();
     std::string ref_md = fmt::format("\nAgainst the reference predictive ({}, {} draws) on the {} {} rows, with each method scored as "
                                      "`uqnn evaluate` scores a fit on the same rows:\n\n",
-                                     ref_dir.string(), reference.draws().size(), scored.size(), parity_split);
+                                     ref_shown.string(), reference.draws().size(), scored.size(), parity_split);
     ref_md += (regression ? "| method | mean 1-Wasserstein | median sd ratio | mean sd ratio |" : "| method | top-1 agreement | mean total variation |") +
               evaluation_header + "\n" + (regression ? "|---|---:|---:|---:|" : "|---|---:|---:|") + evaluation_rule + "\n";
     for (const auto& [method, row] : rows) {
@@ -293,11 +299,11 @@ CompareReport run_compare(const CompareConfig& config) {
     }
     md += ref_md;
     atomic_write_text(dir / "reference.json",
-                      nlohmann::json{{"reference", ref_dir.string()}, {"rows", parity_split}, {"methods", table}}.dump(2) + "\n");
+                      nlohmann::json{{"reference", ref_shown.string()}, {"rows", parity_split}, {"methods", table}}.dump(2) + "\n");
     report.files.push_back(dir / "reference.json");
     if (base.figure_format != "none" && !distances.empty()) {
       const auto path = dir / ("reference." + base.figure_format);
-      reference_figure(distances, regression, ref_dir.filename().string(), path);
+      reference_figure(distances, regression, ref_shown.filename().string(), path);
       report.files.push_back(path);
     }
   }
@@ -317,6 +323,8 @@ CompareReport run_compare(const CompareConfig& config) {
     plot::plot_parity_grid(path, parity_panels, fmt::format("predicted vs true on the {} rows, +-1 sd, by method", parity_split));
     report.files.push_back(path);
   }
+  out.commit();
+  for (auto& f : report.files) f = out.final_path(f);
   return report;
 }
 

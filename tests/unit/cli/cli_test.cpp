@@ -454,6 +454,15 @@ TEST_F(Cli, CompareKeepsGoingWhenOneMethodFails) {
                          (dir_ / "bad").string());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_FALSE(fs::exists(dir_ / "bad" / "map" / "model.json"));
+  // Every method failing: the finished fits of none, and nothing left behind in --out (the run is
+  // staged beside it); the files written name --out, not the staging directory.
+  const CliRun none = run_cli("compare --quiet --laplace-max-memory-gb 1e-9 --methods laplace --data " + (dir_ / "d.csv").string() +
+                              " --out " + (dir_ / "none").string());
+  EXPECT_NE(none.exit_code, 0) << none.output;
+  EXPECT_FALSE(fs::exists(dir_ / "none")) << none.output;
+  EXPECT_EQ(r.output.find(".uqnn-staging"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find((dir_ / "c" / "compare.md").string()), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "c" / "map" / "model.json"));
 }
 
 TEST_F(Cli, CompareOnSeveralInputsDrawsAParityPanelPerMethod) {
