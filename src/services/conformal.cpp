@@ -119,11 +119,13 @@ ConformalCalibration ConformalCalibration::from_json(const nlohmann::json& j, co
 }
 
 namespace {
-std::string too_few_rows_out_of_fold(Index rows, double level) {
+/// `rows` of `kind` (calibration, training) cannot give an interval at `level`: ceil((n + 1) level)
+/// <= n needs n >= level / (1 - level).
+std::string too_few_rows(Index rows, double level, const std::string& kind = "calibration",
+                         const std::string& remedy = "raise --calibration-fraction or lower --confidence-level") {
   const auto needed = static_cast<Index>(std::ceil(level / (1 - level) - 1e-9));
-  return fmt::format("{} training rows are too few for --confidence-level {}: the interval would be the whole line; it needs at "
-                     "least {} (lower --confidence-level)",
-                     rows, format_double(level), needed);
+  return fmt::format("{} {} rows are too few for --confidence-level {}: the interval would be the whole line; it needs at least {} ({})",
+                     rows, kind, format_double(level), needed, remedy);
 }
 }  // namespace
 
@@ -184,7 +186,7 @@ ConformalCalibration calibrate_out_of_fold(const ConformalConfig& config, const 
   // floor(alpha (n + 1)) >= 1 needs n >= 1 / alpha - 1, as split conformal.
   const double alpha = 1 - config.confidence_level;
   if (std::ceil((static_cast<double>(n) + 1) * (1 - alpha) - 1e-9) > static_cast<double>(n))
-    throw InputError(too_few_rows_out_of_fold(n, config.confidence_level));
+    throw InputError(too_few_rows(n, config.confidence_level, "training", "lower --confidence-level"));
   return c;
 }
 
@@ -207,15 +209,6 @@ std::vector<Index> flat_labels(const Mat& targets, bool categorical) {
   for (Index i = 0; i < count; ++i) labels.push_back(static_cast<Index>(categorical ? targets(0, i) : targets.data()[i]));
   return labels;
 }
-
-std::string too_few_rows(Index rows, double level) {
-  // ceil((n + 1) level) <= n needs n >= level / (1 - level).
-  const auto needed = static_cast<Index>(std::ceil(level / (1 - level) - 1e-9));
-  return fmt::format("{} calibration rows are too few for --confidence-level {}: the interval would be the whole line; it "
-                     "needs at least {} (raise --calibration-fraction or lower --confidence-level)",
-                     rows, format_double(level), needed);
-}
-
 
 }  // namespace
 

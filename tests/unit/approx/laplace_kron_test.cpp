@@ -368,31 +368,10 @@ TEST(KronLaplace, IsExactForAConvWithOnePositionAndOneExample) {
         << "layer at " << post->layout().name_of(f.index.front());
 }
 
-TEST(KronLaplace, RunsOnACnnWithItsNormsOnTheDiagonal) {
-  // conv -> GroupNorm -> pool -> fc: the conv and fc layers get Kronecker blocks, GroupNorm's
-  // weight and bias the diagonal GGN; every marginal variance is positive and below the prior's.
-  const ImageShape shape{1, 6, 6};
-  auto net = std::make_shared<Cnn>(shape, parse_cnn_layers("conv4k3,gn2,pool2,fc5", shape, 3, Activation::Relu), InitScheme::He);
-  Rng rng(33, 0);
-  const Index N = 40;
-  Mat X(36, N), Y(1, N);
-  for (Index i = 0; i < N; ++i) {
-    X.col(i) = rng.normal_vector(36);
-    Y(0, i) = static_cast<double>(i % 3);
-  }
-  const auto post = std::make_shared<Posterior>(net, make_categorical_likelihood(3), GaussianPrior::isotropic(net->num_params(), 1.0), X, Y);
-  const LaplaceApproximation kron(post, post->initial_point(rng), kron_params());
-  const Vec v = kron.approximation()->marginal_variance();
-  ASSERT_EQ(v.size(), net->num_params());
-  EXPECT_GT(v.minCoeff(), 0.0);
-  EXPECT_LE(v.maxCoeff(), 1.0 + 1e-12);  // the prior variance bounds the posterior's
-  EXPECT_LT(v.minCoeff(), 0.9);           // and the data shrink some directions
-}
-
 /// A small CNN with a GroupNorm (its weight and bias outside the Kronecker layers) on labelled noise.
-std::shared_ptr<Posterior> cnn_with_norm_posterior(double prior_sd) {
+std::shared_ptr<Posterior> cnn_with_norm_posterior(double prior_sd, Activation activation = Activation::Tanh) {
   const ImageShape shape{1, 6, 6};
-  auto net = std::make_shared<Cnn>(shape, parse_cnn_layers("conv4k3,gn2,pool2,fc5", shape, 3, Activation::Tanh), InitScheme::He);
+  auto net = std::make_shared<Cnn>(shape, parse_cnn_layers("conv4k3,gn2,pool2,fc5", shape, 3, activation), InitScheme::He);
   Rng rng(33, 0);
   const Index N = 40;
   Mat X(36, N), Y(1, N);
@@ -401,6 +380,19 @@ std::shared_ptr<Posterior> cnn_with_norm_posterior(double prior_sd) {
     Y(0, i) = static_cast<double>(i % 3);
   }
   return std::make_shared<Posterior>(net, make_categorical_likelihood(3), GaussianPrior::isotropic(net->num_params(), prior_sd), X, Y);
+}
+
+TEST(KronLaplace, RunsOnACnnWithItsNormsOnTheDiagonal) {
+  // conv -> GroupNorm -> pool -> fc: the conv and fc layers get Kronecker blocks, GroupNorm's
+  // weight and bias the diagonal GGN; every marginal variance is positive and below the prior's.
+  const auto post = cnn_with_norm_posterior(1.0, Activation::Relu);
+  Rng rng(33, 1);
+  const LaplaceApproximation kron(post, post->initial_point(rng), kron_params());
+  const Vec v = kron.approximation()->marginal_variance();
+  ASSERT_EQ(v.size(), post->model().num_params());
+  EXPECT_GT(v.minCoeff(), 0.0);
+  EXPECT_LE(v.maxCoeff(), 1.0 + 1e-12);  // the prior variance bounds the posterior's
+  EXPECT_LT(v.minCoeff(), 0.9);           // and the data shrink some directions
 }
 
 TEST(LaplacePriorPrecision, AFactorAlphaIsTheLaplaceUnderAPriorAlphaTimesMorePrecise) {
