@@ -799,17 +799,30 @@ Vec LaplaceApproximation::curvature_over_prior() const {
   return curvature_->over_prior(Vec((prior.array() > 0).select(prior, 1.0)), active_);
 }
 
+namespace {
+/// The Gaussian prior over the active network coordinates (first in `active`): their indices, their
+/// precisions p (1 / sd^2) and q = sum p (theta* - m)^2, the terms alpha scales in the log prior.
+struct NetworkPriorTerms {
+  IndexVec network;
+  Vec p;
+  double q = 0.0;
+};
+NetworkPriorTerms network_prior_terms(const Posterior& post, const Vec& map, const IndexVec& active, const std::string& what) {
+  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
+  if (!gaussian) throw InputError("Laplace " + what + " needs a Gaussian prior (--prior gaussian or fan-in)");
+  NetworkPriorTerms t;
+  for (const Index k : active)
+    if (k < post.model().num_params()) t.network.push_back(k);
+  t.p = prior_precision_diagonal(post, map)(t.network);
+  const Vec dev = map(t.network) - gaussian->mean()(t.network);
+  t.q = (dev.array().square() * t.p.array()).sum();
+  return t;
+}
+}  // namespace
+
 void LaplaceApproximation::set_prior_precision_factor(double alpha) {
   if (!(alpha > 0 && std::isfinite(alpha))) throw std::invalid_argument(fmt::format("prior precision factor {} must be > 0", alpha));
-  const Posterior& post = *posterior_;
-  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
-  if (!gaussian) throw InputError("Laplace prior-precision tuning needs a Gaussian prior (--prior gaussian or fan-in)");
-  IndexVec network;
-  for (const Index k : active_)
-    if (k < post.model().num_params()) network.push_back(k);
-  const Vec p = prior_precision_diagonal(post, map_)(network);
-  const Vec dev = map_(network) - gaussian->mean()(network);
-  const double q = (dev.array().square() * p.array()).sum();
+  const auto [network, p, q] = network_prior_terms(*posterior_, map_, active_, "prior-precision tuning");
   curvature_->rescale(1.0, alpha / prior_factor_, prior_factor_ * p);
   // log N(theta* | m, (alpha P)^-1) over the network's coordinates moves by
   // -(alpha - alpha0) q / 2 + (K / 2) log(alpha / alpha0).
@@ -820,16 +833,12 @@ void LaplaceApproximation::set_prior_precision_factor(double alpha) {
 
 LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) {
   const Posterior& post = *posterior_;
-  const auto* gaussian = dynamic_cast<const GaussianPrior*>(&post.prior());
-  if (!gaussian) throw InputError("Laplace marginal-likelihood tuning needs a Gaussian prior (--prior gaussian or fan-in)");
+  const auto [network, p, q] = network_prior_terms(post, map_, active_, "marginal-likelihood tuning");
   if (prior_factor_ != 1.0) throw std::logic_error("Laplace: tune() after set_prior_precision_factor()");
   // alpha scales the network's prior only. Likelihood extras (a learned log sigma) keep their block,
   // which must be decoupled from the network's for log det H to split: so it is with ggn (the
   // extras' expected Fisher) and with any diagonal structure.
   const Index E = post.likelihood().num_extra();
-  IndexVec network;  // the active network coordinates, first in active_
-  for (const Index k : active_)
-    if (k < post.model().num_params()) network.push_back(k);
   const Index P = static_cast<Index>(network.size());
   if (curvature_->couples_extras(P, E))
     throw InputError("Laplace marginal-likelihood tuning with a learned noise needs a curvature that keeps the noise apart "
@@ -844,9 +853,6 @@ LaplaceTuning LaplaceApproximation::tune(bool tune_noise, Index max_iterations) 
     throw InputError("Laplace noise tuning with a learned noise needs --laplace-curvature ggn");
   LaplaceTuning result;
   result.log_marginal_likelihood_before = log_marginal_likelihood();
-  const Vec p = prior_precision_diagonal(post, map_)(network);  // Gaussian: 1 / sd^2
-  const Vec dev = map_(network) - gaussian->mean()(network);
-  const double q = (dev.array().square() * p.array()).sum();
   const double log_prior0 = post.log_prior(map_);
   const double log_lik0 = log_joint_ - log_prior0;
   // The residuals enter only a Gaussian's noise tuning (a classifier's outputs are logits, not

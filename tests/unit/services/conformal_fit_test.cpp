@@ -88,6 +88,19 @@ nlohmann::json conformal_map_options(const std::filesystem::path& out, std::uint
           {"out", out.string()}};
 }
 
+/// `uqnn predict` of the run in DIR/run on the rows of its predictions.csv (x and y columns).
+FitReport predict_fitted_rows(const std::filesystem::path& dir, const CsvTable& fitted) {
+  {
+    std::ofstream csv(dir / "new.csv");
+    csv << "x,y\n";
+    for (Index i = 0; i < fitted.num_rows(); ++i) csv << format_double(fitted.values(i, 0)) << ',' << format_double(fitted.values(i, 1)) << '\n';
+  }
+  PredictConfig p;
+  p.model_dir = dir / "run";
+  p.data = dir / "new.csv";
+  return run_predict(p);
+}
+
 TEST(ConformalFit, SplitCoverageOverRepeatedFitsMeetsTheFiniteSampleBounds) {
   TempDir dir;
   constexpr int kFits = 40;
@@ -138,15 +151,7 @@ TEST(ConformalFit, PredictGivesTheIntervalsOfTheFit) {
   ASSERT_GE(lower, 0);
   ASSERT_GE(upper, 0);
   // The same rows through `uqnn predict`: same intervals.
-  {
-    std::ofstream csv(dir.path() / "new.csv");
-    csv << "x,y\n";
-    for (Index i = 0; i < fitted.num_rows(); ++i) csv << format_double(fitted.values(i, 0)) << ',' << format_double(fitted.values(i, 1)) << '\n';
-  }
-  PredictConfig p;
-  p.model_dir = dir.path() / "run";
-  p.data = dir.path() / "new.csv";
-  const FitReport report = run_predict(p);
+  const FitReport report = predict_fitted_rows(dir.path(), fitted);
   const CsvTable predicted = read_csv(report.files.front());
   ASSERT_GE(predicted.find_column("y_conformal_lower"), 0);
   for (Index i = 0; i < fitted.num_rows(); ++i) {
@@ -317,15 +322,7 @@ TEST(ConformalFit, CvPlusMembersLeaveOutTheirFoldAndCalibrateOnItsResiduals) {
     EXPECT_NEAR(residuals[static_cast<std::size_t>(i)], std::abs(y - means[static_cast<std::size_t>(folds[static_cast<std::size_t>(i)])](0, i)), 1e-9) << i;
   }
   // predictions.csv's intervals are `uqnn predict`'s on the same rows, and cover the test rows.
-  {
-    std::ofstream csv(dir.path() / "new.csv");
-    csv << "x,y\n";
-    for (Index i = 0; i < fitted.num_rows(); ++i) csv << format_double(fitted.values(i, 0)) << ',' << format_double(fitted.values(i, 1)) << '\n';
-  }
-  PredictConfig p;
-  p.model_dir = dir.path() / "run";
-  p.data = dir.path() / "new.csv";
-  const CsvTable predicted = read_csv(run_predict(p).files.front());
+  const CsvTable predicted = read_csv(predict_fitted_rows(dir.path(), fitted).files.front());
   const Index lower = fitted.find_column("y_conformal_lower"), upper = fitted.find_column("y_conformal_upper");
   ASSERT_GE(lower, 0);
   ASSERT_GE(predicted.find_column("y_conformal_upper"), 0);
