@@ -248,17 +248,23 @@ def load_torch_module(path):
         return torch.load(path)
 
 
+def _json_if_present(path):
+    """The JSON document of `path`, or None when there is no such file."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        return json.load(fh)
+
+
 def register_saved_network(directory, module=None) -> TorchNetwork | None:
     """Registers the network of a saved run (its torch_network.json and torch_module.pt, or the
     given module) so that the run's model.json ({"kind": "external"}) can be read; None for runs of
     uqnn's own networks."""
     from . import _core
 
-    meta_path = os.path.join(directory, NETWORK_FILE)
-    if not os.path.exists(meta_path):
+    meta = _json_if_present(os.path.join(directory, NETWORK_FILE))
+    if meta is None:
         return None
-    with open(meta_path) as fh:
-        meta = json.load(fh)
     if module is None:
         module_path = os.path.join(directory, MODULE_FILE)
         if not os.path.exists(module_path):
@@ -355,11 +361,9 @@ class LastLayer:
 
     @classmethod
     def load(cls, directory, module=None) -> "LastLayer | None":
-        path = os.path.join(directory, LAST_LAYER_FILE)
-        if not os.path.exists(path):
+        meta = _json_if_present(os.path.join(directory, LAST_LAYER_FILE))
+        if meta is None:
             return None
-        with open(path) as fh:
-            meta = json.load(fh)
         if module is None:
             module = load_torch_module(os.path.join(directory, MODULE_FILE))
         return cls(module, meta["head"], meta["input_shape"])

@@ -23,12 +23,9 @@ Metric resolve_metric(const Metric& metric, Index dim) {
 
 HmcStep Hmc::step(Rng& rng, const GradientState& state, const HmcParams& params) const {
   const Index dim = state.position.size();
-  const bool unit = metric_dim(params.metric) == 0;
-  const Metric unit_metric = unit ? make_unit_metric(dim) : Metric{};
-  const Metric& metric = unit ? unit_metric : params.metric;
-
-  double eps = params.step_size;
-  if (params.step_size_jitter > 0.0) eps *= 1.0 + params.step_size_jitter * (2.0 * rng.uniform() - 1.0);
+  Metric unit_metric;
+  const Metric& metric = metric_or_unit(params.metric, dim, unit_metric);
+  const double eps = jittered_step_size(rng, params.step_size, params.step_size_jitter);
   int num_steps = params.num_leapfrog_steps;
   if (params.jitter_path_length) num_steps = 1 + static_cast<int>(rng.uniform_index(static_cast<std::uint64_t>(num_steps)));
 

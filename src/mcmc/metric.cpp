@@ -12,6 +12,12 @@ Metric make_unit_metric(Index dim) {
   return DiagonalMetric{Vec::Ones(dim), Vec::Ones(dim)};
 }
 
+const Metric& metric_or_unit(const Metric& metric, Index dim, Metric& unit_storage) {
+  if (metric_dim(metric) != 0) return metric;
+  unit_storage = make_unit_metric(dim);
+  return unit_storage;
+}
+
 void archive_metric(StateArchive& archive, Metric& metric) {
   // The variant's index: 0 and 1 as the bool "dense" that earlier checkpoints stored.
   int kind = static_cast<int>(metric.index());

@@ -149,12 +149,9 @@ class TreeBuilder {
 
 NutsStep Nuts::step(Rng& rng, const GradientState& state, const NutsParams& params) const {
   const Index dim = state.position.size();
-  const bool unit = metric_dim(params.metric) == 0;
-  const Metric unit_metric = unit ? make_unit_metric(dim) : Metric{};
-  const Metric& metric = unit ? unit_metric : params.metric;
-
-  double eps = params.step_size;
-  if (params.step_size_jitter > 0.0) eps *= 1.0 + params.step_size_jitter * (2.0 * rng.uniform() - 1.0);
+  Metric unit_metric;
+  const Metric& metric = metric_or_unit(params.metric, dim, unit_metric);
+  const double eps = jittered_step_size(rng, params.step_size, params.step_size_jitter);
 
   PhasePoint z{state.position, Vec(dim), state.grad, state.log_density};
   sample_momentum(metric, rng, z.momentum);

@@ -287,6 +287,25 @@ void cnn_conv_backward(const CnnLayer& l, const T* theta, const MatT<T>& X, cons
   }
 }
 
+/// Calls visit(o, window) for every output position o of a pooling layer (one image, all channels),
+/// where window(f) calls f(i) for the input positions i of o's window that lie inside the image
+/// (padding contributes nothing), row by row: the loop that max and average pooling share.
+template <typename Visit>
+void for_each_pool_window(const CnnLayer& l, Visit&& visit) {
+  const ImageShape &in = l.in_shape, &os = l.out_shape;
+  for (Index c = 0; c < os.channels; ++c)
+    for (Index oh = 0; oh < os.height; ++oh)
+      for (Index ow = 0; ow < os.width; ++ow) {
+        const Index h0 = oh * l.stride_h - l.pad_h, w0 = ow * l.stride_w - l.pad_w;
+        const auto window = [&](auto&& f) {
+          for (Index ih = std::max<Index>(h0, 0); ih < std::min(h0 + l.kernel_h, in.height); ++ih)
+            for (Index iw = std::max<Index>(w0, 0); iw < std::min(w0 + l.kernel_w, in.width); ++iw)
+              f(c * in.plane() + ih * in.width + iw);
+        };
+        visit(c * os.plane() + oh * os.width + ow, window);
+      }
+}
+
 template <typename T>
 void cnn_max_pool_forward(const CnnLayer& l, const MatT<T>& X, CnnTape<T>& tape) {
   const ImageShape &in = l.in_shape, &os = l.out_shape;
@@ -314,63 +333,47 @@ void cnn_max_pool_forward(const CnnLayer& l, const MatT<T>& X, CnnTape<T>& tape)
           }
       continue;
     }
-    for (Index c = 0; c < os.channels; ++c)
-      for (Index oh = 0; oh < os.height; ++oh)
-        for (Index ow = 0; ow < os.width; ++ow) {
-          const Index h0 = oh * l.stride_h - l.pad_h, w0 = ow * l.stride_w - l.pad_w;
-          Index best = -1;
-          for (Index ih = std::max<Index>(h0, 0); ih < std::min(h0 + l.kernel_h, in.height); ++ih)
-            for (Index iw = std::max<Index>(w0, 0); iw < std::min(w0 + l.kernel_w, in.width); ++iw) {
-              const Index at = c * in.plane() + ih * in.width + iw;
-              if (best < 0 || x[at] > x[best]) best = at;  // the first maximum, as PyTorch's CPU kernel
-            }
-          const Index o = c * os.plane() + oh * os.width + ow;
-          y[o] = x[best];
-          arg[o] = static_cast<std::int32_t>(best);
-        }
+    for_each_pool_window(l, [&](Index o, const auto& window) {
+      Index best = -1;
+      window([&](Index at) {
+        if (best < 0 || x[at] > x[best]) best = at;  // the first maximum, as PyTorch's CPU kernel
+      });
+      y[o] = x[best];
+      arg[o] = static_cast<std::int32_t>(best);
+    });
   }
 }
 
 template <typename T>
 void cnn_avg_pool_forward(const CnnLayer& l, const MatT<T>& X, MatT<T>& Y) {
-  const ImageShape &in = l.in_shape, &os = l.out_shape;
+  const ImageShape& os = l.out_shape;
   const Index n = X.cols();
   const T scale = T(1.0 / static_cast<double>(l.kernel_h * l.kernel_w));
   Y.resize(os.size(), n);
   for (Index j = 0; j < n; ++j) {
     const T* x = X.col(j).data();
     T* y = Y.col(j).data();
-    for (Index c = 0; c < os.channels; ++c)
-      for (Index oh = 0; oh < os.height; ++oh)
-        for (Index ow = 0; ow < os.width; ++ow) {
-          const Index h0 = oh * l.stride_h - l.pad_h, w0 = ow * l.stride_w - l.pad_w;
-          T sum(0);
-          for (Index ih = std::max<Index>(h0, 0); ih < std::min(h0 + l.kernel_h, in.height); ++ih)
-            for (Index iw = std::max<Index>(w0, 0); iw < std::min(w0 + l.kernel_w, in.width); ++iw)
-              sum += x[c * in.plane() + ih * in.width + iw];
-          y[c * os.plane() + oh * os.width + ow] = sum * scale;
-        }
+    for_each_pool_window(l, [&](Index o, const auto& window) {
+      T sum(0);
+      window([&](Index i) { sum += x[i]; });
+      y[o] = sum * scale;
+    });
   }
 }
 
 template <typename T>
 void cnn_avg_pool_backward(const CnnLayer& l, const MatT<T>& dY, MatT<T>& dX) {
-  const ImageShape &in = l.in_shape, &os = l.out_shape;
+  const ImageShape& in = l.in_shape;
   const Index n = dY.cols();
   const T scale = T(1.0 / static_cast<double>(l.kernel_h * l.kernel_w));
   dX.setZero(in.size(), n);
   for (Index j = 0; j < n; ++j) {
     const T* dy = dY.col(j).data();
     T* dx = dX.col(j).data();
-    for (Index c = 0; c < os.channels; ++c)
-      for (Index oh = 0; oh < os.height; ++oh)
-        for (Index ow = 0; ow < os.width; ++ow) {
-          const Index h0 = oh * l.stride_h - l.pad_h, w0 = ow * l.stride_w - l.pad_w;
-          const T g = dy[c * os.plane() + oh * os.width + ow] * scale;
-          for (Index ih = std::max<Index>(h0, 0); ih < std::min(h0 + l.kernel_h, in.height); ++ih)
-            for (Index iw = std::max<Index>(w0, 0); iw < std::min(w0 + l.kernel_w, in.width); ++iw)
-              dx[c * in.plane() + ih * in.width + iw] += g;
-        }
+    for_each_pool_window(l, [&](Index o, const auto& window) {
+      const T g = dy[o] * scale;
+      window([&](Index i) { dx[i] += g; });
+    });
   }
 }
 

@@ -26,6 +26,29 @@ void GpFitParams::validate() const {
 
 namespace {
 
+/// Maximises value_and_gradient(p, grad) (a log marginal likelihood and its gradient) over the log
+/// hyperparameters p by Adam at params.learning_rate for params.iterations steps from `p`, and returns
+/// the best p seen: the value is not monotone along Adam's path. Stops at a non-finite gradient.
+template <typename ValueAndGradient>
+Vec maximise_by_adam(Vec p, const GpFitParams& params, ValueAndGradient&& value_and_gradient) {
+  OptimizerParams adam;
+  adam.learning_rate = params.learning_rate;
+  auto optimizer = make_optimizer(adam, p.size());
+  Vec best = p, grad(p.size());
+  double best_value = -std::numeric_limits<double>::infinity();
+  for (Index it = 0; it <= params.iterations; ++it) {
+    const double value = value_and_gradient(p, grad);
+    if (std::isfinite(value) && value > best_value) {
+      best_value = value;
+      best = p;
+    }
+    if (it == params.iterations || !grad.allFinite()) break;
+    const Vec descent = -grad;  // the optimiser minimises
+    optimizer->step(p, descent, params.learning_rate);
+  }
+  return best;
+}
+
 /// nngp: the kernel matrix K0 does not change with s^2 and s_n^2, so it is decomposed once,
 /// K0 = U diag(lambda) U^T, and with z = U^T y
 ///     log p(y) = -1/2 sum_i z_i^2 / (s^2 lambda_i + s_n^2) - 1/2 sum_i log(s^2 lambda_i + s_n^2) - n/2 log 2 pi,
@@ -48,21 +71,7 @@ GaussianProcess fit_nngp(const Mat& X, const Vec& y, const GpFitParams& params) 
   };
   Vec p(2);
   p << std::log(var_y / std::max(K0.diagonal().mean(), 1e-300)), std::log(var_y / 10.0);
-  OptimizerParams adam;
-  adam.learning_rate = params.learning_rate;
-  auto optimizer = make_optimizer(adam, 2);
-  Vec best = p, grad;
-  double best_value = -std::numeric_limits<double>::infinity();
-  for (Index it = 0; it <= params.iterations; ++it) {
-    const double value = value_and_gradient(p, grad);
-    if (std::isfinite(value) && value > best_value) {
-      best_value = value;
-      best = p;
-    }
-    if (it == params.iterations || !grad.allFinite()) break;
-    const Vec descent = -grad;
-    optimizer->step(p, descent, params.learning_rate);
-  }
+  const Vec best = maximise_by_adam(p, params, value_and_gradient);
   start.signal_variance = std::exp(best[0]);
   start.noise_variance = std::exp(best[1]);
   start.length_scales = Vec::Ones(1);
@@ -130,22 +139,9 @@ GaussianProcess fit_gaussian_process(const Mat& X, const Vec& y, const GpFitPara
   if (params.kernel == GpKernel::Nngp) return fit_nngp(Xf, yf, params);
   const double var_y = std::max((yf.array() - yf.mean()).square().mean(), 1e-12);
   const GpHyperparameters start = starting_hyperparameters(Xf, var_y, params);
-  Vec p = GaussianProcess(params.kernel, start).log_parameters();
-  OptimizerParams adam;
-  adam.learning_rate = params.learning_rate;
-  auto optimizer = make_optimizer(adam, p.size());
-  Vec best = p, grad(p.size());
-  double best_value = -std::numeric_limits<double>::infinity();
-  for (Index it = 0; it <= params.iterations; ++it) {
-    const double value = GaussianProcess::from_log_parameters(params.kernel, p).log_marginal_likelihood(Xf, yf, &grad);
-    if (std::isfinite(value) && value > best_value) {
-      best_value = value;
-      best = p;
-    }
-    if (it == params.iterations || !grad.allFinite()) break;
-    const Vec descent = -grad;  // the optimiser minimises
-    optimizer->step(p, descent, params.learning_rate);
-  }
+  const Vec best = maximise_by_adam(GaussianProcess(params.kernel, start).log_parameters(), params, [&](const Vec& p, Vec& grad) {
+    return GaussianProcess::from_log_parameters(params.kernel, p).log_marginal_likelihood(Xf, yf, &grad);
+  });
   return GaussianProcess::from_log_parameters(params.kernel, best);
 }
 
@@ -174,22 +170,10 @@ DirichletGaussianProcess fit_dirichlet_gaussian_process(const Mat& X, const Vec&
   if (params.kernel == GpKernel::Nngp) start.length_scales = Vec::Ones(1);  // its input scale is the architecture's
   const GaussianProcess initial = params.kernel == GpKernel::Nngp ? GaussianProcess(params.nngp, start)
                                                                   : GaussianProcess(params.kernel, start);
-  Vec p = initial.log_parameters();
-  OptimizerParams adam;
-  adam.learning_rate = params.learning_rate;
-  auto optimizer = make_optimizer(adam, p.size());
-  Vec best = p, grad(p.size());
-  double best_value = -std::numeric_limits<double>::infinity();
-  for (Index it = 0; it <= params.iterations; ++it) {
-    const double value = dirichlet_log_marginal_likelihood(initial.with_log_parameters(p), Xf, data, means, &grad);
-    if (std::isfinite(value) && value > best_value) {
-      best_value = value;
-      best = p;
-    }
-    if (it == params.iterations || !grad.allFinite()) break;
-    const Vec descent = -grad;  // the optimiser minimises; the noise entry's gradient is 0 and it stays put
-    optimizer->step(p, descent, params.learning_rate);
-  }
+  // The noise entry's gradient is 0: it stays put.
+  const Vec best = maximise_by_adam(initial.log_parameters(), params, [&](const Vec& p, Vec& grad) {
+    return dirichlet_log_marginal_likelihood(initial.with_log_parameters(p), Xf, data, means, &grad);
+  });
   return {initial.with_log_parameters(best), means};
 }
 

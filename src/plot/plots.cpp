@@ -93,31 +93,12 @@ void draw_predictive_1d(Panel& panel, const Predictive1d& p) {
   panel.title(p.title).x_label("x").y_label("y");
   panel.band(p.x_grid, p.mean - 2 * p.sd, p.mean + 2 * p.sd, "±2 sd", blue, 0.14);
   panel.band(p.x_grid, p.mean - p.sd, p.mean + p.sd, "±1 sd", blue, 0.26);
-  if (p.sample_paths.rows() > 0) {
-    Style thin;
-    thin.colour = "#4D4D4D";
-    thin.alpha = 0.35;
-    thin.line_width = 0.8;
-    panel.paths(p.x_grid, p.sample_paths, "posterior draws", thin);
-  }
-  if (p.truth) {
-    Style dashed;
-    dashed.colour = vermillion;
-    dashed.dash = Dash::Dashed;
-    dashed.line_width = 2.0;
-    panel.line(p.x_grid, *p.truth, "truth", dashed);
-  }
-  Style mean_style;
-  mean_style.colour = blue;
-  mean_style.line_width = 2.5;
-  panel.line(p.x_grid, p.mean, "predictive mean", mean_style);
-  if (p.x_train.size() > 0) {
-    Style dots;
-    dots.colour = "#000000";
-    dots.alpha = 0.8;
-    dots.point_size = 0.75;
-    panel.points(p.x_train, p.y_train, "training data", dots);
-  }
+  if (p.sample_paths.rows() > 0)
+    panel.paths(p.x_grid, p.sample_paths, "posterior draws", Style{.colour = "#4D4D4D", .line_width = 0.8, .alpha = 0.35});
+  if (p.truth) panel.line(p.x_grid, *p.truth, "truth", Style{.colour = vermillion, .dash = Dash::Dashed});
+  panel.line(p.x_grid, p.mean, "predictive mean", Style{.colour = blue, .line_width = 2.5});
+  if (p.x_train.size() > 0)
+    panel.points(p.x_train, p.y_train, "training data", Style{.colour = "#000000", .alpha = 0.8, .point_size = 0.75});
   // Headroom above the data gives the legend an empty corner.
   const Range xr = x_extent(p), yr = y_extent(p);
   if (xr.valid() && xr.hi > xr.lo) panel.x_range(xr.lo, xr.hi);

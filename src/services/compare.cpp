@@ -141,29 +141,122 @@ void reference_figure(const std::vector<std::pair<std::string, Vec>>& distances,
   fig.save(path, 720, 480);
 }
 
-}  // namespace
-
-CompareReport run_compare(const CompareConfig& config) {
+/// One fit configuration per method from the same options (an option of another compared method is
+/// accepted), every one checked before the first fit: a usage error stops at once. With --reference
+/// nuts, nuts runs first.
+std::pair<std::vector<std::string>, std::vector<FitConfig>> method_configs(const CompareConfig& config) {
   if (config.methods.empty()) throw InputError("--methods is empty: name at least one method (e.g. map,ens,vi)");
   const auto known = method_names();
   for (const auto& m : config.methods)
     if (std::find(known.begin(), known.end(), m) == known.end())
       throw InputError(fmt::format("--methods: '{}' is not known: valid are {}", m, fmt::join(known, ", ")));
-  CompareReport report;
   std::vector<std::string> methods = config.methods;
   if (config.reference == "nuts" && std::find(methods.begin(), methods.end(), "nuts") == methods.end()) methods.insert(methods.begin(), "nuts");
-  // One config per method from the same options; an option of another compared method is accepted.
-  const auto config_for = [&config, &methods](const std::string& method) {
+  std::vector<FitConfig> configs;
+  for (const auto& method : methods) {
     FitRequest request = config.request;
     request.given.push_back({"method", method, "--methods " + method});
     request.also_accept_methods = methods;
-    FitConfig cfg = make_fit_config(request);
-    if (config.dataset) cfg.data.dataset = config.dataset;
-    return cfg;
-  };
-  // Every method's options are checked before the first fit: a usage error stops at once.
-  std::vector<FitConfig> configs;
-  for (const auto& method : methods) configs.push_back(config_for(method));
+    configs.push_back(make_fit_config(request));
+    if (config.dataset) configs.back().data.dataset = config.dataset;
+  }
+  return {methods, configs};
+}
+
+/// compare.md's first table: one row per method that finished, its metrics per split (regression:
+/// RMSE / NLL / LPPD / 95% coverage; classification: accuracy / NLL / Brier / ECE); then the failures.
+std::string metrics_table(const std::vector<std::pair<std::string, nlohmann::json>>& rows, const CompareReport& report) {
+  std::vector<std::string> splits;
+  bool classification = false;
+  for (const auto& [method, row] : rows)
+    if (row.contains("splits"))
+      for (const auto& [split, m] : row.at("splits").items()) {
+        if (std::find(splits.begin(), splits.end(), split) == splits.end()) splits.push_back(split);
+        classification = classification || m.contains("accuracy");
+      }
+  const std::vector<std::string> keys = classification ? std::vector<std::string>{"accuracy", "nll", "brier", "ece"}
+                                                       : std::vector<std::string>{"rmse", "nll", "lppd", "coverage_95"};
+  std::string md = "| method | draws | seconds |";
+  for (const auto& s : splits)
+    for (const auto& k : keys) md += " " + s + " " + k + " |";
+  md += "\n|---|---:|---:|";
+  for (std::size_t i = 0; i < splits.size() * keys.size(); ++i) md += "---:|";
+  md += "\n";
+  for (const auto& [method, row] : rows) {
+    md += fmt::format("| {} | {} | {:.2f} |", method, row.at("num_draws").get<Index>(), row.at("seconds").get<double>());
+    for (const auto& s : splits)
+      for (const auto& k : keys) {
+        if (row.contains("splits") && row.at("splits").contains(s) && row.at("splits").at(s).contains(k))
+          md += fmt::format(" {:.4g} |", row.at("splits").at(s).at(k).get<double>());
+        else
+          md += " |";
+      }
+    md += "\n";
+  }
+  for (const auto& method : report.failed)
+    md += fmt::format("\n{} failed: {}\n", method, report.table.at(method).at("error").get<std::string>());
+  return md;
+}
+
+/// The columns of `uqnn evaluate`'s scores in compare.md's tables: their header and rule.
+std::pair<std::string, std::string> evaluation_columns(bool regression) {
+  if (regression) return {" RMSE | NLL | CRPS | coverage 90% | coverage 95% |", "---:|---:|---:|---:|---:|"};
+  return {" accuracy | NLL | Brier | ECE |", "---:|---:|---:|---:|"};
+}
+
+/// --reference: every method's predictive scored against the reference's on the scored rows;
+/// returns the markdown section and writes reference.json and its figure.
+std::string reference_section(const CompareConfig& config, const FitConfig& base, const std::filesystem::path& dir,
+                              const StagedOutputDir& out, const std::vector<std::pair<std::string, nlohmann::json>>& rows,
+                              const std::map<std::string, nlohmann::json>& evaluation, const Dataset& scored,
+                              const std::string& scored_split, CompareReport& report) {
+  const bool reference_is_nuts = config.reference == "nuts";
+  const std::filesystem::path ref_dir = reference_is_nuts ? dir / "nuts" : std::filesystem::path(config.reference);
+  const std::filesystem::path ref_shown = reference_is_nuts ? out.final_path(ref_dir) : ref_dir;
+  if (reference_is_nuts && std::find(report.failed.begin(), report.failed.end(), "nuts") != report.failed.end())
+    throw InputError("--reference nuts: the NUTS fit failed: " + report.table.at("nuts").at("error").get<std::string>());
+  const FittedModel reference = FittedModel::load(ref_dir);
+  const bool regression = reference.regression();
+  const auto [evaluation_header, evaluation_rule] = evaluation_columns(!is_classification(base.probability.likelihood));
+  std::string md = fmt::format("\nAgainst the reference predictive ({}, {} draws) on the {} {} rows, with each method scored as "
+                               "`uqnn evaluate` scores a fit on the same rows:\n\n",
+                               ref_shown.string(), reference.draws().size(), scored.size(), scored_split);
+  md += (regression ? "| method | mean 1-Wasserstein | median sd ratio | mean sd ratio |" : "| method | top-1 agreement | mean total variation |") +
+        evaluation_header + "\n" + (regression ? "|---|---:|---:|---:|" : "|---|---:|---:|") + evaluation_rule + "\n";
+  nlohmann::json table = nlohmann::json::object();
+  std::vector<std::pair<std::string, Vec>> distances;
+  for (const auto& [method, row] : rows) {
+    if (reference_is_nuts && method == "nuts") {
+      // The reference itself: its own scores, no agreement.
+      md += fmt::format("| {} (reference) |{}", method, regression ? " | | |" : " | |") + evaluation_cells(evaluation.at(method)) + "\n";
+      continue;
+    }
+    const ReferenceScore r = score_against_reference(FittedModel::load(dir / method), reference, scored.inputs, base.seed);
+    table[method] = r.summary;
+    table[method]["evaluation"] = evaluation.at(method);
+    report.table[method]["reference"] = r.summary;
+    distances.emplace_back(method, r.per_row);
+    md += (regression ? fmt::format("| {} | {:.4g} | {:.3g} | {:.3g} |", method, r.summary.at("wasserstein1").get<double>(),
+                                    r.summary.at("sd_ratio_median").get<double>(), r.summary.at("sd_ratio_mean").get<double>())
+                      : fmt::format("| {} | {:.4f} | {:.4f} |", method, r.summary.at("top1_agreement").get<double>(),
+                                    r.summary.at("total_variation").get<double>())) +
+          evaluation_cells(evaluation.at(method)) + "\n";
+  }
+  atomic_write_text(dir / "reference.json",
+                    nlohmann::json{{"reference", ref_shown.string()}, {"rows", scored_split}, {"methods", table}}.dump(2) + "\n");
+  report.files.push_back(dir / "reference.json");
+  if (base.figure_format != "none" && !distances.empty()) {
+    const auto path = dir / ("reference." + base.figure_format);
+    reference_figure(distances, regression, ref_shown.filename().string(), path);
+    report.files.push_back(path);
+  }
+  return md;
+}
+
+}  // namespace
+
+CompareReport run_compare(const CompareConfig& config) {
+  const auto [methods, configs] = method_configs(config);
   const FitConfig& base = configs.front();
   // Every method's run and the comparison's files are written into a staging directory beside
   // --out (checked and locked before any fit), moved into place only when the set is complete: a
@@ -173,24 +266,18 @@ CompareReport run_compare(const CompareConfig& config) {
   const std::filesystem::path dir = out.staging();
   if (base.data.path.empty() && !base.data.dataset) throw InputError("--data is required: a CSV file with a header row");
   const Dataset data = base.data.dataset ? *base.data.dataset : load_dataset(base.data.path, base.data.targets, base.data.inputs);
+  const bool regression = !is_classification(base.probability.likelihood);
+  // One input: every method's band over a grid, side by side. More inputs: each method's
+  // predictions against the truth on the test rows (else the training rows), as a fit's own fit.png.
   const bool one_d = data.input_dim() == 1 && data.target_dim() == 1;
-  Mat grid;
-  if (one_d) {
-    const double lo = data.inputs.minCoeff(), hi = data.inputs.maxCoeff(), pad = 0.25 * (hi - lo);
-    const Index n = 300;
-    grid.resize(1, n);
-    for (Index i = 0; i < n; ++i) grid(0, i) = lo - pad + (hi - lo + 2 * pad) * static_cast<double>(i) / static_cast<double>(n - 1);
-  }
-  std::vector<plot::Predictive1d> panels;
-  // More than one input: each method's predictions against the truth on the test rows (else the
-  // training rows), as every fit's own fit.png does.
-  const bool parity = !one_d && data.target_dim() == 1 && !is_classification(base.probability.likelihood);
+  const Mat grid = one_d ? predictive_figure_grid(data.inputs) : Mat();
+  const bool parity = !one_d && data.target_dim() == 1 && regression;
   const Split split = choose_split(base.data, data.inputs);
-  const IndexVec& parity_rows = split.test.empty() ? split.train : split.test;
-  const std::string parity_split = split.test.empty() ? "training" : "test";
+  const IndexVec& scored_rows = split.test.empty() ? split.train : split.test;
+  const std::string scored_split = split.test.empty() ? "training" : "test";
+  std::vector<plot::Predictive1d> panels;
   std::vector<plot::ParityPanel> parity_panels;
-  std::string md = "| method | draws | seconds |";
-  std::vector<std::string> splits;
+  CompareReport report;
   std::vector<std::pair<std::string, nlohmann::json>> rows;
   for (std::size_t i = 0; i < methods.size(); ++i) {
     const std::string& method = methods[i];
@@ -213,114 +300,42 @@ CompareReport run_compare(const CompareConfig& config) {
     rows.emplace_back(method, row);
     const std::string panel_title = fmt::format("{} ({} draws)", method, row.at("num_draws").get<Index>());
     if (one_d) panels.push_back(reload_predictive(cfg.out_dir, grid, data, panel_title, cfg.seed));
-    if (parity) parity_panels.push_back(reload_parity(cfg.out_dir, data, parity_rows, panel_title, cfg.seed));
+    if (parity) parity_panels.push_back(reload_parity(cfg.out_dir, data, scored_rows, panel_title, cfg.seed));
   }
-  // Markdown table: one row per method that finished, its metrics per split; then the failures.
-  for (const auto& [method, row] : rows)
-    if (row.contains("splits"))
-      for (const auto& [split, m] : row.at("splits").items())
-        if (std::find(splits.begin(), splits.end(), split) == splits.end()) splits.push_back(split);
-  // Regression: RMSE / NLL / LPPD / 95% coverage; classification: accuracy / NLL / Brier / ECE.
-  bool classification = false;
-  for (const auto& [method, row] : rows)
-    if (row.contains("splits"))
-      for (const auto& [split, m] : row.at("splits").items()) classification = classification || m.contains("accuracy");
-  const std::vector<std::string> keys = classification ? std::vector<std::string>{"accuracy", "nll", "brier", "ece"}
-                                                       : std::vector<std::string>{"rmse", "nll", "lppd", "coverage_95"};
-  for (const auto& s : splits)
-    for (const auto& k : keys) md += " " + s + " " + k + " |";
-  md += "\n|---|---:|---:|";
-  for (std::size_t i = 0; i < splits.size() * keys.size(); ++i) md += "---:|";
-  md += "\n";
-  for (const auto& [method, row] : rows) {
-    md += fmt::format("| {} | {} | {:.2f} |", method, row.at("num_draws").get<Index>(), row.at("seconds").get<double>());
-    for (const auto& s : splits)
-      for (const auto& k : keys) {
-        if (row.contains("splits") && row.at("splits").contains(s) && row.at("splits").at(s).contains(k))
-          md += fmt::format(" {:.4g} |", row.at("splits").at(s).at(k).get<double>());
-        else
-          md += " |";
-      }
-    md += "\n";
-  }
-  for (const auto& method : report.failed)
-    md += fmt::format("\n{} failed: {}\n", method, report.table.at(method).at("error").get<std::string>());
+  std::string md = metrics_table(rows, report);
   if (report.failed.size() == methods.size())
     throw InputError(fmt::format("every method failed; {}: {}", report.failed.front(),
                                  report.table.at(report.failed.front()).at("error").get<std::string>()));
   // Each method scored as `uqnn evaluate` scores a fit, on the test rows (else the training rows).
-  const Dataset scored = data.subset(parity_rows);
-  const bool regression_task = !is_classification(base.probability.likelihood);
+  const Dataset scored = data.subset(scored_rows);
   std::map<std::string, nlohmann::json> evaluation;
   for (const auto& [method, row] : rows) {
     const nlohmann::json e = evaluation_summary(evaluate_fitted(FittedModel::load(dir / method), scored.inputs, scored.targets));
     evaluation[method] = e;
     report.table[method]["evaluation"] = e;
-    report.table[method]["evaluation"]["rows"] = parity_split;
+    report.table[method]["evaluation"]["rows"] = scored_split;
   }
-  const std::string evaluation_header = regression_task ? " RMSE | NLL | CRPS | coverage 90% | coverage 95% |"
-                                                        : " accuracy | NLL | Brier | ECE |";
-  const std::string evaluation_rule = regression_task ? "---:|---:|---:|---:|---:|" : "---:|---:|---:|---:|";
   if (config.reference.empty()) {
-    md += fmt::format("\nScored as `uqnn evaluate` scores a fit, on the {} {} rows:\n\n| method |{}\n|---|{}\n", scored.size(), parity_split,
-                      evaluation_header, evaluation_rule);
+    const auto [header, rule] = evaluation_columns(regression);
+    md += fmt::format("\nScored as `uqnn evaluate` scores a fit, on the {} {} rows:\n\n| method |{}\n|---|{}\n", scored.size(), scored_split,
+                      header, rule);
     for (const auto& [method, row] : rows) md += "| " + method + " |" + evaluation_cells(evaluation.at(method)) + "\n";
-  }
-  if (!config.reference.empty()) {
-    const std::filesystem::path ref_dir = config.reference == "nuts" ? dir / "nuts" : std::filesystem::path(config.reference);
-    const std::filesystem::path ref_shown = config.reference == "nuts" ? out.final_path(ref_dir) : ref_dir;
-    if (config.reference == "nuts" && std::find(report.failed.begin(), report.failed.end(), "nuts") != report.failed.end())
-      throw InputError("--reference nuts: the NUTS fit failed: " + report.table.at("nuts").at("error").get<std::string>());
-    const FittedModel reference = FittedModel::load(ref_dir);
-    nlohmann::json table = nlohmann::json::object();
-    std::vector<std::pair<std::string, Vec>> distances;
-    const bool regression = reference.regression();
-    std::string ref_md = fmt::format("\nAgainst the reference predictive ({}, {} draws) on the {} {} rows, with each method scored as "
-                                     "`uqnn evaluate` scores a fit on the same rows:\n\n",
-                                     ref_shown.string(), reference.draws().size(), scored.size(), parity_split);
-    ref_md += (regression ? "| method | mean 1-Wasserstein | median sd ratio | mean sd ratio |" : "| method | top-1 agreement | mean total variation |") +
-              evaluation_header + "\n" + (regression ? "|---|---:|---:|---:|" : "|---|---:|---:|") + evaluation_rule + "\n";
-    for (const auto& [method, row] : rows) {
-      if (config.reference == "nuts" && method == "nuts") {
-        // The reference itself: its own scores, no agreement.
-        ref_md += fmt::format("| {} (reference) |{}", method, regression ? " | | |" : " | |") + evaluation_cells(evaluation.at(method)) + "\n";
-        continue;
-      }
-      const ReferenceScore r = score_against_reference(FittedModel::load(dir / method), reference, scored.inputs, base.seed);
-      table[method] = r.summary;
-      table[method]["evaluation"] = evaluation.at(method);
-      report.table[method]["reference"] = r.summary;
-      distances.emplace_back(method, r.per_row);
-      ref_md += (regression ? fmt::format("| {} | {:.4g} | {:.3g} | {:.3g} |", method, r.summary.at("wasserstein1").get<double>(),
-                                          r.summary.at("sd_ratio_median").get<double>(), r.summary.at("sd_ratio_mean").get<double>())
-                            : fmt::format("| {} | {:.4f} | {:.4f} |", method, r.summary.at("top1_agreement").get<double>(),
-                                          r.summary.at("total_variation").get<double>())) +
-                evaluation_cells(evaluation.at(method)) + "\n";
-    }
-    md += ref_md;
-    atomic_write_text(dir / "reference.json",
-                      nlohmann::json{{"reference", ref_shown.string()}, {"rows", parity_split}, {"methods", table}}.dump(2) + "\n");
-    report.files.push_back(dir / "reference.json");
-    if (base.figure_format != "none" && !distances.empty()) {
-      const auto path = dir / ("reference." + base.figure_format);
-      reference_figure(distances, regression, ref_shown.filename().string(), path);
-      report.files.push_back(path);
-    }
+  } else {
+    md += reference_section(config, base, dir, out, rows, evaluation, scored, scored_split, report);
   }
   atomic_write_text(dir / "compare.md", md);
   atomic_write_text(dir / "compare.json", report.table.dump(2) + "\n");
   report.files.push_back(dir / "compare.md");
   report.files.push_back(dir / "compare.json");
-  if (one_d && base.figure_format != "none") {
-    plot::SideBySideOptions options;
-    options.title = "predictive mean, 1 and 2 sd bands by method";
+  if (base.figure_format != "none" && (one_d || !parity_panels.empty())) {
     const auto path = dir / ("compare." + base.figure_format);
-    plot::plot_side_by_side(path, panels, options);
-    report.files.push_back(path);
-  }
-  if (!parity_panels.empty() && base.figure_format != "none") {
-    const auto path = dir / ("compare." + base.figure_format);
-    plot::plot_parity_grid(path, parity_panels, fmt::format("predicted vs true on the {} rows, +-1 sd, by method", parity_split));
+    if (one_d) {
+      plot::SideBySideOptions options;
+      options.title = "predictive mean, 1 and 2 sd bands by method";
+      plot::plot_side_by_side(path, panels, options);
+    } else {
+      plot::plot_parity_grid(path, parity_panels, fmt::format("predicted vs true on the {} rows, +-1 sd, by method", scored_split));
+    }
     report.files.push_back(path);
   }
   out.commit();

@@ -248,6 +248,14 @@ std::optional<diagnostics::Warning> not_finite_warning(const Draws& draws, const
 
 }  // namespace
 
+Mat predictive_figure_grid(const Mat& inputs) {
+  const double lo = inputs.minCoeff(), hi = inputs.maxCoeff(), pad = 0.25 * (hi - lo);
+  const Index n = 300;
+  Mat grid(1, n);
+  for (Index i = 0; i < n; ++i) grid(0, i) = lo - pad + (hi - lo + 2 * pad) * static_cast<double>(i) / static_cast<double>(n - 1);
+  return grid;
+}
+
 std::optional<diagnostics::Warning> constant_inputs_warning(const Standardizer& standardizer) {
   const auto& names = standardizer.constant_inputs();
   if (names.empty()) return std::nullopt;
@@ -275,88 +283,108 @@ nlohmann::json training_input_range(const Dataset& data, const IndexVec& train) 
   return {{"min", lo}, {"max", hi}};
 }
 
-}  // namespace
+/// What every step of writing a run directory reads.
+struct OutputContext {
+  const FitOutput& o;
+  const FitConfig& cfg;
+  const std::filesystem::path& dir;
+  const Model& model;  // the predictive model (a method's own, else the posterior's)
+  const Likelihood& lik;
+  bool regression, categorical;
+  /// cv+ and jackknife+ calibrate on the training rows with each member's means (member k was
+  /// trained without fold k).
+  bool out_of_fold;
+};
 
-FitReport write_fit_output(const FitOutput& o) {
-  const FitConfig& cfg = o.config;
-  const auto& dir = cfg.out_dir;
-  std::filesystem::create_directories(dir);
-  const Posterior& post = *o.posterior;
-  const Model& model = o.result.predictive_model ? *o.result.predictive_model : post.model();
-  const Likelihood& lik = post.likelihood();
-  const bool regression = !is_classification(cfg.probability.likelihood);
-  FitReport report;
-
-  // Predictions on every split, in original units.
-  Rng rng(cfg.seed, 0x9ed);
+/// The predictions on every split present (train, calibration, validation, test, in that order),
+/// in original units, and, for out-of-fold conformal, each split's per-member means.
+struct SplitPredictions {
   std::vector<SplitPrediction> parts;
-  std::vector<double> levels = regression ? kLevels : std::vector<double>{};
-  if (cfg.conformal.enabled())
-    for (double l : conformal_summary_levels(cfg.conformal.method, cfg.conformal.confidence_level))
+  std::vector<std::vector<Mat>> member_means;  // [part][member], empty unless out_of_fold
+};
+
+SplitPredictions predict_splits(const OutputContext& c, Rng& rng) {
+  const FitOutput& o = c.o;
+  std::vector<double> levels = c.regression ? kLevels : std::vector<double>{};
+  if (c.cfg.conformal.enabled())
+    for (double l : conformal_summary_levels(c.cfg.conformal.method, c.cfg.conformal.confidence_level))
       if (std::find(levels.begin(), levels.end(), l) == levels.end()) levels.push_back(l);
-  // cv+ and jackknife+ read each member's means (member k trained without fold k), per part.
-  const bool out_of_fold = cfg.conformal.enabled() && conformal_kinds().find(cfg.conformal.method).out_of_fold;
-  std::vector<std::vector<Mat>> part_member_means;
+  SplitPredictions out;
   for (const auto& [name, rows] : {std::pair<std::string, const IndexVec*>{"train", &o.split.train},
                                    {"calibration", &o.split.calibration}, {"validation", &o.split.validation},
                                    {"test", &o.split.test}}) {
     if (rows->empty()) continue;
     const Dataset part = o.data.subset(*rows);
     const Dataset part_std = o.standardizer.transform(part);
-    const PredictiveDraws draws = predict_draws(model, lik, o.result.draws, part_std.inputs);
-    if (out_of_fold) part_member_means.push_back(member_means(draws, o.standardizer.target_mean(), o.standardizer.target_scale()));
+    const PredictiveDraws draws = predict_draws(c.model, c.lik, o.result.draws, part_std.inputs);
+    if (c.out_of_fold) out.member_means.push_back(member_means(draws, o.standardizer.target_mean(), o.standardizer.target_scale()));
     SplitPrediction p{name, *rows, summarize_predictive(draws, levels, rng), {}, std::nullopt};
-    if (regression) {
+    if (c.regression) {
       rescale_summary(p.summary, o.standardizer.target_mean(), o.standardizer.target_scale());
       const double log_scale = o.standardizer.target_scale().array().log().sum();
       p.metrics = regression_metrics(draws, p.summary, part_std.targets, part.targets, log_scale);
     } else {
-      p.classification = classification_metrics(p.summary.mean, part.targets, lik.kind() == "categorical");
+      p.classification = classification_metrics(p.summary.mean, part.targets, c.categorical);
     }
-    parts.push_back(std::move(p));
+    out.parts.push_back(std::move(p));
   }
+  return out;
+}
 
-  // Conformal calibration (--conformal) on the calibration rows, applied to every split.
-  const bool categorical = lik.kind() == "categorical";
-  std::optional<ConformalCalibration> calibration;
-  std::vector<ConformalPrediction> conformal;  // one per part
-  if (cfg.conformal.enabled()) {
-    const char* calibrated_on = out_of_fold ? "train" : "calibration";
-    const auto cal = std::find_if(parts.begin(), parts.end(), [&](const SplitPrediction& p) { return p.name == calibrated_on; });
-    if (cal == parts.end()) throw InputError("--conformal " + cfg.conformal.method + ": there are no " + calibrated_on + " rows");
-    if (out_of_fold) {
-      // The members' folds, as the method drew them (approx_common.hpp's ensemble_params).
-      const auto& train_means = part_member_means[static_cast<std::size_t>(cal - parts.begin())];
-      const IndexVec folds = out_of_fold_assignment(cfg.conformal.method, static_cast<Index>(cal->rows.size()),
-                                                    static_cast<Index>(train_means.size()), cfg.seed);
-      calibration = calibrate_out_of_fold(cfg.conformal, train_means, o.data.subset(cal->rows).targets, folds);
-    } else {
-      calibration = calibrate_conformal(cfg.conformal, cal->summary, o.data.subset(cal->rows).targets, categorical);
-    }
-    for (std::size_t pi = 0; pi < parts.size(); ++pi)
-      conformal.push_back(apply_conformal(*calibration, parts[pi].summary, out_of_fold ? part_member_means[pi] : std::vector<Mat>{}));
+/// --conformal: calibrated on the calibration rows (out-of-fold kinds: the training rows), applied
+/// to every split.
+struct ConformalResult {
+  ConformalCalibration calibration;
+  std::vector<ConformalPrediction> per_part;
+};
+
+std::optional<ConformalResult> conformalize(const OutputContext& c, const SplitPredictions& predictions) {
+  const ConformalConfig& conformal = c.cfg.conformal;
+  if (!conformal.enabled()) return std::nullopt;
+  const auto& parts = predictions.parts;
+  const char* calibrated_on = c.out_of_fold ? "train" : "calibration";
+  const auto cal = std::find_if(parts.begin(), parts.end(), [&](const SplitPrediction& p) { return p.name == calibrated_on; });
+  if (cal == parts.end()) throw InputError("--conformal " + conformal.method + ": there are no " + calibrated_on + " rows");
+  const Mat cal_targets = c.o.data.subset(cal->rows).targets;
+  ConformalResult result;
+  if (c.out_of_fold) {
+    // The members' folds, as the method drew them (approx_common.hpp's ensemble_params).
+    const auto& train_means = predictions.member_means[static_cast<std::size_t>(cal - parts.begin())];
+    const IndexVec folds = out_of_fold_assignment(conformal.method, static_cast<Index>(cal->rows.size()),
+                                                  static_cast<Index>(train_means.size()), c.cfg.seed);
+    result.calibration = calibrate_out_of_fold(conformal, train_means, cal_targets, folds);
+  } else {
+    result.calibration = calibrate_conformal(conformal, cal->summary, cal_targets, c.categorical);
   }
+  for (std::size_t pi = 0; pi < parts.size(); ++pi)
+    result.per_part.push_back(apply_conformal(result.calibration, parts[pi].summary,
+                                              c.out_of_fold ? predictions.member_means[pi] : std::vector<Mat>{}));
+  return result;
+}
 
-  // predictions.csv: every row of the data with its split.
-  const std::filesystem::path predictions = dir / "predictions.csv";
+/// predictions.csv: every row of the data (its inputs, or its index for images), its targets, the
+/// predictive mean and sd per output (regression: the 95% interval), the conformal columns, its split.
+std::filesystem::path write_predictions_csv(const OutputContext& c, const std::vector<SplitPrediction>& parts,
+                                            const std::optional<ConformalResult>& conformal) {
+  const Dataset& data = c.o.data;
   const Index num_outputs = parts.front().summary.mean.rows();
   std::vector<std::string> output_names;
   for (Index k = 0; k < num_outputs; ++k)
-    output_names.push_back(k < static_cast<Index>(o.data.target_names.size()) && num_outputs == o.data.target_dim()
-                               ? o.data.target_names[static_cast<std::size_t>(k)] : fmt::format("output{}", k));
+    output_names.push_back(k < static_cast<Index>(data.target_names.size()) && num_outputs == data.target_dim()
+                               ? data.target_names[static_cast<std::size_t>(k)] : fmt::format("output{}", k));
   std::vector<std::vector<std::pair<std::string, Vec>>> conformal_cols;
-  for (const auto& c : conformal) conformal_cols.push_back(conformal_columns(*calibration, c, output_names));
-  atomic_write(predictions, [&](std::ostream& out) {
-    if (o.inputs_in_predictions)
-      for (const auto& n : o.data.input_names) out << quote_csv_field(n) << ',';
+  if (conformal)
+    for (const auto& p : conformal->per_part) conformal_cols.push_back(conformal_columns(conformal->calibration, p, output_names));
+  const std::filesystem::path path = c.dir / "predictions.csv";
+  atomic_write(path, [&](std::ostream& out) {
+    if (c.o.inputs_in_predictions)
+      for (const auto& n : data.input_names) out << quote_csv_field(n) << ',';
     else
       out << "row,";
-    for (const auto& n : o.data.target_names) out << quote_csv_field(n) << ',';
-    const Index t = num_outputs;
-    for (Index k = 0; k < t; ++k) {
-      const std::string& n = output_names[static_cast<std::size_t>(k)];
+    for (const auto& n : data.target_names) out << quote_csv_field(n) << ',';
+    for (const std::string& n : output_names) {
       out << n << "_mean," << n << "_sd,";
-      if (regression) out << n << "_lower95," << n << "_upper95,";
+      if (c.regression) out << n << "_lower95," << n << "_upper95,";
     }
     if (!conformal_cols.empty())
       for (const auto& [name, values] : conformal_cols.front()) out << quote_csv_field(name) << ',';
@@ -364,33 +392,37 @@ FitReport write_fit_output(const FitOutput& o) {
     for (std::size_t pi = 0; pi < parts.size(); ++pi)
       for (std::size_t j = 0; j < parts[pi].rows.size(); ++j) {
         const auto& p = parts[pi];
-        const Index r = p.rows[j], c = static_cast<Index>(j);
-        if (o.inputs_in_predictions)
-          for (Index i = 0; i < o.data.input_dim(); ++i) out << format_double(o.data.inputs(i, r)) << ',';
+        const Index r = p.rows[j], col = static_cast<Index>(j);
+        if (c.o.inputs_in_predictions)
+          for (Index i = 0; i < data.input_dim(); ++i) out << format_double(data.inputs(i, r)) << ',';
         else
           out << r << ',';
-        for (Index i = 0; i < o.data.target_dim(); ++i) out << format_double(o.data.targets(i, r)) << ',';
-        for (Index k = 0; k < t; ++k) {
-          out << format_double(p.summary.mean(k, c)) << ',' << format_double(p.summary.sd(k, c)) << ',';
-          if (regression)
-            out << format_double(p.summary.intervals.at(0.95).first(k, c)) << ','
-                << format_double(p.summary.intervals.at(0.95).second(k, c)) << ',';
+        for (Index i = 0; i < data.target_dim(); ++i) out << format_double(data.targets(i, r)) << ',';
+        for (Index k = 0; k < num_outputs; ++k) {
+          out << format_double(p.summary.mean(k, col)) << ',' << format_double(p.summary.sd(k, col)) << ',';
+          if (c.regression)
+            out << format_double(p.summary.intervals.at(0.95).first(k, col)) << ','
+                << format_double(p.summary.intervals.at(0.95).second(k, col)) << ',';
         }
         if (!conformal_cols.empty())
-          for (const auto& [name, values] : conformal_cols[pi]) out << format_double(values(c)) << ',';
+          for (const auto& [name, values] : conformal_cols[pi]) out << format_double(values(col)) << ',';
         out << p.name << '\n';
       }
   });
-  report.files.push_back(predictions);
+  return path;
+}
 
-  // model.json + draws.csv: everything `uqnn predict` needs.
-  const std::filesystem::path draws_path = dir / "draws.csv";
+/// model.json + draws.csv: everything `uqnn predict` needs.
+void write_model_files(const OutputContext& c, const std::optional<ConformalResult>& conformal, FitReport& report) {
+  const FitOutput& o = c.o;
+  const Posterior& post = *o.posterior;
+  const std::filesystem::path draws_path = c.dir / "draws.csv";
   write_draws_csv(draws_path, post.layout(), o.result.draws);
   nlohmann::json model_json{{"format", "uqnn-fit"},
                             {"version", 1},
-                            {"method", cfg.method},
-                            {"model", model.to_json()},
-                            {"likelihood", lik.to_json()},
+                            {"method", c.cfg.method},
+                            {"model", c.model.to_json()},
+                            {"likelihood", c.lik.to_json()},
                             {"prior", post.prior().to_json()},
                             {"standardizer", o.standardizer.to_json()},
                             {"input_names", o.data.input_names},
@@ -398,142 +430,177 @@ FitReport write_fit_output(const FitOutput& o) {
                             {"target_names", o.data.target_names},
                             {"num_draws", o.result.draws.size()},
                             {"draws_file", "draws.csv"},
-                            {"seed", cfg.seed},
-                            {"settings", cfg.record}};
-  if (calibration) model_json["conformal"] = calibration->to_json();
-  write_json(dir / "model.json", model_json);
-  report.files.push_back(dir / "model.json");
+                            {"seed", c.cfg.seed},
+                            {"settings", c.cfg.record}};
+  if (conformal) model_json["conformal"] = conformal->calibration.to_json();
+  write_json(c.dir / "model.json", model_json);
+  report.files.push_back(c.dir / "model.json");
   report.files.push_back(draws_path);
+}
 
-  write_posterior_nc(o, report);
-  // MCMC runs: the convergence summary and trace plots; their warnings go into metrics.json (a
-  // user who reads nothing else sees them).
-  std::vector<diagnostics::Warning> warnings, notes;
-  if (o.result.draws.has_stats()) {
-    diagnostics::ModeAwareConvergence judgement = write_mcmc_outputs(o, report);
-    warnings = std::move(judgement.warnings);
-    notes = std::move(judgement.notes);
-    for (const auto& n : notes) report.notes.push_back(n.message);
+/// The run's warnings, most serious first (not finite, then the MCMC convergence judgement, constant
+/// inputs, the method's own), and its notes. For MCMC runs this writes the diagnostics files and traces.
+diagnostics::ModeAwareConvergence judge_run(const OutputContext& c, const std::vector<SplitPrediction>& parts, FitReport& report) {
+  diagnostics::ModeAwareConvergence judgement;
+  if (c.o.result.draws.has_stats()) {
+    judgement = write_mcmc_outputs(c.o, report);
+    for (const auto& n : judgement.notes) report.notes.push_back(n.message);
   }
-  if (const auto w = not_finite_warning(o.result.draws, parts)) {
+  auto& warnings = judgement.warnings;
+  if (const auto w = not_finite_warning(c.o.result.draws, parts)) {
     warnings.insert(warnings.begin(), *w);
     report.not_finite = true;
   }
-  if (const auto w = constant_inputs_warning(o.standardizer)) warnings.push_back(*w);
-  warnings.insert(warnings.end(), o.result.warnings.begin(), o.result.warnings.end());
+  if (const auto w = constant_inputs_warning(c.o.standardizer)) warnings.push_back(*w);
+  warnings.insert(warnings.end(), c.o.result.warnings.begin(), c.o.result.warnings.end());
+  return judgement;
+}
 
-  // metrics.json
+/// metrics.json's scores of one split: regression's rmse, nll, lppd and coverages, or a classifier's
+/// accuracy, nll, lppd, Brier and ECE, and the conformal scores.
+nlohmann::json split_metrics(const OutputContext& c, const SplitPrediction& p, const std::optional<ConformalResult>& conformal,
+                             const ConformalPrediction* conformal_part) {
+  nlohmann::json m{{"n", p.rows.size()}};
+  if (c.regression) {
+    m["rmse"] = p.metrics.rmse;
+    m["nll"] = p.metrics.nll;
+    m["lppd"] = p.metrics.lppd;
+    for (const auto& [level, coverage] : p.metrics.coverage) m[fmt::format("coverage_{:.0f}", 100 * level)] = coverage;
+  } else if (p.classification) {
+    m["accuracy"] = p.classification->accuracy;
+    m["nll"] = p.classification->nll;
+    m["lppd"] = -p.classification->nll;
+    m["brier"] = p.classification->brier;
+    m["ece"] = p.classification->ece;
+  }
+  if (conformal)
+    m["conformal"] = conformal_scores(conformal->calibration, *conformal_part, c.o.data.subset(p.rows).targets, c.categorical);
+  return m;
+}
+
+/// The figure of the fit: the predictive band over a grid for one input and one target, a parity
+/// plot for other regressions, the reliability diagram for classifiers.
+void draw_fit_figure(const OutputContext& c, const std::vector<SplitPrediction>& parts, const std::string& title, Rng& rng,
+                     FitReport& report) {
+  const FitOutput& o = c.o;
+  const auto path = c.dir / ("fit." + c.cfg.figure_format);
+  const auto& shown = parts.back();  // test if there is one, else the last split present
+  if (c.regression && o.data.input_dim() == 1 && o.data.target_dim() == 1) {
+    const Dataset train = o.data.subset(parts.front().rows);
+    const Vec x_train = train.inputs.row(0).transpose(), y_train = train.targets.row(0).transpose();
+    const Mat grid = predictive_figure_grid(o.data.inputs);
+    PredictiveSummary s = summarize_predictive(predict_draws(c.model, c.lik, o.result.draws, o.standardizer.transform_inputs(grid)), {}, rng);
+    rescale_summary(s, o.standardizer.target_mean(), o.standardizer.target_scale());
+    draw_figure(report, path, [&] {
+      plot::plot_predictive_1d(path, x_train, y_train, grid.row(0).transpose(), s.mean.row(0).transpose(), s.sd.row(0).transpose(),
+                               std::nullopt, title);
+    });
+  } else if (c.regression) {
+    const Dataset part = o.data.subset(shown.rows);
+    draw_figure(report, path, [&] {
+      plot::plot_parity(path, part.targets.row(0).transpose(), shown.summary.mean.row(0).transpose(),
+                        shown.summary.sd.row(0).transpose(), title + " (" + shown.name + " data)");
+    });
+  } else if (shown.classification) {
+    draw_figure(report, path, [&] { plot::plot_classification(path, *shown.classification, title + " (" + shown.name + " data)"); });
+  }
+}
+
+/// ood.png: the predictive entropy and mutual information of the in-distribution rows and of the
+/// OOD rows, as densities, with their AUROC.
+void draw_ood_figure(const OutputContext& c, const nlohmann::json& ood, const std::pair<UncertaintyScores, UncertaintyScores>& scores,
+                     const std::string& title, FitReport& report) {
+  const auto path = c.dir / ("ood." + c.cfg.figure_format);
+  draw_figure(report, path, [&] {
+    plot::Figure fig(1, 2);
+    fig.title(title + ": out-of-distribution inputs");
+    const std::pair<const char*, const char*> detectors[] = {{"predictive_entropy", "predictive entropy (nats)"},
+                                                             {"mutual_information", "mutual information (nats)"}};
+    for (int k = 0; k < 2; ++k) {
+      const Vec& a = k == 0 ? scores.first.predictive_entropy : scores.first.mutual_information;
+      const Vec& b = k == 0 ? scores.second.predictive_entropy : scores.second.mutual_information;
+      plot::Panel& panel = fig.panel(0, k);
+      panel.title(fmt::format("AUROC {:.3f}", ood.at(detectors[k].first).at("auroc").get<double>()))
+          .x_label(detectors[k].second)
+          .y_label("density");
+      panel.histogram(a, 30, fmt::format("{} ({} rows)", ood.at("in_distribution").get<std::string>(), a.size()),
+                      plot::Style{.colour = plot::kPalette[0]}, true);
+      panel.histogram(b, 30, fmt::format("OOD ({} rows)", b.size()), plot::Style{.colour = plot::kPalette[1]}, true);
+    }
+    fig.save(path, 1100, 480);
+  });
+}
+
+/// history.png: the training curve(s) of an optimisation-based method.
+void draw_history_figure(const OutputContext& c, FitReport& report) {
+  const MethodResult& r = c.o.result;
+  plot::HistoryOptions options;
+  options.title = c.cfg.method + ": " + r.history_label;
+  options.x_label = "epoch";
+  options.y_label = r.history_label;
+  // Losses span orders of magnitude: a log axis when every value is positive; otherwise (NLLs
+  // below zero) a linear one, whose range plot_history fits to the curve after the first epochs.
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const auto& [name, values] : r.history)
+    for (double v : values)
+      if (std::isfinite(v)) lowest = std::min(lowest, v);
+  options.log_y = lowest > 0;
+  const auto path = c.dir / ("history." + c.cfg.figure_format);
+  draw_figure(report, path, [&] { plot::plot_history(path, r.history, options); });
+}
+
+}  // namespace
+
+FitReport write_fit_output(const FitOutput& o) {
+  const FitConfig& cfg = o.config;
+  std::filesystem::create_directories(cfg.out_dir);
+  const Likelihood& lik = o.posterior->likelihood();
+  const OutputContext c{.o = o,
+                        .cfg = cfg,
+                        .dir = cfg.out_dir,
+                        .model = o.result.predictive_model ? *o.result.predictive_model : o.posterior->model(),
+                        .lik = lik,
+                        .regression = !is_classification(cfg.probability.likelihood),
+                        .categorical = lik.kind() == "categorical",
+                        .out_of_fold = cfg.conformal.enabled() && conformal_kinds().find(cfg.conformal.method).out_of_fold};
+  FitReport report;
+  Rng rng(cfg.seed, 0x9ed);  // the predictive draws of the splits, then of the figure's grid
+  const SplitPredictions predictions = predict_splits(c, rng);
+  const auto& parts = predictions.parts;
+  const std::optional<ConformalResult> conformal = conformalize(c, predictions);
+  report.files.push_back(write_predictions_csv(c, parts, conformal));
+  write_model_files(c, conformal, report);
+  write_posterior_nc(o, report);
+  const diagnostics::ModeAwareConvergence judgement = judge_run(c, parts, report);
+
   nlohmann::json metrics{{"method", cfg.method},
-                         {"num_params", post.dim()},
+                         {"num_params", o.posterior->dim()},
                          {"num_draws", o.result.draws.size()},
                          {"seconds", o.seconds},
                          {"data", o.data.source},
                          {"standardized", !o.standardizer.is_identity()},
                          {"info", o.result.info},
-                         {"warnings", diagnostics::to_json(warnings)},
-                         {"notes", diagnostics::to_json(notes)}};
-  for (const auto& p : parts) {
-    nlohmann::json m{{"n", p.rows.size()}};
-    if (regression) {
-      m["rmse"] = p.metrics.rmse;
-      m["nll"] = p.metrics.nll;
-      m["lppd"] = p.metrics.lppd;
-      for (const auto& [level, c] : p.metrics.coverage) m[fmt::format("coverage_{:.0f}", 100 * level)] = c;
-    } else if (p.classification) {
-      m["accuracy"] = p.classification->accuracy;
-      m["nll"] = p.classification->nll;
-      m["lppd"] = -p.classification->nll;
-      m["brier"] = p.classification->brier;
-      m["ece"] = p.classification->ece;
-    }
-    if (calibration) {
-      const std::size_t pi = static_cast<std::size_t>(&p - parts.data());
-      m["conformal"] = conformal_scores(*calibration, conformal[pi], o.data.subset(p.rows).targets, categorical);
-    }
-    metrics["splits"][p.name] = m;
-  }
-  if (calibration) metrics["conformal"] = calibration->to_json();
+                         {"warnings", diagnostics::to_json(judgement.warnings)},
+                         {"notes", diagnostics::to_json(judgement.notes)}};
+  for (std::size_t pi = 0; pi < parts.size(); ++pi)
+    metrics["splits"][parts[pi].name] = split_metrics(c, parts[pi], conformal, conformal ? &conformal->per_part[pi] : nullptr);
+  if (conformal) metrics["conformal"] = conformal->calibration.to_json();
   std::pair<UncertaintyScores, UncertaintyScores> ood_scores;
   if (o.ood_inputs) {
     // The test rows (else the last split present) against the OOD rows.
     const auto& in = parts.back();
-    metrics["ood"] = ood_metrics(model, lik, o.result.draws, o.standardizer.transform_inputs(o.data.subset(in.rows).inputs),
+    metrics["ood"] = ood_metrics(c.model, lik, o.result.draws, o.standardizer.transform_inputs(o.data.subset(in.rows).inputs),
                                  o.standardizer.transform_inputs(*o.ood_inputs), in.name, &ood_scores);
   }
-  write_json(dir / "metrics.json", metrics);
-  report.files.push_back(dir / "metrics.json");
+  write_json(c.dir / "metrics.json", metrics);
+  report.files.push_back(c.dir / "metrics.json");
   report.metrics = metrics;
 
-  // Figures.
   if (cfg.figure_format != "none") {
-    const std::string ext = "." + cfg.figure_format;
-    const std::string title = fmt::format("uqnn {}: {} draw{}", cfg.method, o.result.draws.size(),
-                                          o.result.draws.size() == 1 ? "" : "s");
-    const auto& train = parts.front();
-    if (regression && o.data.input_dim() == 1 && o.data.target_dim() == 1) {
-      const Vec x_train = o.data.subset(train.rows).inputs.row(0).transpose();
-      const Vec y_train = o.data.subset(train.rows).targets.row(0).transpose();
-      const double lo = o.data.inputs.minCoeff(), hi = o.data.inputs.maxCoeff(), pad = 0.25 * (hi - lo);
-      const Index n_grid = 300;
-      Mat grid(1, n_grid);
-      for (Index i = 0; i < n_grid; ++i) grid(0, i) = lo - pad + (hi - lo + 2 * pad) * static_cast<double>(i) / static_cast<double>(n_grid - 1);
-      const Mat grid_std = o.standardizer.transform_inputs(grid);
-      PredictiveSummary s = summarize_predictive(predict_draws(model, lik, o.result.draws, grid_std), {}, rng);
-      rescale_summary(s, o.standardizer.target_mean(), o.standardizer.target_scale());
-      draw_figure(report, dir / ("fit" + ext), [&] {
-        plot::plot_predictive_1d(dir / ("fit" + ext), x_train, y_train, grid.row(0).transpose(), s.mean.row(0).transpose(),
-                                 s.sd.row(0).transpose(), std::nullopt, title);
-      });
-    } else if (regression) {
-      const auto& shown = parts.back();  // test if there is one, else the last split present
-      const Dataset part = o.data.subset(shown.rows);
-      draw_figure(report, dir / ("fit" + ext), [&] {
-        plot::plot_parity(dir / ("fit" + ext), part.targets.row(0).transpose(), shown.summary.mean.row(0).transpose(),
-                          shown.summary.sd.row(0).transpose(), title + " (" + shown.name + " data)");
-      });
-    } else if (const auto& shown = parts.back(); shown.classification) {
-      draw_figure(report, dir / ("fit" + ext),
-                  [&] { plot::plot_classification(dir / ("fit" + ext), *shown.classification, title + " (" + shown.name + " data)"); });
-    }
-    if (o.ood_inputs) {
-      // ood.png: the predictive entropy and mutual information of the in-distribution rows and of
-      // the OOD rows, as densities, with their AUROC.
-      const nlohmann::json& ood = metrics.at("ood");
-      draw_figure(report, dir / ("ood" + ext), [&] {
-        plot::Figure fig(1, 2);
-        fig.title(title + ": out-of-distribution inputs");
-        const std::pair<const char*, const char*> detectors[] = {{"predictive_entropy", "predictive entropy (nats)"},
-                                                                 {"mutual_information", "mutual information (nats)"}};
-        for (int k = 0; k < 2; ++k) {
-          const Vec& a = k == 0 ? ood_scores.first.predictive_entropy : ood_scores.first.mutual_information;
-          const Vec& b = k == 0 ? ood_scores.second.predictive_entropy : ood_scores.second.mutual_information;
-          plot::Panel& panel = fig.panel(0, k);
-          panel.title(fmt::format("AUROC {:.3f}", ood.at(detectors[k].first).at("auroc").get<double>()))
-              .x_label(detectors[k].second)
-              .y_label("density");
-          plot::Style in_style, out_style;
-          in_style.colour = plot::kPalette[0];
-          out_style.colour = plot::kPalette[1];
-          panel.histogram(a, 30, fmt::format("{} ({} rows)", ood.at("in_distribution").get<std::string>(), a.size()), in_style, true);
-          panel.histogram(b, 30, fmt::format("OOD ({} rows)", b.size()), out_style, true);
-        }
-        fig.save(dir / ("ood" + ext), 1100, 480);
-      });
-    }
-    if (!o.result.history.empty()) {
-      plot::HistoryOptions options;
-      options.title = cfg.method + ": " + o.result.history_label;
-      options.x_label = "epoch";
-      options.y_label = o.result.history_label;
-      // Losses span orders of magnitude: a log axis when every value is positive; otherwise (NLLs
-      // below zero) a linear one, whose range plot_history fits to the curve after the first epochs.
-      double lowest = std::numeric_limits<double>::infinity();
-      for (const auto& [name, values] : o.result.history)
-        for (double v : values)
-          if (std::isfinite(v)) lowest = std::min(lowest, v);
-      options.log_y = lowest > 0;
-      draw_figure(report, dir / ("history" + ext), [&] { plot::plot_history(dir / ("history" + ext), o.result.history, options); });
-    }
+    const std::string title = fmt::format("uqnn {}: {} draw{}", cfg.method, o.result.draws.size(), o.result.draws.size() == 1 ? "" : "s");
+    draw_fit_figure(c, parts, title, rng, report);
+    if (o.ood_inputs) draw_ood_figure(c, metrics.at("ood"), ood_scores, title, report);
+    if (!o.result.history.empty()) draw_history_figure(c, report);
   }
   return report;
 }

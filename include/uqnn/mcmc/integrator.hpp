@@ -5,6 +5,7 @@
 /// Stan's expl_leapfrog.
 #include "uqnn/mcmc/metric.hpp"
 #include "uqnn/core/log_density.hpp"
+#include "uqnn/core/rng.hpp"
 
 namespace uqnn {
 
@@ -31,5 +32,12 @@ double hamiltonian(const PhasePoint& point, const Vec& velocity);
 /// `scratch` is a work vector (resized when needed; no allocation when already dim long).
 /// Returns false when the new point is not finite (the caller treats it as a divergence).
 bool leapfrog(const LogDensity& density, const Metric& metric, double step_size, PhasePoint& point, Vec& scratch);
+
+/// The step size of one transition: `step_size`, or with jitter > 0 step_size (1 + jitter u),
+/// u ~ U(-1, 1) (Stan's stepsize_jitter); draws u from `rng` only when jitter > 0.
+inline double jittered_step_size(Rng& rng, double step_size, double jitter) {
+  if (jitter > 0.0) step_size *= 1.0 + jitter * (2.0 * rng.uniform() - 1.0);
+  return step_size;
+}
 
 }  // namespace uqnn

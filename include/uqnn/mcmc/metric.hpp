@@ -39,12 +39,15 @@ struct LowRankMetric {
 
 using Metric = std::variant<DiagonalMetric, DenseMetric, LowRankMetric>;
 
-/// The unit metric of dimension `dim`.
 /// Saves or restores a metric: the diagonal with its cached square roots bit for bit, the dense
 /// matrix with its factor recomputed (the same arithmetic on the same bits gives the same factor).
 void archive_metric(StateArchive& archive, Metric& metric);
 
+/// The unit metric of dimension `dim`.
 Metric make_unit_metric(Index dim);
+/// `metric` itself, or, when it is empty, the unit metric of dimension `dim` built into `unit_storage`
+/// (a transition's metric without copying a given one).
+const Metric& metric_or_unit(const Metric& metric, Index dim, Metric& unit_storage);
 /// A diagonal metric; throws std::invalid_argument unless every entry is finite and > 0.
 Metric make_diagonal_metric(Vec inverse_metric);
 /// A dense metric; throws std::invalid_argument unless symmetric positive definite.

@@ -24,6 +24,10 @@ struct FitOutput {
 
 FitReport write_fit_output(const FitOutput& output);
 
+/// The 300 inputs over which the figure of a one-input regression draws its predictive: the data's
+/// range, padded by a quarter of it on each side (original units, 1 x 300).
+Mat predictive_figure_grid(const Mat& inputs);
+
 /// The warning for input columns the standardiser found constant (kept with scale 1), if any.
 std::optional<diagnostics::Warning> constant_inputs_warning(const Standardizer& standardizer);
 

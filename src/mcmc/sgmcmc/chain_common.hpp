@@ -8,6 +8,9 @@
 
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/log_density.hpp"
+#include "uqnn/core/draw_stats.hpp"
+#include "uqnn/mcmc/sgmcmc/gradient_estimator.hpp"
+#include "uqnn/mcmc/sgmcmc/step_size_schedule.hpp"
 
 namespace uqnn::sgmcmc::detail {
 
@@ -35,6 +38,23 @@ inline double report_lp(const LogDensity& density, Index lp_every, Index transit
   if (lp_every == 0) return estimate;
   if (transition_number % lp_every != 0) return kNaN;
   return density.log_density(new_position);
+}
+
+/// The first half of a one-gradient transition (SGLD, pSGLD): the step size of this iteration, one
+/// minibatch estimate of log p and its gradient at `position` (into grad), the iteration counted.
+/// A non-finite estimate is a divergent transition that stays put: stats says so and false is returned.
+inline bool start_langevin_transition(GradientEstimator& estimator, const StepSizeSchedule& schedule, Index& iteration,
+                                      Rng& rng, const Vec& position, Vec& grad, DrawStats& stats) {
+  stats.step_size = schedule(iteration);
+  stats.n_leapfrog = 1;
+  stats.energy = kNaN;
+  const double estimate = estimator.estimate(rng, position, grad);
+  ++iteration;
+  stats.lp = estimate;
+  if (std::isfinite(estimate) && grad.allFinite()) return true;
+  stats.is_divergent = true;
+  stats.accept_prob = 0.0;
+  return false;
 }
 
 }  // namespace uqnn::sgmcmc::detail

@@ -64,17 +64,8 @@ void PsgldSampler::init(const Vec& position) {
 DrawStats PsgldSampler::transition(Rng& rng, bool /*warmup*/) {
   if (!initialised_) throw std::logic_error("psgld: transition() before init()");
   DrawStats stats;
-  stats.step_size = params_.schedule(iteration_);
-  stats.n_leapfrog = 1;
-  stats.energy = detail::kNaN;
-  const double estimate = estimator_.estimate(rng, state_.position, grad_);
-  ++iteration_;
-  if (!std::isfinite(estimate) || !grad_.allFinite()) {
-    stats.is_divergent = true;
-    stats.accept_prob = 0.0;
-    stats.lp = estimate;
+  if (!detail::start_langevin_transition(estimator_, params_.schedule, iteration_, rng, state_.position, grad_, stats))
     return stats;
-  }
   Vec hessian_diagonal;
   if (params_.gamma_correction) {
     const Index d = state_.position.size();
@@ -90,7 +81,7 @@ DrawStats PsgldSampler::transition(Rng& rng, bool /*warmup*/) {
   state_ = psgld_step(rng, state_, grad_, stats.step_size, data_size, params_,
                       params_.gamma_correction ? &hessian_diagonal : nullptr, &preconditioner_);
   stats.accept_prob = 1.0;
-  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, estimate, state_.position);
+  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, stats.lp, state_.position);
   return stats;
 }
 

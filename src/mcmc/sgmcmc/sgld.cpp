@@ -36,20 +36,11 @@ void SgldSampler::init(const Vec& position) {
 DrawStats SgldSampler::transition(Rng& rng, bool /*warmup*/) {
   if (!initialised_) throw std::logic_error("sgld: transition() before init()");
   DrawStats stats;
-  stats.step_size = params_.schedule(iteration_);
-  stats.n_leapfrog = 1;
-  stats.energy = detail::kNaN;
-  const double estimate = estimator_.estimate(rng, position_, grad_);
-  ++iteration_;
-  if (!std::isfinite(estimate) || !grad_.allFinite()) {
-    stats.is_divergent = true;
-    stats.accept_prob = 0.0;
-    stats.lp = estimate;
+  if (!detail::start_langevin_transition(estimator_, params_.schedule, iteration_, rng, position_, grad_, stats))
     return stats;
-  }
   position_ = sgld_step(rng, position_, grad_, stats.step_size);
   stats.accept_prob = 1.0;
-  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, estimate, position_);
+  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, stats.lp, position_);
   return stats;
 }
 

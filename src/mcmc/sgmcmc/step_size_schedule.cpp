@@ -9,32 +9,23 @@
 
 namespace uqnn::sgmcmc {
 
-StepSizeSchedule StepSizeSchedule::constant(double step_size) {
-  StepSizeSchedule s;
-  s.kind = Kind::Constant;
-  s.step_size = step_size;
+namespace {
+StepSizeSchedule validated(StepSizeSchedule s) {
   s.validate();
   return s;
+}
+}  // namespace
+
+StepSizeSchedule StepSizeSchedule::constant(double step_size) {
+  return validated({.kind = Kind::Constant, .step_size = step_size});
 }
 
 StepSizeSchedule StepSizeSchedule::polynomial(double a, double b, double gamma) {
-  StepSizeSchedule s;
-  s.kind = Kind::Polynomial;
-  s.a = a;
-  s.b = b;
-  s.gamma = gamma;
-  s.validate();
-  return s;
+  return validated({.kind = Kind::Polynomial, .a = a, .b = b, .gamma = gamma});
 }
 
 StepSizeSchedule StepSizeSchedule::step_decay(double initial_step_size, double factor, Index every) {
-  StepSizeSchedule s;
-  s.kind = Kind::StepDecay;
-  s.step_size = initial_step_size;
-  s.factor = factor;
-  s.every = every;
-  s.validate();
-  return s;
+  return validated({.kind = Kind::StepDecay, .step_size = initial_step_size, .factor = factor, .every = every});
 }
 
 double StepSizeSchedule::operator()(Index t) const {
