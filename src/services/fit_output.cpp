@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 
+#include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
@@ -338,9 +339,16 @@ struct ConformalResult {
   std::vector<ConformalPrediction> per_part;
 };
 
-std::optional<ConformalResult> conformalize(const OutputContext& c, const SplitPredictions& predictions) {
+std::optional<ConformalResult> conformalize(const OutputContext& c, const SplitPredictions& predictions, FitReport& report) {
   const ConformalConfig& conformal = c.cfg.conformal;
   if (!conformal.enabled()) return std::nullopt;
+  if (c.out_of_fold && !Part::parse(c.cfg.part, "--part").whole()) {
+    // A part holds only some members: calibrating on them would pair rows with members that did
+    // not leave those rows out. `uqnn merge` calibrates on every member.
+    report.notes.push_back("--conformal " + conformal.method + " with --part " + c.cfg.part +
+                           ": calibrated when the parts are joined by `uqnn merge` (a part holds only some of the members)");
+    return std::nullopt;
+  }
   const auto& parts = predictions.parts;
   const char* calibrated_on = c.out_of_fold ? "train" : "calibration";
   const auto cal = std::find_if(parts.begin(), parts.end(), [&](const SplitPrediction& p) { return p.name == calibrated_on; });
@@ -567,7 +575,7 @@ FitReport write_fit_output(const FitOutput& o) {
   Rng rng(cfg.seed, 0x9ed);  // the predictive draws of the splits, then of the figure's grid
   const SplitPredictions predictions = predict_splits(c, rng);
   const auto& parts = predictions.parts;
-  const std::optional<ConformalResult> conformal = conformalize(c, predictions);
+  const std::optional<ConformalResult> conformal = conformalize(c, predictions, report);
   report.files.push_back(write_predictions_csv(c, parts, conformal));
   write_model_files(c, conformal, report);
   write_posterior_nc(o, report);

@@ -22,6 +22,7 @@
 #include "uqnn/services/evaluate.hpp"
 #include "uqnn/services/fit.hpp"
 #include "uqnn/services/fitted_model.hpp"
+#include "uqnn/services/merge.hpp"
 #include "unit/io/temp_dir.hpp"
 
 namespace uqnn {
@@ -332,6 +333,45 @@ TEST(ConformalFit, CvPlusMembersLeaveOutTheirFoldAndCalibrateOnItsResiduals) {
   }
   const double coverage = report.metrics.at("splits").at("test").at("conformal").at("coverage").get<double>();
   EXPECT_GT(coverage, 0.8);  // level 0.9 on 80 test rows; the guarantee itself is the pure function's test
+}
+
+TEST(ConformalFit, CvPlusOfARunInPartsIsCalibratedWhenThePartsAreMerged) {
+  // A part holds only some members: calibrating there would pair rows with members that did not
+  // leave them out. The parts skip it and say so; `uqnn merge` calibrates as one run of all members.
+  TempDir dir;
+  const Dataset data = fit_heteroscedastic_rows(200, 21);
+  {
+    std::ofstream csv(dir.path() / "data.csv");
+    csv << "x,y\n";
+    for (Index i = 0; i < data.size(); ++i) csv << format_double(data.inputs(0, i)) << ',' << format_double(data.targets(0, i)) << '\n';
+  }
+  const auto fit_part = [&](const std::string& name, const std::string& part) {
+    nlohmann::json options = out_of_fold_options(dir.path() / name, "cv+", 0.4);
+    options["data"] = (dir.path() / "data.csv").string();
+    options["part"] = part;
+    return run_fit(conformal_config_of(options));
+  };
+  fit_part("whole", "1/1");
+  for (const std::string k : {"1", "2"}) {
+    const FitReport part = fit_part("part" + k, k + "/2");
+    EXPECT_FALSE(read_fit_json(dir.path() / ("part" + k) / "model.json").contains("conformal")) << k;
+    EXPECT_FALSE(part.metrics.contains("conformal")) << k;
+    EXPECT_TRUE(std::any_of(part.notes.begin(), part.notes.end(),
+                            [](const std::string& n) { return n.find("calibrated when the parts are joined by `uqnn merge`") != std::string::npos; }))
+        << k;
+  }
+  MergeConfig merge;
+  merge.part_dirs = {dir.path() / "part2", dir.path() / "part1"};
+  merge.out_dir = dir.path() / "merged";
+  merge.quiet = true;
+  run_merge(merge);
+  const nlohmann::json whole = read_fit_json(dir.path() / "whole" / "model.json").at("conformal");
+  const nlohmann::json merged = read_fit_json(dir.path() / "merged" / "model.json").at("conformal");
+  EXPECT_EQ(merged.at("folds"), whole.at("folds"));
+  EXPECT_EQ(merged.at("num_folds").get<Index>(), 5);
+  const auto a = whole.at("residuals").at(0).get<std::vector<double>>(), b = merged.at("residuals").at(0).get<std::vector<double>>();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-12 * (1 + std::abs(a[i]))) << i;
 }
 
 TEST(ConformalFit, JackknifePlusTrainsOneMemberPerRowAndRefusesLargeSets) {
