@@ -243,8 +243,9 @@ class Categorical : public LikelihoodBase<Categorical> {
     for (Index i = 0; i < targets.size(); ++i) {
       const double y = targets.data()[i];
       if (y != std::floor(y) || y < 0 || y >= static_cast<double>(k_))
-        throw InputError(fmt::format("categorical likelihood: target value {} (example {}) must be an integer class in [0, {}]",
-                                     y, i, k_ - 1));
+        throw InputError(fmt::format("categorical likelihood: target value {} (example {}) must be an integer class in [0, {}] "
+                                     "(the likelihood has {} classes: give the data's number of classes with --classes)",
+                                     y, i, k_ - 1, k_));
     }
   }
   template <typename T>

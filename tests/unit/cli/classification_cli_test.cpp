@@ -254,6 +254,14 @@ TEST_F(ClassificationCli, BadImageFilesStopWithTheFileAndExitCode2) {
   r = run_cli("fit --quiet --data " + sine + " --ood-data " + sine + " --epochs 1 --out " + (dir_ / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--ood-data: the detection scores are of class probabilities"), std::string::npos) << r.output;
+  // Ten classes of labels, and the likelihood's default of two: the message names --classes.
+  r = run_cli("fit --quiet --likelihood categorical --model cnn --layers conv2k3,fc4 --epochs 1 --data " + digits_file("test") +
+              " --out " + (dir_ / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("must be an integer class in [0, 1] (the likelihood has 2 classes: give the data's number of classes "
+                          "with --classes)"),
+            std::string::npos)
+      << r.output;
   // Test rows of another form than the training images.
   r = run_cli(common + " --data " + digits_file("train") + " --test-data " + sine);
   EXPECT_EQ(r.exit_code, 2) << r.output;
