@@ -65,8 +65,8 @@ TEST_F(DemoMethods, FsghmcDemoEndsWithoutAWarningAndWidensInTheGap) {
   expect_wider_in_the_gap("fsghmc");
 }
 
-// Every registered method's demo (minutes: sgld's, fsgld's, rwm's, amcmc's, mala's and slice's take
-// about a minute of CPU each).
+// Every registered method's demo (tens of minutes: sgld's, fsgld's and rwm's take about a minute of
+// CPU each, mala's, slice's and amcmc's two to three).
 TEST_F(DemoMethods, EveryMethodsDemoEndsWithoutAWarning) {
   if (!std::getenv("UQNN_SLOW_TESTS")) GTEST_SKIP() << "every method's demo: set UQNN_SLOW_TESTS=1";
   for (const MethodSpec* m : registered_methods()) {
