@@ -33,7 +33,11 @@ const bool registered_slice = register_method({
     .kept_draws = &detail::chain_kept_draws,
     .sampler_traits = &detail::non_finite_density_traits,
     .runs_in_parts = true,
-    .external_model_refusal = "a coordinate-wise slice sampler evaluates the network at least once per coordinate per draw, each a call into PyTorch"});
+    .external_model_refusal = "a coordinate-wise slice sampler evaluates the network at least once per coordinate per draw, each a call into PyTorch",
+    // The demo's 141 correlated weights, one coordinate at a time: with 2,000 + 10,000 iterations per
+    // chain one chain still drifted (chain-wise R-hat of lp__ 1.21) and lp__'s bulk ESS within the
+    // chains was 306 of 400; at 20,000 draws, thinned to 2,000 per chain, lp__ has NUTS's mean and sd.
+    .demo_preset = {{"warmup", 2000}, {"draws", 20000}, {"thin", 10}}});
 
 }  // namespace
 
