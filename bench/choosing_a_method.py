@@ -42,12 +42,12 @@ def cpu_of_children():
     return r.ru_utime + r.ru_stime
 
 
-def run(cmd, log):
+def run(cmd, log, check=True):
     """Runs cmd, its output into log; returns the CPU seconds it used (user + system)."""
     print("+", " ".join(cmd), flush=True)
     before = cpu_of_children()
     with open(log, "w") as f:
-        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT)
+        subprocess.run(cmd, check=check, stdout=f, stderr=subprocess.STDOUT)
     return cpu_of_children() - before
 
 
@@ -126,6 +126,7 @@ def main():
     ap.add_argument("--class-train", type=int, default=1000, help="classification: training rows drawn at random")
     ap.add_argument("--class-test", type=int, default=1000, help="classification: test rows drawn at random")
     ap.add_argument("--split-kind", default="uci", choices=["uci", "gap"])
+    ap.add_argument("--gather-only", action="store_true", help="run nothing: tables and figure from the splits already finished")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     sets = args.sets.split(",")
@@ -133,7 +134,8 @@ def main():
     for name in sets:
         for k in range(args.splits):
             out = os.path.join(args.out, f"{name}_{args.split_kind}{k}")
-            if not os.path.exists(os.path.join(out, "compare.json")):
+            cpu_path = os.path.join(out, "cpu_seconds.json")
+            if not os.path.exists(cpu_path) and not args.gather_only:
                 common = ["--data", os.path.join(DATA, name + ".csv"), "--quiet", "--seed", str(k), "--arch", args.arch,
                           "--threads", args.threads]
                 if name in REGRESSION:
@@ -141,22 +143,34 @@ def main():
                 else:
                     train, test = class_split(name, k, args.class_train, args.class_test, args.out)
                     common += ["--likelihood", "bernoulli", "--train-indices", train, "--test-indices", test]
+                cpu = {}
+                if not os.path.exists(os.path.join(out, "compare.json")):
+                    # Exit code 3: some method failed, the others' results are written.
+                    cpu["compare"] = run([args.uqnn, "compare", "--methods", args.methods, "--reference", "nuts", "--out", out]
+                                         + common + args.nuts.split(), out + ".log", check=False)
+                    if not os.path.exists(os.path.join(out, "compare.json")):
+                        raise SystemExit(f"uqnn compare wrote nothing: see {out}.log")
                 # compare.json's seconds are wall times, which on a shared machine measure the other
                 # jobs as much as the fit: the CPU seconds of each method are measured on their own,
                 # by the same fit run alone (same options and seed, so the same computation), and
-                # NUTS' as the comparison's CPU seconds less theirs.
-                cpu = {"compare": run([args.uqnn, "compare", "--methods", args.methods, "--reference", "nuts", "--out", out]
-                                      + common + args.nuts.split(), out + ".log")}
+                # NUTS' as the comparison's CPU seconds less theirs (or alone too, when the
+                # comparison ran before).
+                alone = out + "_alone"
                 for method in args.methods.split(","):
-                    alone = out + "_alone"
                     cpu[method] = run([args.uqnn, "fit", "--method", method, "--out", alone, "--figure", "none"] + common,
-                                      out + f"_{method}.log")
+                                      out + f"_{method}.log", check=False)  # a method that fails in compare fails here too
                     shutil.rmtree(alone, ignore_errors=True)
-                cpu["nuts"] = cpu["compare"] - sum(v for m, v in cpu.items() if m != "compare")
-                with open(os.path.join(out, "cpu_seconds.json"), "w") as f:
+                if "compare" in cpu:
+                    cpu["nuts"] = cpu["compare"] - sum(v for m, v in cpu.items() if m != "compare")
+                else:
+                    cpu["nuts"] = run([args.uqnn, "fit", "--method", "nuts", "--out", alone, "--figure", "none"] + common
+                                      + args.nuts.split(), out + "_nuts.log", check=False)
+                    shutil.rmtree(alone, ignore_errors=True)
+                with open(cpu_path, "w") as f:
                     json.dump(cpu, f, indent=1)
+            if not os.path.exists(os.path.join(out, "compare.json")):
+                continue
             got, failed = gather(out)
-            cpu_path = os.path.join(out, "cpu_seconds.json")
             cpu = json.load(open(cpu_path)) if os.path.exists(cpu_path) else {}
             for method in got:
                 got[method]["cpu"] = cpu.get(method)
@@ -164,7 +178,7 @@ def main():
                 rows.setdefault((name, method), []).append(r)
             for method, error in failed.items():
                 failures.setdefault(name, []).append(f"{method} (split {k}): {error}")
-            nuts.setdefault(name, []).append(nuts_diagnostics(out))
+            nuts.setdefault(name, []).append({"split": k, **nuts_diagnostics(out)})
     md = []
     for name in sets:
         regression = name in REGRESSION
@@ -191,10 +205,18 @@ def main():
                           f"{fmt(mean(r, 'ece'), '.3f')} | {far} |")
         for line in failures.get(name, []):
             md.append(f"\nFailed: {line}")
-        for k, n in enumerate(nuts.get(name, [])):
-            info = n["info"]
-            md.append(f"\nNUTS, split {k}: {info.get('chains')} chains x ({info.get('warmup')} warmup + {info.get('draws_per_chain')} draws), "
-                      f"{info.get('divergences')} divergences after warmup; warnings: {', '.join(n['warnings']) or 'none'}")
+        splits_done = sorted({n["split"] for n in nuts.get(name, [])})
+        md.insert(len(md) - len(methods) - 2, f"Means over split(s) {', '.join(map(str, splits_done))}.\n")
+        for n in nuts.get(name, []):
+            info, d = n["info"], n["diagnostics"]
+            by_name = {r["name"]: r for r in d.get("rows", [])}
+            f_rows = [r for r in d.get("rows", []) if r["name"].startswith("f(")]
+            md.append(f"\nNUTS, split {n['split']}: {info.get('chains')} chains x ({info.get('warmup')} warmup + {info.get('draws_per_chain')} draws), "
+                      f"{info.get('divergences')} divergences after warmup, {d.get('draws_at_max_depth')} draws at the maximum tree depth; "
+                      f"R-hat over the chains: lp__ {by_name.get('lp__', {}).get('r_hat', float('nan')):.2f}, "
+                      f"largest of the predictions f(x) shown {max((r['r_hat'] for r in f_rows), default=float('nan')):.2f}; "
+                      f"smallest bulk ESS of those f(x) {min((r['ess_bulk'] for r in f_rows), default=float('nan')):.0f}; "
+                      f"warnings: {', '.join(n['warnings']) or 'none'}")
     with open(os.path.join(args.out, "choosing_a_method.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(args.out, "nuts_diagnostics.json"), "w") as f:
