@@ -127,6 +127,9 @@ def main():
     ap.add_argument("--class-test", type=int, default=1000, help="classification: test rows drawn at random")
     ap.add_argument("--split-kind", default="uci", choices=["uci", "gap"])
     ap.add_argument("--gather-only", action="store_true", help="run nothing: tables and figure from the splits already finished")
+    ap.add_argument("--floor", default="", help="directory of second NUTS runs scored against split 0's (FLOOR/SET/compare.json, "
+                    "from `uqnn compare --methods nuts --reference OUT/SET_uci0/nuts --seed 1 ...`): their distance is drawn "
+                    "as the reference's own noise")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     sets = args.sets.split(",")
@@ -183,6 +186,8 @@ def main():
     for name in sets:
         regression = name in REGRESSION
         md.append(f"\n### {name}\n")
+        splits_done = sorted({n["split"] for n in nuts.get(name, [])})
+        md.append(f"Means over split(s) {', '.join(map(str, splits_done))}.\n")
         if regression:
             md.append("| method | CPU seconds | wall seconds | test RMSE | test NLL | 95% coverage | mean 1-Wasserstein to NUTS | median sd ratio to NUTS |")
         else:
@@ -205,8 +210,6 @@ def main():
                           f"{fmt(mean(r, 'ece'), '.3f')} | {far} |")
         for line in failures.get(name, []):
             md.append(f"\nFailed: {line}")
-        splits_done = sorted({n["split"] for n in nuts.get(name, [])})
-        md.insert(len(md) - len(methods) - 2, f"Means over split(s) {', '.join(map(str, splits_done))}.\n")
         for n in nuts.get(name, []):
             info, d = n["info"], n["diagnostics"]
             by_name = {r["name"]: r for r in d.get("rows", [])}
@@ -216,7 +219,7 @@ def main():
                       f"R-hat over the chains: lp__ {by_name.get('lp__', {}).get('r_hat', float('nan')):.2f}, "
                       f"largest of the predictions f(x) shown {max((r['r_hat'] for r in f_rows), default=float('nan')):.2f}; "
                       f"smallest bulk ESS of those f(x) {min((r['ess_bulk'] for r in f_rows), default=float('nan')):.0f}; "
-                      f"warnings: {', '.join(n['warnings']) or 'none'}")
+                      f"warning codes in its metrics.json: {', '.join(n['warnings']) or 'none'}")
     with open(os.path.join(args.out, "choosing_a_method.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(args.out, "nuts_diagnostics.json"), "w") as f:
@@ -225,13 +228,18 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print("matplotlib missing: no figure", file=sys.stderr)
         return
     methods = sorted({m for (_, m) in rows if m != "nuts"})
     colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.0 * len(sets), 3.9), squeeze=False)
-    for ax, name in zip(axes[0], sets):
+    ncols = min(2, len(sets))
+    nrows = (len(sets) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.9 * nrows), squeeze=False)
+    for ax in axes.flat[len(sets):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, sets):
         regression = name in REGRESSION
         key = "w1" if regression else "tv"
         for method in methods:
@@ -243,12 +251,22 @@ def main():
                 continue
             ax.scatter(s, w, color=colours[method], s=30)
             ax.annotate(method, (s, w), textcoords="offset points", xytext=(4, 3), fontsize=8)
+        floor = os.path.join(args.floor, name, "compare.json") if args.floor else ""
+        if floor and os.path.exists(floor):
+            ref = json.load(open(floor)).get("nuts", {}).get("reference", {})
+            level = ref.get("wasserstein1" if regression else "total_variation")
+            if level:
+                ax.axhline(level, color="black", ls=":", lw=1)
+                ax.annotate("a second NUTS run (split 0)", (0.02, level), xycoords=("axes fraction", "data"),
+                            textcoords="offset points", xytext=(0, 3), fontsize=8)
         if (name, "nuts") in rows and mean(rows[(name, "nuts")], "cpu") is not None:
             ax.axvline(mean(rows[(name, "nuts")], "cpu"), color="grey", ls="--", lw=1)
             ax.annotate("NUTS' cost", (mean(rows[(name, "nuts")], "cpu"), 0.02), xycoords=("data", "axes fraction"),
                         textcoords="offset points", xytext=(-4, 0), fontsize=8, color="grey", rotation=90, ha="right", va="bottom")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_xlabel("CPU seconds of the fit (one thread)")
         ax.set_ylabel("mean 1-Wasserstein to NUTS (target units)" if regression else "mean total variation to NUTS")
         ax.set_title(name)
