@@ -76,16 +76,20 @@ const OptionSchema<SwagOptions>& swag_options() {
 }  // namespace
 
 namespace {
+/// How often run_swag quarters an automatic SGD rate that diverged (down to 1/1024 of it) before it gives up.
+constexpr int kRateReductions = 5;
+
 struct SwagMember {
   std::shared_ptr<const SwagPosterior> approximation;
   TrainResult pretraining;  ///< only its history and convergence report are kept past the member's fit
   SwagResult swag;
   double learning_rate = 0.0;
+  int rate_reductions = 0;  ///< times the automatic rate was quartered after SGD diverged
 
   /// What run_swag uses of a finished member, for its checkpoint file and the MPI exchange (which
   /// also carries members that a stop signal left untrained: no approximation).
   void archive(StateArchive& a) {
-    a.section("uqnn swag member 1");
+    a.section("uqnn swag member 2");
     bool trained = approximation != nullptr;
     a.io(trained);
     if (!trained) return;
@@ -96,7 +100,7 @@ struct SwagMember {
     if (a.loading()) approximation = std::make_shared<SwagPosterior>(mean, variance, deviations);
     a.io(pretraining.history), a.io(pretraining.convergence);
     a.io(swag.num_snapshots), a.io(swag.num_clamped_variances), a.io(swag.loss);
-    a.io(learning_rate);
+    a.io(learning_rate), a.io(rate_reductions);
   }
 };
 
@@ -139,15 +143,32 @@ MethodResult run_swag(const FitContext& c) {
     m.pretraining = train_map(c, c.initial_point(rng), rng, true, checkpoint.progress(j, "map"));
     if (m.pretraining.interrupted) return m;  // no SGD steps from an unfinished MAP: a resumed run goes on with the MAP
     SwagParams member_params = p;
-    member_params.checkpoint = checkpoint.progress(j, "swag");
     NegativeLogPosteriorObjective objective(c.posterior);
     const CurvatureDirection stiff = stiffest_direction(*c.posterior, m.pretraining.best_theta, N);
     if (o.swag_lr == 0)
       member_params.learning_rate = schedule.batch < N
                                         ? swag_minibatch_learning_rate(objective, m.pretraining.best_theta, schedule.batch, stiff.curvature, rng)
                                         : 1.0 / stiff.curvature;
+    // The automatic rate reads the curvature and gradient noise at the MAP. Where SGD leaves that
+    // neighbourhood for a stiffer region (nearly separable classes: the saturated likelihood is flat
+    // at the MAP) it can diverge; then the SGD phase is run again at a quarter of the rate, at most
+    // kRateReductions times. Each attempt has its own checkpoint, so a resumed run retraces them.
+    for (;;) {
+      member_params.checkpoint = checkpoint.progress(j, m.rate_reductions == 0 ? std::string("swag") : fmt::format("swag{}", m.rate_reductions));
+      try {
+        m.swag = fit_swag(objective, m.pretraining.best_theta, member_params, rng);
+        break;
+      } catch (const DivergenceError& e) {
+        if (o.swag_lr > 0) throw;
+        if (m.rate_reductions == kRateReductions)
+          throw DivergenceError(fmt::format("swag: SGD diverged at the automatic rate and at each quarter of it down to {:.3g} "
+                                            "(the last: {}): give a smaller --swag-lr",
+                                            member_params.learning_rate, e.what()));
+        member_params.learning_rate /= 4;
+        ++m.rate_reductions;
+      }
+    }
     m.learning_rate = member_params.learning_rate;
-    m.swag = fit_swag(objective, m.pretraining.best_theta, member_params, rng);
     m.approximation = m.swag.approximation;
     return m;
   };
@@ -170,13 +191,14 @@ MethodResult run_swag(const FitContext& c) {
     for (Index s = j, d = 0; s < S; s += J, ++d) values.row(d) = samples[static_cast<std::size_t>(s)].transpose();
     r.draws.add_chain(j, std::move(values));
   }
-  nlohmann::json learning_rates = nlohmann::json::array(), snapshots = nlohmann::json::array();
+  nlohmann::json learning_rates = nlohmann::json::array(), snapshots = nlohmann::json::array(), reductions = nlohmann::json::array();
   Index clamped = 0;
   std::vector<ConvergenceReport> pretraining;
   for (std::size_t j = 0; j < members.size(); ++j) {
     pretraining.push_back(members[j].pretraining.convergence);
     if (j < 8) r.history.emplace_back(fmt::format("member {} pre-training loss (-log posterior / N)", j), members[j].pretraining.history.train_loss);
     learning_rates.push_back(members[j].learning_rate);
+    reductions.push_back(members[j].rate_reductions);
     snapshots.push_back(members[j].swag.num_snapshots);
     clamped += members[j].swag.num_clamped_variances;
   }
@@ -188,10 +210,15 @@ MethodResult run_swag(const FitContext& c) {
             {"swag_lr_rule", o.swag_lr > 0 ? "given"
                              : schedule.batch < N ? "Mandt et al. 2017's rate, at most 1 / largest eigenvalue of the Hessian of -log posterior / N"
                                                   : "1 / largest eigenvalue of the Hessian of -log posterior / N at each member's MAP"},
+            {"swag_lr_reductions", reductions},
             {"swag_batch_size", schedule.batch},
             {"swag_steps", schedule.steps},
             {"swag_every", schedule.every},
             {"optimizer", training_info(pretraining)}};
+  for (std::size_t j = 0; j < members.size(); ++j)
+    if (members[j].rate_reductions > 0)
+      c.log(fmt::format("swag: member {}'s SGD diverged at the automatic rate; it ran at 1/{} of it ({:.3g})", j,
+                        1 << (2 * members[j].rate_reductions), members[j].learning_rate));
   if (const auto w = not_converged_warning(pretraining, "members' pre-training MAP fits")) r.warnings.push_back(*w);
   // SWAG's spread is the SGD iterates' (and members') spread: full-batch SGD from an optimum that
   // the pre-training reached (and one mode for every member) does not move, and the "posterior" is

@@ -136,6 +136,34 @@ INSTANTIATE_TEST_SUITE_P(Methods, ClassificationCliMethod, ::testing::ValuesIn(m
                            return name;
                          });
 
+TEST_F(ClassificationCli, SwagQuartersAnAutomaticRateThatDivergesAndKeepsAGivenOne) {
+  // Every 8th mushroom (1,015 rows): nearly separable classes, whose likelihood is flat at the MAP,
+  // so the automatic SGD rate read there (about 46) diverges once SGD leaves the MAP's neighbourhood.
+  {
+    std::ifstream in(fs::path(UQNN_DATA_DIR) / "uci/mushroom.csv");
+    std::ofstream out(dir_ / "every8th.csv");
+    std::string line;
+    for (int r = -1; std::getline(in, line); ++r)
+      if (r < 0 || r % 8 == 0) out << line << '\n';
+  }
+  const std::string common = "fit --data " + (dir_ / "every8th.csv").string() +
+                             " --likelihood bernoulli --arch 10 --method swag --swag-members 1 --figure none --idata-extras never";
+  const fs::path out = dir_ / "auto";
+  CliRun r = run_cli(common + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto metrics = json(out / "metrics.json");
+  EXPECT_EQ(metrics.at("info").at("swag_lr_reductions").at(0).get<int>(), 1) << metrics.at("info").dump();
+  const double rate = metrics.at("info").at("swag_lr").at(0).get<double>();
+  EXPECT_NE(r.output.find(fmt::format("member 0's SGD diverged at the automatic rate; it ran at 1/4 of it ({:.3g})", rate)), std::string::npos)
+      << r.output;
+  EXPECT_GT(metrics.at("splits").at("train").at("accuracy").get<double>(), 0.95);
+  // A rate the user gave is kept: its divergence stops the run (exit code 3) and says so.
+  r = run_cli(common + fmt::format(" --swag-lr {} --out ", 4 * rate) + (dir_ / "given").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("swag: SGD diverged at step"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "given"));
+}
+
 TEST_F(ClassificationCli, PredictGivesTheFitsMetricsOnNewRows) {
   const std::string data = mushroom_subset(400);
   const fs::path model = dir_ / "map";
