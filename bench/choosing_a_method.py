@@ -141,8 +141,10 @@ def main():
             if not os.path.exists(cpu_path) and not args.gather_only:
                 common = ["--data", os.path.join(DATA, name + ".csv"), "--quiet", "--seed", str(k), "--arch", args.arch,
                           "--threads", args.threads]
-                if name in REGRESSION:
+                if name in REGRESSION and os.path.isdir(os.path.join(DATA, "splits", name)):
                     common += ["--split", args.split_kind, "--split-index", str(k)]
+                elif name in REGRESSION:  # no standard splits (airfoil): 10% test rows drawn with seed k
+                    common += ["--test-fraction", "0.1", "--split-seed", str(k)]
                 else:
                     train, test = class_split(name, k, args.class_train, args.class_test, args.out)
                     common += ["--likelihood", "bernoulli", "--train-indices", train, "--test-indices", test]
