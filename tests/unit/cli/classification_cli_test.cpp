@@ -152,13 +152,19 @@ TEST_F(ClassificationCli, SwagQuartersAnAutomaticRateThatDivergesAndKeepsAGivenO
   CliRun r = run_cli(common + " --out " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto metrics = json(out / "metrics.json");
-  EXPECT_EQ(metrics.at("info").at("swag_lr_reductions").at(0).get<int>(), 1) << metrics.at("info").dump();
-  const double rate = metrics.at("info").at("swag_lr").at(0).get<double>();
-  EXPECT_NE(r.output.find(fmt::format("member 0's SGD diverged at the automatic rate; it ran at 1/4 of it ({:.3g})", rate)), std::string::npos)
+  // One quarter was enough in the builds measured (gcc Release, clang ASan); the SGD trajectory, and
+  // so the number, follows the floating-point rounding of the build and host.
+  const int reductions = metrics.at("info").at("swag_lr_reductions").at(0).get<int>();
+  EXPECT_GE(reductions, 1) << metrics.at("info").dump();
+  const double rate = metrics.at("info").at("swag_lr").at(0).get<double>(), automatic = rate * (1 << (2 * reductions));
+  EXPECT_NE(r.output.find(fmt::format("member 0's SGD diverged at the automatic rate; it ran at 1/{} of it ({:.3g})", 1 << (2 * reductions), rate)),
+            std::string::npos)
       << r.output;
-  EXPECT_GT(metrics.at("splits").at("train").at("accuracy").get<double>(), 0.95);
+  // A classifier, not a diverged fit (about half the rows are of each class): 0.98 in the Release
+  // build, 0.91 under ASan's build, whose rounding gives another SGD trajectory.
+  EXPECT_GT(metrics.at("splits").at("train").at("accuracy").get<double>(), 0.85);
   // A rate the user gave is kept: its divergence stops the run (exit code 3) and says so.
-  r = run_cli(common + fmt::format(" --swag-lr {} --out ", 4 * rate) + (dir_ / "given").string());
+  r = run_cli(common + fmt::format(" --swag-lr {} --out ", automatic) + (dir_ / "given").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("swag: SGD diverged at step"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir_ / "given"));
