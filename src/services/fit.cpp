@@ -276,7 +276,10 @@ FitSize fit_size(const ModelConfig& c, const Model& model, const Dataset& data, 
   if (c.kind == "rnet") s.layer_widths += c.rnet_width * c.rnet_layers;
   for (Index h : c.hidden)
     if (c.kind == "mlp") s.layer_widths += h;
-  if (const auto* cnn = dynamic_cast<const Cnn*>(&model)) s.layer_widths += cnn->activation_size();
+  if (const auto* cnn = dynamic_cast<const Cnn*>(&model)) {
+    s.layer_widths += cnn->activation_size();
+    s.rows_per_pass = cnn->examples_per_pass();
+  }
   return s;
 }
 

@@ -82,9 +82,10 @@ MemoryEstimate estimate_fit_memory(const FitConfig& config, const FitSize& size)
   const MethodSpec& method = find_method(config.method);
   const KeptDraws draws = method.kept_draws ? method.kept_draws(config.method_settings) : KeptDraws{};
   const double parallel = concurrent_producers(config, draws.producers);
-  const double batch_rows = config.training.batch_size > 0
-                                ? std::min<double>(static_cast<double>(config.training.batch_size), size.train_rows)
-                                : static_cast<double>(size.train_rows);
+  double batch_rows = config.training.batch_size > 0
+                          ? std::min<double>(static_cast<double>(config.training.batch_size), size.train_rows)
+                          : static_cast<double>(size.train_rows);
+  if (size.rows_per_pass > 0) batch_rows = std::min<double>(batch_rows, static_cast<double>(size.rows_per_pass));
   const std::string network = "a smaller --arch";
 
   MemoryEstimate e;

@@ -49,6 +49,9 @@ struct FitSize {
   Index inputs = 0;
   Index outputs = 0;        ///< the network's outputs
   Index layer_widths = 0;   ///< sum of the widths of every layer (inputs and outputs included)
+  /// The most examples whose activations a model keeps at once (a CNN evaluates larger batches in
+  /// chunks of this many); 0: no limit, a batch's activations are all kept.
+  Index rows_per_pass = 0;
 };
 
 /// The large items of a fit of `config` at `size`: data, the draws kept (and their copy in the

@@ -109,6 +109,26 @@ TEST(FitMemory, EachMethodsOwnMatricesAreCounted) {
   EXPECT_GT(more, 5.0 * one);
 }
 
+TEST(FitMemory, ACnnsActivationsAreThoseOfOnePassNotOfTheWholeBatch) {
+  // A CNN evaluates a large batch (a full-batch gradient, predictions on the training set) in
+  // chunks of rows_per_pass examples: 4,000 images of a ResNet's 189,028 activations are not 4,000 x
+  // 189,028 values at once (22 GiB, which refused the image example's fits).
+  FitSize size = size_of(77754);
+  size.train_rows = size.all_rows = 4000;
+  size.layer_widths = 189028;
+  const auto activations = [](const MemoryEstimate& e) {
+    for (const MemoryItem& item : e.items)
+      if (item.what.rfind("activations:", 0) == 0) return item;
+    return MemoryItem{};
+  };
+  const MemoryItem all = activations(estimate_fit_memory(config_of({{"method", "sgld"}}), size));
+  EXPECT_NE(all.what.find("4000 rows"), std::string::npos) << all.what;
+  size.rows_per_pass = 177;
+  const MemoryItem chunked = activations(estimate_fit_memory(config_of({{"method", "sgld"}}), size));
+  EXPECT_NE(chunked.what.find("177 rows"), std::string::npos) << chunked.what;
+  EXPECT_NEAR(chunked.bytes / all.bytes, 177.0 / 4000.0, 1e-12);
+}
+
 // The estimate bounds a real run's peak memory from above (and is not absurdly above it): the
 // CLI's peak resident set, less that of a run with a tiny network (the program, libraries, data
 // and buffers that do not grow), against the estimate for the large network.
