@@ -58,6 +58,11 @@ const OptionSchema<FitConfig>& output_schema() {
                "posterior.nc, on the training rows: auto writes each when it holds at most 5 million values "
                "(draws x rows)")
           .one_of({"auto", "always", "never"})
+          .add("train_predictions", &FitConfig::train_predictions,
+               "predict the training rows too (predictions.csv, metrics.json's train split, posterior.nc's extras): "
+               "never spares a forward pass per draw per training row (60,000 images x 10 draws), and keeps the test, "
+               "validation and calibration rows' predictions")
+          .one_of({"always", "never"})
           .add("max_memory_gb", &FitConfig::max_memory_gb,
                "stop at once when the fit's estimated memory (data, draws kept, working vectors, the method's "
                "matrices) is above this many GiB; 0 = 80% of physical memory")
@@ -388,6 +393,9 @@ void check_combinations(const FitRequest& request, const std::map<std::string, c
                                  where("conformal", "--conformal"), conformal,
                                  given.count("calibration_fraction") ? given.at("calibration_fraction")
                                                                      : where("calibration_indices", "--calibration-indices")));
+  if (out_of_fold && settings.value("train_predictions", std::string("always")) == "never")
+    throw InputError(fmt::format("{} never: {} {} calibrates on the predictions of the training rows: remove one",
+                                 where("train_predictions", "--train-predictions"), where("conformal", "--conformal"), conformal));
   if (conformal != "none" && !out_of_fold && !has_calibration)
     throw InputError(fmt::format("{} {} needs calibration rows held out of training: give --calibration-fraction (e.g. 0.2) "
                                  "or --calibration-indices FILE",

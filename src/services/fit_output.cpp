@@ -84,7 +84,8 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
   const Dataset train = o.data.subset(o.split.train);
   const double values = static_cast<double>(draws.size()) * static_cast<double>(train.size());
   constexpr double kAutoMaxValues = 5e6;
-  const bool extras = o.config.idata_extras == "always" || (o.config.idata_extras == "auto" && values <= kAutoMaxValues);
+  const bool extras = o.config.train_predictions != "never" &&
+                      (o.config.idata_extras == "always" || (o.config.idata_extras == "auto" && values <= kAutoMaxValues));
   if (extras && train.size() > 0) {
     const FittedModel fitted = FittedModel::load_with_draws(dir, draws);
     // Row s of the log likelihood is draw s; posterior.nc takes them in the posterior group's chains.
@@ -99,6 +100,8 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
       idata.posterior_predictive =
           make_array_group("y", rows_by_chain(draws, [&](Index s) { return Vec(y[static_cast<std::size_t>(s)].row(0).transpose()); }));
     }
+  } else if (!extras && o.config.idata_extras != "never" && o.config.train_predictions == "never") {
+    report.notes.push_back("posterior.nc: no observed_data / log_likelihood / posterior_predictive (--train-predictions never)");
   } else if (!extras && o.config.idata_extras == "auto") {
     report.notes.push_back(fmt::format("posterior.nc: no observed_data / log_likelihood / posterior_predictive ({:.3g} values "
                                        "each; --idata-extras always writes them)", values));
@@ -314,7 +317,7 @@ SplitPredictions predict_splits(const OutputContext& c, Rng& rng) {
   for (const auto& [name, rows] : {std::pair<std::string, const IndexVec*>{"train", &o.split.train},
                                    {"calibration", &o.split.calibration}, {"validation", &o.split.validation},
                                    {"test", &o.split.test}}) {
-    if (rows->empty()) continue;
+    if (rows->empty() || (name == "train" && c.cfg.train_predictions == "never")) continue;
     const Dataset part = o.data.subset(*rows);
     const Dataset part_std = o.standardizer.transform(part);
     const PredictiveDraws draws = predict_draws(c.model, c.lik, o.result.draws, part_std.inputs);
@@ -576,7 +579,10 @@ FitReport write_fit_output(const FitOutput& o) {
   const SplitPredictions predictions = predict_splits(c, rng);
   const auto& parts = predictions.parts;
   const std::optional<ConformalResult> conformal = conformalize(c, predictions, report);
-  report.files.push_back(write_predictions_csv(c, parts, conformal));
+  if (parts.empty())
+    report.notes.push_back("no predictions.csv: --train-predictions never and no test, validation or calibration rows to predict");
+  else
+    report.files.push_back(write_predictions_csv(c, parts, conformal));
   write_model_files(c, conformal, report);
   write_posterior_nc(o, report);
   const diagnostics::ModeAwareConvergence judgement = judge_run(c, parts, report);
@@ -594,7 +600,9 @@ FitReport write_fit_output(const FitOutput& o) {
     metrics["splits"][parts[pi].name] = split_metrics(c, parts[pi], conformal, conformal ? &conformal->per_part[pi] : nullptr);
   if (conformal) metrics["conformal"] = conformal->calibration.to_json();
   std::pair<UncertaintyScores, UncertaintyScores> ood_scores;
-  if (o.ood_inputs) {
+  if (o.ood_inputs && parts.empty()) {
+    report.notes.push_back("--ood-data: not scored (no rows predicted to hold against it: --train-predictions never, no test rows)");
+  } else if (o.ood_inputs) {
     // The test rows (else the last split present) against the OOD rows.
     const auto& in = parts.back();
     metrics["ood"] = ood_metrics(c.model, lik, o.result.draws, o.standardizer.transform_inputs(o.data.subset(in.rows).inputs),
@@ -606,8 +614,8 @@ FitReport write_fit_output(const FitOutput& o) {
 
   if (cfg.figure_format != "none") {
     const std::string title = fmt::format("uqnn {}: {} draw{}", cfg.method, o.result.draws.size(), o.result.draws.size() == 1 ? "" : "s");
-    draw_fit_figure(c, parts, title, rng, report);
-    if (o.ood_inputs) draw_ood_figure(c, metrics.at("ood"), ood_scores, title, report);
+    if (!parts.empty()) draw_fit_figure(c, parts, title, rng, report);
+    if (metrics.contains("ood")) draw_ood_figure(c, metrics.at("ood"), ood_scores, title, report);
     if (!o.result.history.empty()) draw_history_figure(c, report);
   }
   return report;

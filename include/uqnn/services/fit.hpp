@@ -111,6 +111,9 @@ struct FitConfig {
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
   std::string idata_extras = "auto";  ///< posterior.nc's data groups: auto | always | never
+  /// always | never: predict the training rows (predictions.csv, metrics.json's "train" split,
+  /// posterior.nc's extras). never spares a network's forward pass per draw per training image.
+  std::string train_predictions = "always";
   double max_memory_gb = 0.0;         ///< stop before a fit whose estimate is above this; 0 = 80% of physical memory
   /// Where messages and progress go instead of stderr (the Python module's logging and tqdm).
   std::shared_ptr<Reporter> reporter;

@@ -696,6 +696,36 @@ TEST_F(Cli, EveryMethodWritesInferenceDataWithLogLikelihood) {
   EXPECT_FALSE(plain.log_likelihood.has_value());
 }
 
+TEST_F(Cli, TrainPredictionsNeverPredictsOnlyTheHeldOutRows) {
+  // An image network's forward pass per draw per training image is the cost --train-predictions
+  // never spares: the test rows are still predicted and scored, the training rows are not.
+  const fs::path out = dir_ / "held_out";
+  const std::string fit = "fit --quiet --figure none --data " + (fs::path(UQNN_DATA_DIR) / "uci" / "yacht.csv").string() +
+                          " --method ens --ens-members 2 --epochs 20 --test-fraction 0.25 ";
+  const CliRun r = run_cli(fit + "--train-predictions never --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto metrics = json(out / "metrics.json");
+  EXPECT_FALSE(metrics["splits"].contains("train")) << metrics["splits"].dump();
+  const int test_rows = metrics["splits"]["test"]["n"].get<int>();
+  EXPECT_GT(test_rows, 0);
+  const CsvTable predictions = read_predictions(out / "predictions.csv");
+  EXPECT_EQ(predictions.num_rows(), test_rows);
+  EXPECT_FALSE(read_inference_data(out / "posterior.nc").log_likelihood.has_value());
+  // The same fit predicting everything: the same test metrics (the training rows' predictions do
+  // not change them).
+  const CliRun all = run_cli(fit + "--out " + (dir_ / "all").string());
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  const auto everything = json(dir_ / "all" / "metrics.json");
+  EXPECT_TRUE(everything["splits"].contains("train"));
+  EXPECT_EQ(everything["splits"]["test"]["rmse"], metrics["splits"]["test"]["rmse"]);
+  EXPECT_GT(read_predictions(dir_ / "all" / "predictions.csv").num_rows(), test_rows);
+  // cv+ calibrates on the training rows' predictions: it cannot go with never.
+  const CliRun bad = run_cli("demo --quiet --method ens --conformal cv+ --train-predictions never --out " + (dir_ / "bad").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--train-predictions never: --conformal cv+ calibrates on the predictions of the training rows"),
+            std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace uqnn
 
