@@ -36,8 +36,8 @@ const OptionSchema<SgOptions>& sg_options() {
           .add("sg_batch_size", &SgOptions::sg_batch_size, "minibatch size; 0 = full batch")
           .at_least(0)
           .add("sg_lp_every", &SgOptions::sg_lp_every,
-               "with minibatches: the exact full-data lp__ every k-th transition (one pass over the data each), NaN on the "
-               "others; 0 = the free minibatch estimate on every transition")
+               "with minibatches: the exact full-data lp__ on every k-th kept draw (one pass over the data each), NaN on the "
+               "other draws and in burn-in; 0 = the free minibatch estimate on every transition")
           .at_least(0)
           .add("schedule", &SgOptions::schedule, "step size: constant | polynomial a (b + t)^-gamma | step (decay every k)")
           .one_of({"constant", "polynomial", "step"})
@@ -100,7 +100,11 @@ SamplerFactory sg_factory(const FitContext& context, std::shared_ptr<const LogDe
   const SgOptions o = sg_options().read(context.config.method_settings);
   p.schedule = schedule(o);
   p.batch_size = o.sg_batch_size;
-  p.lp_every = o.sg_batch_size > 0 ? o.sg_lp_every : 0;
+  // The exact lp__ (a pass over all the data) on every sg_lp_every-th kept draw only: the run keeps
+  // iterations warmup, warmup + thin, ... (0-based), i.e. transitions warmup + 1 + k thin.
+  const auto chains = detail::chain_options().read(context.config.method_settings);
+  p.lp_every = o.sg_batch_size > 0 ? o.sg_lp_every * chains.thin : 0;
+  p.lp_first = static_cast<Index>(chains.warmup) + 1;
   p.validate();
   return [target, p]() { return std::make_unique<Sampler>(target, p); };
 }

@@ -27,16 +27,18 @@ inline void check_start(const LogDensity& density, const Vec& position, const ch
     throw std::invalid_argument(fmt::format("{}: log density or its gradient is not finite at the initial position", sampler));
 }
 
-inline void validate_common(Index batch_size, Index lp_every) {
+inline void validate_common(Index batch_size, Index lp_every, Index lp_first) {
   require(batch_size >= 0, "batch_size", ">= 0 (0 = full batch)");
   require(lp_every >= 0, "lp_every", ">= 0 (0 = minibatch estimate at every draw)");
+  require(lp_first >= 0, "lp_first", ">= 0 (0 = lp_every)");
 }
 
 /// lp__ of a transition (see the lp_every documentation in sgld.hpp).
-inline double report_lp(const LogDensity& density, Index lp_every, Index transition_number, double estimate,
+inline double report_lp(const LogDensity& density, Index lp_every, Index lp_first, Index transition_number, double estimate,
                         const Vec& new_position) {
   if (lp_every == 0) return estimate;
-  if (transition_number % lp_every != 0) return kNaN;
+  const Index first = lp_first > 0 ? lp_first : lp_every;
+  if (transition_number < first || (transition_number - first) % lp_every != 0) return kNaN;
   return density.log_density(new_position);
 }
 

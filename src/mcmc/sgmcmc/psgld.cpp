@@ -12,7 +12,7 @@ void PsgldParams::validate() const {
   schedule.validate();
   require(std::isfinite(alpha) && alpha >= 0.0 && alpha < 1.0, "alpha", "in [0, 1)");
   require(std::isfinite(lambda) && lambda > 0.0, "lambda", "finite and > 0");
-  detail::validate_common(batch_size, lp_every);
+  detail::validate_common(batch_size, lp_every, lp_first);
 }
 
 PsgldState psgld_step(Rng& rng, const PsgldState& state, const Vec& grad_log_density, double step_size,
@@ -81,7 +81,7 @@ DrawStats PsgldSampler::transition(Rng& rng, bool /*warmup*/) {
   state_ = psgld_step(rng, state_, grad_, stats.step_size, data_size, params_,
                       params_.gamma_correction ? &hessian_diagonal : nullptr, &preconditioner_);
   stats.accept_prob = 1.0;
-  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, stats.lp, state_.position);
+  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, params_.lp_first, iteration_, stats.lp, state_.position);
   return stats;
 }
 

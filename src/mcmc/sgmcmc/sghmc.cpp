@@ -20,7 +20,7 @@ void SghmcParams::validate() const {
           fmt::format("< min(mass) / max step size = {} (momentum decay factor 1 - eps C / M must stay positive)",
                       min_mass / schedule.max_step_size()));
   require(num_steps >= 1, "num_steps", ">= 1");
-  detail::validate_common(batch_size, lp_every);
+  detail::validate_common(batch_size, lp_every, lp_first);
 }
 
 Vec sghmc_sample_momentum(Rng& rng, Index dim, const SghmcParams& params) {
@@ -96,7 +96,7 @@ DrawStats SghmcSampler::transition(Rng& rng, bool /*warmup*/) {
   }
   ++transitions_;
   stats.lp = stats.is_divergent ? estimate
-                             : detail::report_lp(estimator_.density(), params_.lp_every, transitions_, estimate,
+                             : detail::report_lp(estimator_.density(), params_.lp_every, params_.lp_first, transitions_, estimate,
                                                  state_.position);
   return stats;
 }

@@ -10,7 +10,7 @@ namespace uqnn::sgmcmc {
 
 void SgldParams::validate() const {
   schedule.validate();
-  detail::validate_common(batch_size, lp_every);
+  detail::validate_common(batch_size, lp_every, lp_first);
 }
 
 Vec sgld_step(Rng& rng, const Vec& position, const Vec& grad_log_density, double step_size) {
@@ -40,7 +40,7 @@ DrawStats SgldSampler::transition(Rng& rng, bool /*warmup*/) {
     return stats;
   position_ = sgld_step(rng, position_, grad_, stats.step_size);
   stats.accept_prob = 1.0;
-  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, iteration_, stats.lp, position_);
+  stats.lp = detail::report_lp(estimator_.density(), params_.lp_every, params_.lp_first, iteration_, stats.lp, position_);
   return stats;
 }
 

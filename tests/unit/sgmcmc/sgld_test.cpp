@@ -67,6 +67,26 @@ TEST(Sgld, LpEveryReportsExactLogDensity) {
   }
 }
 
+TEST(Sgld, LpFirstPutsTheExactValuesOnTheKeptDrawsOnly) {
+  // A fit with burn-in 4 and thin 3 keeps transitions 5, 8, 11, ...; with --sg-lp-every 2 the
+  // exact full-data lp__ (a pass over all rows) falls on every other kept draw: 5, 11, 17. None in
+  // burn-in, none on draws that are thrown away.
+  auto lr = testing::make_linear_regression(40);
+  SgldParams params;
+  params.schedule = StepSizeSchedule::constant(1e-4);
+  params.batch_size = 8;
+  params.lp_every = 2 * 3;
+  params.lp_first = 4 + 1;
+  SgldSampler sampler(lr.posterior, params);
+  sampler.init(lr.exact_mean);
+  Rng rng(2);
+  for (int t = 1; t <= 18; ++t) {
+    const DrawStats s = sampler.transition(rng, t <= 4);
+    if (t == 5 || t == 11 || t == 17) EXPECT_DOUBLE_EQ(s.lp, lr.posterior->log_density(sampler.position())) << t;
+    else EXPECT_TRUE(std::isnan(s.lp)) << t;
+  }
+}
+
 TEST(Sgld, SameSeedSameDraws) {
   auto lr = testing::make_linear_regression(60);
   SgldParams params;

@@ -43,8 +43,9 @@ struct PsgldParams {
   bool gamma_correction = false;
   /// Minibatch size n; 0 = full batch.
   Index batch_size = 0;
-  /// lp__ reporting; see SgldParams::lp_every.
+  /// lp__ reporting; see SgldParams::lp_every and lp_first.
   Index lp_every = 0;
+  Index lp_first = 0;
   void validate() const;
 };
 

@@ -50,6 +50,7 @@ struct SghmcParams {
   Index batch_size = 0;
   /// lp__ reporting; see SgldParams::lp_every (the estimate is the one of the transition's last step).
   Index lp_every = 0;
+  Index lp_first = 0;  ///< see SgldParams::lp_first
   /// Throws std::invalid_argument naming the parameter and its valid range.
   void validate() const;
 };

@@ -31,6 +31,10 @@ struct SgldParams {
   /// transition, i.e. at the previous draw (free, noisy, N/n-scaled). k >= 1: the exact full-data
   /// log p at the new draw on every k-th transition and NaN on the others (costs one full pass).
   Index lp_every = 0;
+  /// With lp_every = k >= 1: the first transition (1-based) with the exact value, then every k-th
+  /// after it; 0 = k. A fit sets it to its first kept draw and k to --sg-lp-every x --thin, so that
+  /// the full passes fall on kept draws only (none in burn-in).
+  Index lp_first = 0;
   /// Throws std::invalid_argument naming the parameter and its valid range.
   void validate() const;
 };
