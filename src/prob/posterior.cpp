@@ -144,7 +144,9 @@ void Posterior::log_density_and_grad_batch(std::span<const Vec* const> thetas, s
 
 void Posterior::minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
                                                      std::span<Vec* const> grads, std::span<double> values) const {
-  if (!model_->has_chain_lanes() || batches.size() != thetas.size()) {  // the default checks the sizes
+  // With distribute_rows, one by one: each minibatch is sharded (the ranks of a group run the
+  // same chains in the same order, so they make the same collective calls).
+  if (!model_->has_chain_lanes() || batches.size() != thetas.size() || shards_) {  // the default checks the sizes
     StochasticLogDensity::minibatch_log_density_and_grad_batch(thetas, batches, grads, values);
     return;
   }
@@ -172,15 +174,28 @@ double Posterior::log_density_and_grad(const Vec& theta, Vec& grad) const {
   if (!shards_) return evaluate(theta, inputs_, targets_, 1.0, grad, true);
   // This rank's rows' log likelihood and gradient, summed over the shards in rank order, then the
   // prior once (the same on every rank): sum_i log p(y_i | theta) + log p(theta).
-  thread_local Vec buffer;
   const double local = evaluate(theta, shard_inputs_, shard_targets_, 1.0, grad, false);
+  return sum_over_shards(local, grad) + log_prior(theta, &grad);
+}
+
+double Posterior::sum_over_shards(double value, Vec& grad) const {
+  if (!shards_) return value;
+  thread_local Vec buffer;
   buffer.resize(grad.size() + 1);
   buffer.head(grad.size()) = grad;
-  buffer[grad.size()] = local;
+  buffer[grad.size()] = value;
   shards_->all_reduce_sum(std::span<double>(buffer.data(), static_cast<std::size_t>(buffer.size())));
   grad = buffer.head(grad.size());
-  return buffer[grad.size()] + log_prior(theta, &grad);
+  return buffer[grad.size()];
 }
+
+IndexVec Posterior::shard_block(const IndexVec& rows) const {
+  if (!shards_) return rows;
+  // The same split as distribute_rows' split of the training rows: [r n / S, (r + 1) n / S).
+  const std::size_t n = rows.size(), S = static_cast<std::size_t>(shards_->size()), r = static_cast<std::size_t>(shards_->rank());
+  return IndexVec(rows.begin() + static_cast<std::ptrdiff_t>(r * n / S), rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * n / S));
+}
+
 
 void Posterior::distribute_rows(std::shared_ptr<const Communicator> shards) {
   if (!shards || shards->size() == 1) {
@@ -205,7 +220,21 @@ double Posterior::subspace_log_density_and_grad(const SubspaceGradient& model_gr
 double Posterior::minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const {
   if (batch.empty()) throw std::invalid_argument("posterior: empty minibatch");
   const double scale = static_cast<double>(num_data()) / static_cast<double>(batch.size());
-  return evaluate(theta, gather_columns(inputs_, batch), gather_columns(targets_, batch), scale, grad, true);
+  if (!shards_) return evaluate(theta, gather_columns(inputs_, batch), gather_columns(targets_, batch), scale, grad, true);
+  // Sharded as the full-data evaluation is: this rank's contiguous block of the minibatch (the
+  // batch is the same on every rank of the group: they share the chain's Rng stream), scaled by
+  // N / |B| like the whole batch, summed over the shards in rank order, then the prior once.
+  // A rank whose block is empty (|B| < S) contributes zeros but still joins the sum.
+  const IndexVec block = shard_block(batch);
+  double local = 0.0;
+  if (block.empty()) {
+    if (theta.size() != dim())
+      throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
+    grad.setZero(dim());
+  } else {
+    local = evaluate(theta, gather_columns(inputs_, block), gather_columns(targets_, block), scale, grad, false);
+  }
+  return sum_over_shards(local, grad) + log_prior(theta, &grad);
 }
 
 Vec Posterior::hessian_vector_product(const Vec& theta, const Vec& v) const {

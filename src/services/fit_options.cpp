@@ -71,7 +71,7 @@ const OptionSchema<FitConfig>& output_schema() {
                "k/n: run only part k of n of the chains (c = k-1, k-1+n, ...) or ensemble members into --out; "
                "`uqnn merge` joins the parts' directories into one run")
           .add("shards", &FitConfig::shards,
-               "MPI ranks per chain, each evaluating the log likelihood on its block of training rows (mpirun -np "
+               "MPI ranks per chain, each evaluating the log likelihood on its block of the training rows or of each minibatch (mpirun -np "
                "chains_groups*shards); the draws match the unsharded run to rounding, not bitwise")
           .at_least(1);
   return s;

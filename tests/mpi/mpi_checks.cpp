@@ -2,6 +2,10 @@
 //   gradient  the sharded log density and gradient (Posterior::distribute_rows over all R ranks)
 //             equal the single-process ones to 1e-10 relative (float rounding of a different sum
 //             order), and are bitwise identical on every rank;
+//   minibatch the sharded minibatch log density and gradient (SG-MCMC's, minibatch training's) of a
+//             dense network, a small CNN (a residual block, GroupNorm) and the functional posterior of
+//             fSGLD equal the single-process ones to 1e-12 relative, for batches of 1 row (fewer rows
+//             than shards), 2, 7 and all rows, and are bitwise identical on every rank;
 //   chains    run_chains over R ranks returns every chain bitwise equal to the run in one process;
 //   members   run_members (fit_deep_ensemble) over R ranks equals the run in one process;
 //   shared    a chain failing on one rank (bad initial point of chain 1) is rethrown on every rank as
@@ -11,6 +15,7 @@
 // Each check prints "ok <name>" on rank 0 and returns 0, or prints what differs and returns 1.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <stdexcept>
 
@@ -18,7 +23,10 @@
 #include "uqnn/core/communicator.hpp"
 #include "uqnn/core/error.hpp"
 #include "uqnn/core/mpi_session.hpp"
+#include "uqnn/nn/cnn.hpp"
+#include "uqnn/nn/cnn_layer_list.hpp"
 #include "uqnn/nn/mlp.hpp"
+#include "uqnn/prob/functional_posterior.hpp"
 #include "uqnn/prob/posterior.hpp"
 #include "uqnn/run/chain_samplers.hpp"
 #include "uqnn/run/run_chains.hpp"
@@ -71,6 +79,101 @@ int check_gradient(const Communicator& world) {
       ++failures;
     }
   }
+  return failures == 0 ? 0 : 1;
+}
+
+/// A CNN on 1x6x6 images with 3 classes: a conv, GroupNorm, a residual block with a strided 1x1
+/// shortcut, pooling and a dense layer, on 23 random images.
+std::shared_ptr<Posterior> make_cnn_posterior() {
+  const ImageShape shape{1, 6, 6};
+  const std::string text = "conv4k3p1,gn2,res6s2,gap,fc5";
+  auto model = std::make_shared<Cnn>(shape, parse_cnn_layers(text, shape, 3, Activation::Tanh), InitScheme::He, text);
+  Rng rng(5);
+  const Index n = 23;
+  Mat X(shape.size(), n), Y(1, n);
+  for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.uniform(-1, 1);
+  for (Index i = 0; i < n; ++i) Y(0, i) = static_cast<double>(i % 3);
+  return std::make_shared<Posterior>(model, make_categorical_likelihood(3), GaussianPrior::isotropic(model->num_params(), 0.8), X, Y);
+}
+
+/// The functional posterior of fSGLD (GP prior at 4 data + 3 box points, a fresh set per call of
+/// the randomized evaluation), with the weight prior kept, over a posterior with a learned sigma.
+std::shared_ptr<FunctionalPosterior> make_functional(const std::shared_ptr<Posterior>& posterior) {
+  GpHyperparameters h;
+  h.signal_variance = 1.2;
+  h.length_scales = Vec::Constant(1, 0.7);
+  MeasurementParams mp;
+  mp.num_data_points = 4;
+  mp.num_box_points = 3;
+  FunctionalPrior prior(posterior->model_ptr(), GaussianProcess(GpKernel::Rbf, h));
+  return std::make_shared<FunctionalPosterior>(posterior, std::move(prior), MeasurementSampler(posterior->inputs(), mp), 9, true);
+}
+
+/// evaluate(theta, batch, grad) with the rows in one process and distributed over all ranks: the
+/// value and gradient agree to 1e-12 relative and the sharded ones are bitwise the same on every rank.
+int compare_sharded(const Communicator& world, Posterior& posterior, const std::string& what,
+                    const std::function<double(const Vec&, const IndexVec&, Vec&)>& evaluate) {
+  Rng rng(17);
+  const Index n = posterior.num_data();
+  int failures = 0;
+  for (const Index size : {Index{1}, Index{2}, Index{7}, n}) {
+    for (int trial = 0; trial < 2; ++trial) {
+      Vec theta = posterior.initial_point(rng);
+      theta += 0.3 * rng.normal_vector(theta.size());
+      IndexVec batch = rng.permutation(n);  // the same on every rank (same seed), as a chain's batch is
+      batch.resize(static_cast<std::size_t>(size));
+      Vec full_grad, shard_grad;
+      posterior.distribute_rows(nullptr);
+      const double full = evaluate(theta, batch, full_grad);
+      posterior.distribute_rows(world_communicator());
+      const double sharded = evaluate(theta, batch, shard_grad);
+      posterior.distribute_rows(nullptr);
+      const double value_error = std::abs(sharded - full) / std::max(1.0, std::abs(full));
+      const double grad_error = (shard_grad - full_grad).cwiseAbs().maxCoeff() / std::max(1.0, full_grad.cwiseAbs().maxCoeff());
+      Vec both(shard_grad.size() + 1);
+      both << shard_grad, sharded;
+      const bool same = same_on_all_ranks(world, both);
+      if (!(value_error < 1e-12 && grad_error < 1e-12) || !same) {
+        if (world.is_root())
+          std::cerr << "minibatch: " << what << ", batch of " << size << ": value " << sharded << " vs " << full
+                    << " (relative error " << value_error << "), relative gradient error " << grad_error
+                    << (same ? "" : ", differs between ranks") << '\n';
+        ++failures;
+      }
+    }
+  }
+  return failures;
+}
+
+int check_minibatch(const Communicator& world) {
+  int failures = 0;
+  const auto dense = make_posterior(37);
+  const auto cnn = make_cnn_posterior();
+  for (const auto& named : std::vector<std::pair<std::string, std::shared_ptr<Posterior>>>{{"dense network", dense}, {"cnn", cnn}}) {
+    const Posterior& posterior = *named.second;
+    failures += compare_sharded(world, *named.second, named.first, [&](const Vec& theta, const IndexVec& batch, Vec& grad) {
+      return posterior.minibatch_log_density_and_grad(theta, batch, grad);
+    });
+  }
+  // The batched (lanes) variant of the dense network, which falls back to one minibatch at a time.
+  failures += compare_sharded(world, *dense, "dense network, lanes", [&](const Vec& theta, const IndexVec& batch, Vec& grad) {
+    const Vec* thetas[] = {&theta};
+    const IndexVec* batches[] = {&batch};
+    Vec* grads[] = {&grad};
+    double values[1];
+    dense->minibatch_log_density_and_grad_batch(thetas, batches, grads, values);
+    return values[0];
+  });
+  // fSGLD's target: the functional prior at fresh measurement points (every rank draws the same
+  // from the same Rng), the minibatch and the full data.
+  const auto functional = make_functional(dense);
+  failures += compare_sharded(world, *dense, "functional posterior", [&](const Vec& theta, const IndexVec& batch, Vec& grad) {
+    Rng points(23);
+    return functional->randomized_log_density_and_grad(points, theta, &batch, grad);
+  });
+  failures += compare_sharded(world, *dense, "functional posterior, full data", [&](const Vec& theta, const IndexVec&, Vec& grad) {
+    return functional->log_density_and_grad(theta, grad);
+  });
   return failures == 0 ? 0 : 1;
 }
 
@@ -163,6 +266,7 @@ int main(int argc, char** argv) {
   try {
     int result = 1;
     if (check == "gradient") result = check_gradient(*world);
+    else if (check == "minibatch") result = check_minibatch(*world);
     else if (check == "chains") result = check_chains(*world);
     else if (check == "members") result = check_members(*world);
     else if (check == "shared") result = check_shared_failure(*world);
@@ -173,7 +277,7 @@ int main(int argc, char** argv) {
       world->all_gather("waiting");
       return 0;
     } else {
-      std::cerr << "usage: uqnn_mpi_checks gradient|chains|members|shared|alone\n";
+      std::cerr << "usage: uqnn_mpi_checks gradient|minibatch|chains|members|shared|alone\n";
       return 2;
     }
     // Every rank's verdict: the check passes only if it passed everywhere.

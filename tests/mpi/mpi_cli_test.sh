@@ -7,8 +7,10 @@
 #      collective (uqnn_mpi_checks alone) ends the run, non-zero, with its message (no hang: ctest's
 #      timeout and `timeout` here fail it);
 #   3. --part 1/3, 2/3 (under mpirun -np 2), 3/3 + uqnn merge == one run (draws, predictions, diagnostics);
-#   4. --shards 2 on 2 ranks and on 4 ranks (2 chain groups) give identical draws; the value of the
-#      sharded log density vs one process is checked by uqnn_mpi_checks gradient;
+#   4. --shards 2 on 2 ranks and on 4 ranks (2 chain groups) give identical draws, for nuts (full
+#      data) and for sgld, fsgld and map (adam) on minibatches of 5 rows; sgld's sharded draws equal
+#      the unsharded ones to rounding (1e-12 relative); the sharded log densities vs one process are
+#      checked by uqnn_mpi_checks gradient and minibatch;
 #   5. bad input: --part 0/2, --shards 2 without mpirun, a merge with a part missing: exit 2 and a message.
 # Usage: mpi_cli_test.sh UQNN_CLI [UQNN_MPI_CHECKS]; exits 77 (skipped) without mpirun or MPI build.
 set -uo pipefail
@@ -87,6 +89,28 @@ args="${methods[nuts]} $common"
 mpi -np 2 "$uqnn" fit $args --shards 2 --out s2 > /dev/null || fail "--shards 2 on 2 ranks failed"
 mpi -np 4 "$uqnn" fit $args --shards 2 --out s4 > /dev/null || fail "--shards 2 on 4 ranks failed"
 same s2 s4 draws.csv predictions.csv
+# SG-MCMC minibatches of 5 rows split over the shards: bitwise the same for 1 and 2 chain groups, and
+# the unsharded run's draws to rounding (the blocks' sums are added in another order); fSGLD's
+# functional prior (shard 0 alone) and MAP's minibatch Adam run sharded too.
+args="${methods[sgld]} --sg-batch-size 5 $common"
+"$uqnn" fit $args --out g1 > /dev/null || fail "sgld with minibatches in one process failed"
+mpi -np 2 "$uqnn" fit $args --shards 2 --out g2 > /dev/null || fail "sgld --shards 2 on 2 ranks failed"
+mpi -np 4 "$uqnn" fit $args --shards 2 --out g4 > /dev/null || fail "sgld --shards 2 on 4 ranks failed"
+same g2 g4 draws.csv predictions.csv
+# Largest difference between the sharded and the unsharded draws, relative to max(1, |value|).
+drift=$(paste -d, g1/draws.csv g2/draws.csv | awk -F, 'NR > 1 { h = NF / 2; for (i = 1; i <= h; i++) {
+  d = $i - $(i + h); if (d < 0) d = -d; a = $i < 0 ? -$i : $i; if (a < 1) a = 1; if (d / a > m) m = d / a } } END { printf "%.3g", m + 0 }')
+echo "sgld --shards 2 vs one process: largest relative difference of the draws $drift"
+awk -v d="$drift" 'BEGIN { exit !(d < 1e-12) }' || fail "sgld --shards 2 drifts from the unsharded draws by $drift (more than rounding)"
+[ "$(head -1 g1/draws.csv)" = "$(head -1 g2/draws.csv)" ] && [ "$(wc -l < g1/draws.csv)" = "$(wc -l < g2/draws.csv)" ] ||
+  fail "sgld --shards 2 writes other columns or rows than one process"
+for m in fsgld map; do
+  if [ $m = fsgld ]; then args="--method fsgld --chains 2 --warmup 10 --draws 10 --step-size 1e-4 --sg-batch-size 5 --chain-init random $common"
+  else args="--method map --epochs 40 --optimizer adam --batch-size 5 $common"; fi
+  mpi -np 2 "$uqnn" fit $args --shards 2 --out $m.s2 > /dev/null || fail "$m --shards 2 on 2 ranks failed"
+  mpi -np 4 "$uqnn" fit $args --shards 2 --out $m.s4 > /dev/null || fail "$m --shards 2 on 4 ranks failed"
+  same $m.s2 $m.s4 draws.csv predictions.csv
+done
 
 # 5. Bad input: exit 2 with a message naming the flag.
 expect_error() {  # expect_error TEXT COMMAND...

@@ -37,9 +37,13 @@ class Posterior : public StochasticLogDensity {
   /// distribute_rows), else one by one.
   void log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
                                   std::span<double> values) const override;
+  /// (N / |B|) sum_{i in B} log p(y_i | theta) + log p(theta). With distribute_rows, this rank
+  /// evaluates only its contiguous block of `batch` (positions [r |B| / S, (r + 1) |B| / S), empty
+  /// when |B| < S) and the blocks are summed as log_density_and_grad sums the rows' blocks.
   double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
   /// Through the model's lane kernel, each chain on its own minibatch (Model::
-  /// value_and_gradient_lanes_on_own_inputs), when it has one; else one by one.
+  /// value_and_gradient_lanes_on_own_inputs), when it has one and the rows are not distributed;
+  /// else one by one.
   void minibatch_log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<const IndexVec* const> batches,
                                             std::span<Vec* const> grads, std::span<double> values) const override;
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override;
@@ -69,6 +73,17 @@ class Posterior : public StochasticLogDensity {
   /// (relative ~1e-13; tests/mpi check 1e-10); for a fixed S it is bitwise reproducible.
   void distribute_rows(std::shared_ptr<const Communicator> shards);
   const Communicator* shard_communicator() const { return shards_.get(); }
+  /// With distribute_rows: this rank's partial value and gradient summed over the shard group in
+  /// rank order (MPI_Allgather, then the same additions on every rank: bitwise the same result on
+  /// every rank and for any number of chain groups); grad overwritten with the sum. Without: the
+  /// value, grad untouched. Every rank of the group must call it at the same point.
+  double sum_over_shards(double value, Vec& grad) const;
+  /// This rank's contiguous block of `rows` (positions [r n / S, (r + 1) n / S) of n rows, possibly
+  /// empty), the split distribute_rows makes of the training rows; all of `rows` without it.
+  IndexVec shard_block(const IndexVec& rows) const;
+  /// This rank's training rows (the whole data without distribute_rows).
+  const Mat& shard_inputs() const { return shards_ ? shard_inputs_ : inputs_; }
+  const Mat& shard_targets() const { return shards_ ? shard_targets_ : targets_; }
 
   /// The network parameters / extras of theta.
   Eigen::Ref<const Vec> network_params(const Vec& theta) const { return theta.head(model_->num_params()); }
