@@ -13,6 +13,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/dense_stack.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/fit_output.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
@@ -58,6 +59,10 @@ const OptionSchema<FitConfig>& output_schema() {
                "posterior.nc, on the training rows: auto writes each when it holds at most 5 million values "
                "(draws x rows)")
           .one_of({"auto", "always", "never"})
+          .add("draws_format", &FitConfig::draws_format,
+               "the draws' file: csv (draws.csv, for spreadsheets and ArviZ), npy (draws.npy, float64 [draws, K], "
+               "with draws_stats.csv for the chains and sampler statistics) or auto (npy above 100,000 parameters)")
+          .one_of(draws_format_kinds().names())
           .add("max_memory_gb", &FitConfig::max_memory_gb,
                "stop at once when the fit's estimated memory (data, draws kept, working vectors, the method's "
                "matrices) is above this many GiB; 0 = 80% of physical memory")

@@ -111,6 +111,7 @@ struct FitConfig {
   std::string figure_format = "png";  ///< png | svg | none
   bool quiet = false;                 ///< no progress messages on stderr
   std::string idata_extras = "auto";  ///< posterior.nc's data groups: auto | always | never
+  std::string draws_format = "auto";  ///< draws.csv or draws.npy (fit_output.hpp's draws_format_kinds)
   double max_memory_gb = 0.0;         ///< stop before a fit whose estimate is above this; 0 = 80% of physical memory
   /// Where messages and progress go instead of stderr (the Python module's logging and tqdm).
   std::shared_ptr<Reporter> reporter;
