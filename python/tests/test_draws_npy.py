@@ -44,3 +44,17 @@ def test_an_unknown_draws_format_is_refused(sine, tmp_path):
     X, y = sine
     with pytest.raises(Exception, match="npy"):
         uqnn.BNN(out=tmp_path / "x", draws_format="parquet", **SGLD).fit(X, y)
+
+
+def test_a_pytorch_modules_npy_run_loads_back(data, tmp_path):
+    torch = pytest.importorskip("torch", reason="python3-torch (Debian) is not installed")
+    X, y = data
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
+    kw = dict(loss="gaussian", noise=0.3, method="sgld", chains=1, warmup=10, draws=12, seed=2, progress=False)
+    csv = uqnn.TorchModel(net, out=tmp_path / "csv", draws_format="csv", **kw).fit(X, y)
+    npy = uqnn.TorchModel(net, out=tmp_path / "npy", draws_format="npy", **kw).fit(X, y)
+    np.testing.assert_array_equal(np.asarray(npy.draws), csv.draws)
+    loaded = uqnn.load(tmp_path / "npy", module=net)
+    np.testing.assert_array_equal(np.asarray(loaded.draws), csv.draws)
+    np.testing.assert_array_equal(loaded.predict(X[:4]), csv.predict(X[:4]))
