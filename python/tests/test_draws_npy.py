@@ -8,7 +8,7 @@ import pytest
 
 import uqnn
 
-SGLD = dict(hidden=(4,), method="sgld", chains=2, warmup=20, draws=15, seed=3, progress=False)
+SGLD = dict(hidden=(4,), method="sgld", step_size=1e-4, chains=2, warmup=20, draws=15, seed=3, progress=False)
 
 
 def test_npy_draws_equal_the_csv_runs_and_load_back(sine, tmp_path):
@@ -51,7 +51,7 @@ def test_a_pytorch_modules_npy_run_loads_back(data, tmp_path):
     X, y = data
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
-    kw = dict(loss="gaussian", noise=0.3, method="sgld", chains=1, warmup=10, draws=12, seed=2, progress=False)
+    kw = dict(loss="gaussian", noise=0.3, method="sgld", step_size=1e-4, chains=1, warmup=10, draws=12, seed=2, progress=False)
     csv = uqnn.TorchModel(net, out=tmp_path / "csv", draws_format="csv", **kw).fit(X, y)
     npy = uqnn.TorchModel(net, out=tmp_path / "npy", draws_format="npy", **kw).fit(X, y)
     np.testing.assert_array_equal(np.asarray(npy.draws), csv.draws)
