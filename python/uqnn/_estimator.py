@@ -431,7 +431,12 @@ class BNN(BaseEstimator):
         """Weight draws as (chains, draws, K): MCMC chains; methods without chains (ens, laplace,
         vi, ...) give a single chain of their members or samples (as posterior.nc holds them)."""
         f = self._require_fit()
-        flat = f.draws  # chain after chain
+        directory = getattr(self, "_dir", None)
+        if directory and f.model_json.get("draws_file") == "draws.npy" and os.path.exists(os.path.join(directory, "draws.npy")):
+            # A large model's draws (--draws-format npy): mapped from the file, read only, not copied.
+            flat = np.load(os.path.join(directory, "draws.npy"), mmap_mode="r")
+        else:
+            flat = f.draws  # chain after chain
         return flat.reshape(f.posterior_chains, -1, flat.shape[1])
 
     # -- predictions -----------------------------------------------------------------------------

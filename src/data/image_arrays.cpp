@@ -187,7 +187,7 @@ std::string npy_header_field(const std::string& header, const std::string& key, 
 
 }  // namespace
 
-NdArray parse_npy(const std::string& b, const std::string& source) {
+NpyHeader parse_npy_header(const std::string& b, const std::string& source) {
   static const std::string kMagic = "\x93NUMPY";
   if (b.size() < 10 || b.compare(0, 6, kMagic) != 0) throw InputError(source + ": not a .npy file (it must start with \\x93NUMPY)");
   const int major = static_cast<unsigned char>(b[6]);
@@ -202,7 +202,8 @@ NdArray parse_npy(const std::string& b, const std::string& source) {
   if (descr.size() < 4 || (descr.front() != '\'' && descr.front() != '"'))
     throw InputError(fmt::format("{}: .npy dtype {} is not supported", source, descr));
   descr = descr.substr(1, descr.size() - 2);
-  ArrayElementType t;
+  NpyHeader a;
+  NpyHeader& t = a;
   const char order = descr[0];
   t.kind = descr[1];
   const std::string width_text = descr.substr(2);
@@ -215,8 +216,9 @@ NdArray parse_npy(const std::string& b, const std::string& source) {
   t.big_endian = order == '>' || (order == '=' && std::endian::native == std::endian::big);
   const std::string fortran = npy_header_field(header, "fortran_order", source);
   if (fortran != "True" && fortran != "False") throw InputError(fmt::format("{}: fortran_order {} is not True or False", source, fortran));
+  a.fortran_order = fortran == "True";
+  a.data_offset = start + header_length;
   const std::string shape = npy_header_field(header, "shape", source);
-  NdArray a;
   std::string number;
   for (std::size_t i = 1; i < shape.size(); ++i) {
     const char c = shape[i];
@@ -230,10 +232,18 @@ NdArray parse_npy(const std::string& b, const std::string& source) {
       throw InputError(fmt::format("{}: a malformed .npy shape {}", source, shape));
     }
   }
+  return a;
+}
+
+NdArray parse_npy(const std::string& b, const std::string& source) {
+  const NpyHeader h = parse_npy_header(b, source);
+  const ArrayElementType t{h.kind, h.width, h.big_endian};
+  NdArray a;
+  a.shape = h.shape;
   const std::size_t count = array_element_count(a.shape, source);
-  check_array_data_size(b.size() - start - header_length, count, t.width, a.shape, source);
-  decode_array(b, start + header_length, t, a);
-  if (fortran == "True" && a.shape.size() > 1) {
+  check_array_data_size(b.size() - h.data_offset, count, t.width, a.shape, source);
+  decode_array(b, h.data_offset, t, a);
+  if (h.fortran_order && a.shape.size() > 1) {
     // Column-major (first index fastest) to C order.
     std::vector<double> c_order(a.values.size());
     const std::size_t dims = a.shape.size();

@@ -34,6 +34,10 @@ int diagnose(const DiagnoseRequest& request, std::ostream& out, std::ostream& er
       out << in.rdbuf();
       if (!request.all && request.json_out.empty()) return 0;
     }
+    if (!std::filesystem::exists(path / "draws.csv") && std::filesystem::exists(path / "draws.npy"))
+      throw InputError(fmt::format("uqnn diagnose {}: the run's draws are in draws.npy (a large model); the per-weight "
+                                   "summary reads draws.csv (fit with --draws-format csv)",
+                                   path.string()));
     path /= "draws.csv";
     paths = {path.string()};
     run_directory = true;

@@ -13,6 +13,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/dense_stack.hpp"
 #include "uqnn/services/fit.hpp"
+#include "uqnn/services/fit_output.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
@@ -63,6 +64,10 @@ const OptionSchema<FitConfig>& output_schema() {
                "never spares a forward pass per draw per training row (60,000 images x 10 draws), and keeps the test, "
                "validation and calibration rows' predictions")
           .one_of({"always", "never"})
+          .add("draws_format", &FitConfig::draws_format,
+               "the draws' file: csv (draws.csv, for spreadsheets and ArviZ), npy (draws.npy, float64 [draws, K], "
+               "with draws_stats.csv for the chains and sampler statistics) or auto (npy above 100,000 parameters)")
+          .one_of(draws_format_kinds().names())
           .add("max_memory_gb", &FitConfig::max_memory_gb,
                "stop at once when the fit's estimated memory (data, draws kept, working vectors, the method's "
                "matrices) is above this many GiB; 0 = 80% of physical memory")

@@ -16,6 +16,11 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/io/atomic_file.hpp"
 #include "uqnn/io/csv.hpp"
+#include "uqnn/io/npy_row_writer.hpp"
+#include "uqnn/data/image_arrays.hpp"
+#include <fstream>
+#include <bit>
+#include <fmt/ranges.h>
 #include "uqnn/plot/figure.hpp"
 #include "uqnn/plot/plots.hpp"
 #include "uqnn/io/netcdf_inference_data.hpp"
@@ -77,7 +82,12 @@ void write_posterior_nc(const FitOutput& o, FitReport& report) {
   const Posterior& post = *o.posterior;
   const Draws& draws = r.draws;
   InferenceData idata;
-  idata.posterior = make_posterior_group(draws, post.layout(), false);
+  // Draws in draws.npy (a large model): posterior.nc does not hold them a second time, in memory
+  // while it is written (a copy of every draw) and on disk; numpy.load maps draws.npy.
+  if (draws_file_name(o.config.draws_format, post.dim()) == "draws.npy")
+    report.notes.push_back("posterior.nc: no posterior group, the draws are in draws.npy (numpy.load(path, mmap_mode=\"r\"))");
+  else
+    idata.posterior = make_posterior_group(draws, post.layout(), false);
   if (draws.has_stats()) idata.sample_stats = make_sample_stats_group(draws);
   idata.method = o.config.method;
 
@@ -156,7 +166,10 @@ diagnostics::ModeAwareConvergence write_mcmc_outputs(const FitOutput& o, FitRepo
 
 }  // namespace
 
-void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const Draws& draws) {
+namespace {
+
+/// draws.csv, or (`with_parameters` false) the statistics file beside a draws.npy.
+void write_draws_table(const std::filesystem::path& path, const ParamLayout* layout, const Draws& draws) {
   // The statistics as CmdStan writes them, each column only where the sampler has it (as CmdStan's
   // samplers do): a column with a non-finite value (MALA's energy, adaptive Metropolis' step size)
   // is left out, so the file stays readable by strict CSV readers.
@@ -181,7 +194,8 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
   atomic_write(path, [&](std::ostream& out) {
     out << "chain,draw";
     for (std::size_t k : stat_columns) out << ',' << stat_names[k];
-    for (const auto& name : layout.names()) out << ',' << quote_csv_field(name);
+    if (layout)
+      for (const auto& name : layout->names()) out << ',' << quote_csv_field(name);
     out << '\n';
     // One buffer per row: a network's draws are millions of numbers, each formatted without a string of its own.
     fmt::memory_buffer row;
@@ -191,11 +205,111 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
         row.clear();
         fmt::format_to(std::back_inserter(row), "{},{}", chain.id, d);
         for (std::size_t k : stat_columns) append(stat_value(chain.stats[static_cast<std::size_t>(d)], k));
-        for (Index k = 0; k < chain.values.cols(); ++k) append(chain.values(d, k));
+        if (layout)
+          for (Index k = 0; k < chain.values.cols(); ++k) append(chain.values(d, k));
         row.push_back('\n');
         out.write(row.data(), static_cast<std::streamsize>(row.size()));
       }
   });
+}
+
+}  // namespace
+
+void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layout, const Draws& draws) {
+  write_draws_table(path, &layout, draws);
+}
+
+const Registry<DrawsFormatKind>& draws_format_kinds() {
+  static const Registry<DrawsFormatKind> kinds(
+      "--draws-format",
+      {{.name = "auto", .summary = fmt::format("npy above {} parameters, else csv", kNpyDrawsAboveK)},
+       {.name = "csv", .summary = "draws.csv: chain, draw, the sampler's statistics and one column per parameter"},
+       {.name = "npy", .summary = "draws.npy (float64 [draws, K], numpy.load(path, mmap_mode=\"r\")) and draws_stats.csv"}});
+  return kinds;
+}
+
+std::string draws_file_name(const std::string& format, Index num_parameters) {
+  const std::string& name = draws_format_kinds().find(format).name;
+  const bool npy = name == "npy" || (name == "auto" && num_parameters > kNpyDrawsAboveK);
+  return npy ? "draws.npy" : "draws.csv";
+}
+
+std::filesystem::path draws_stats_path(const std::filesystem::path& npy_path) {
+  return npy_path.parent_path() / (npy_path.stem().string() + "_stats.csv");
+}
+
+void write_draws_npy(const std::filesystem::path& path, const Draws& draws) {
+  // The statistics first: a draws.npy is only ever beside the statistics of its own rows.
+  write_draws_table(draws_stats_path(path), nullptr, draws);
+  NpyRowWriter writer(path, draws.dim());
+  Vec row(draws.dim());
+  for (const DrawChain& chain : draws.chains())
+    for (Index d = 0; d < chain.size(); ++d) {
+      row = chain.values.row(d).transpose();  // the chain's matrix is column-major: one row, contiguous
+      writer.append(row.data());
+    }
+  writer.finish();
+}
+
+Draws read_draws_npy(const std::filesystem::path& path, const ParamLayout& layout) {
+  const std::string source = path.string();
+  const std::filesystem::path stats_path = draws_stats_path(path);
+  if (!std::filesystem::exists(stats_path))
+    throw InputError(fmt::format("{}: its chains file {} is missing (a draws.npy is written with it)", source, stats_path.string()));
+  const CsvTable stats = read_csv(stats_path);
+  if (stats.num_columns() < 2 || stats.column_names[0] != "chain" || stats.column_names[1] != "draw")
+    throw InputError(fmt::format("{}: the header must begin with chain,draw", stats_path.string()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open file", source));
+  const auto file_bytes = static_cast<std::uint64_t>(std::filesystem::file_size(path));
+  std::string leading(static_cast<std::size_t>(std::min<std::uint64_t>(file_bytes, 1 << 16)), '\0');
+  in.read(leading.data(), static_cast<std::streamsize>(leading.size()));
+  const NpyHeader h = parse_npy_header(leading, source);
+  if (h.kind != 'f' || h.width != 8 || h.big_endian != (std::endian::native == std::endian::big))
+    throw InputError(fmt::format("{}: the draws must be float64 in this machine's byte order (a draws.npy as uqnn writes it)", source));
+  if (h.fortran_order) throw InputError(fmt::format("{}: the draws must be in C order (fortran_order False)", source));
+  const Index K = static_cast<Index>(layout.size());
+  if (h.shape.size() != 2 || h.shape[1] != K)
+    throw InputError(fmt::format("{}: shape ({}) is not [draws, {}] (one row per draw of the model's {} parameters)", source,
+                                 fmt::join(h.shape, ", "), K, K));
+  const Index rows = h.shape[0];
+  const std::uint64_t needed = h.data_offset + static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(K) * 8;
+  if (file_bytes != needed)
+    throw InputError(fmt::format("{}: {}: the header's shape ({}, {}) needs {} bytes, the file has {}", source,
+                                 file_bytes < needed ? "truncated" : "damaged", rows, K, needed, file_bytes));
+  if (stats.num_rows() != rows)
+    throw InputError(fmt::format("{}: {} draws, its chains file {} has {} rows", source, rows, stats_path.string(), stats.num_rows()));
+  std::map<Index, std::vector<Index>> rows_of_chain;
+  std::vector<std::pair<Index, Index>> place(static_cast<std::size_t>(rows));  // row -> (chain, draw within it)
+  for (Index r = 0; r < rows; ++r) {
+    const double chain = stats.values(r, 0);
+    if (!(chain >= 0 && chain < 1e15 && chain == std::floor(chain)))
+      throw InputError(fmt::format("{}: row {}: chain '{}' is not a chain number (0, 1, ...)", stats_path.string(), r + 2, chain));
+    auto& of_chain = rows_of_chain[static_cast<Index>(chain)];
+    place[static_cast<std::size_t>(r)] = {static_cast<Index>(chain), static_cast<Index>(of_chain.size())};
+    of_chain.push_back(r);
+  }
+  std::map<Index, Mat> values;
+  for (const auto& entry : rows_of_chain) values[entry.first].resize(static_cast<Index>(entry.second.size()), K);
+  in.seekg(static_cast<std::streamoff>(h.data_offset));
+  Vec row(K);
+  for (Index r = 0; r < rows; ++r) {
+    in.read(reinterpret_cast<char*>(row.data()), static_cast<std::streamsize>(K * 8));
+    if (!in) throw InputError(fmt::format("{}: cannot read row {} of {}", source, r, rows));
+    const auto& at = place[static_cast<std::size_t>(r)];
+    values[at.first].row(at.second) = row.transpose();
+  }
+  Draws draws;
+  for (auto& entry : values) draws.add_chain(entry.first, std::move(entry.second));
+  return draws;
+}
+
+Draws read_draws_file(const std::filesystem::path& path, const ParamLayout& layout) {
+  return path.extension() == ".npy" ? read_draws_npy(path, layout) : read_draws_csv(path, layout);
+}
+
+std::filesystem::path run_draws_path(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "draws.npy") ? dir / "draws.npy" : dir / "draws.csv";
 }
 
 Draws read_draws_csv(const std::filesystem::path& path, const ParamLayout& layout) {
@@ -427,8 +541,12 @@ std::filesystem::path write_predictions_csv(const OutputContext& c, const std::v
 void write_model_files(const OutputContext& c, const std::optional<ConformalResult>& conformal, FitReport& report) {
   const FitOutput& o = c.o;
   const Posterior& post = *o.posterior;
-  const std::filesystem::path draws_path = c.dir / "draws.csv";
-  write_draws_csv(draws_path, post.layout(), o.result.draws);
+  const std::string draws_name = draws_file_name(c.cfg.draws_format, post.dim());
+  const std::filesystem::path draws_path = c.dir / draws_name;
+  if (draws_name == "draws.npy")
+    write_draws_npy(draws_path, o.result.draws);
+  else
+    write_draws_csv(draws_path, post.layout(), o.result.draws);
   nlohmann::json model_json{{"format", "uqnn-fit"},
                             {"version", 1},
                             {"method", c.cfg.method},
@@ -440,13 +558,14 @@ void write_model_files(const OutputContext& c, const std::optional<ConformalResu
                             {"input_range", training_input_range(o.data, o.split.train)},
                             {"target_names", o.data.target_names},
                             {"num_draws", o.result.draws.size()},
-                            {"draws_file", "draws.csv"},
+                            {"draws_file", draws_name},
                             {"seed", c.cfg.seed},
                             {"settings", c.cfg.record}};
   if (conformal) model_json["conformal"] = conformal->calibration.to_json();
   write_json(c.dir / "model.json", model_json);
   report.files.push_back(c.dir / "model.json");
   report.files.push_back(draws_path);
+  if (draws_name == "draws.npy") report.files.push_back(draws_stats_path(draws_path));
 }
 
 /// The run's warnings, most serious first (not finite, then the MCMC convergence judgement, constant

@@ -138,7 +138,7 @@ FittedModel FittedModel::load_model(const std::filesystem::path& dir) {
 FittedModel FittedModel::load(const std::filesystem::path& dir) {
   FittedModel f = load_model(dir);
   const auto path = draws_path(f.json_, dir, dir / "model.json");
-  auto draws = std::make_shared<const Draws>(read_draws_csv(path, f.layout_));
+  auto draws = std::make_shared<const Draws>(read_draws_file(path, f.layout_));
   if (draws->empty()) throw InputError(path.string() + ": no draws");
   f.draws_ = std::move(draws);
   return f;

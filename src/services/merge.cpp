@@ -106,8 +106,9 @@ std::vector<PartRun> check_parts(std::vector<PartRun> parts) {
 MethodResult merged_draws(const std::vector<PartRun>& parts, const Posterior& posterior) {
   std::map<Index, DrawChain> chains;  // by id: the parts' chains interleave
   for (const PartRun& p : parts) {
-    const auto draws_file = (p.dir / "draws.csv").string();
-    const Draws draws = read_draws_csv(p.dir / "draws.csv", posterior.layout());
+    const auto draws_path = run_draws_path(p.dir);
+    const auto draws_file = draws_path.string();
+    const Draws draws = read_draws_file(draws_path, posterior.layout());
     std::vector<std::vector<DrawStats>> stats;
     if (std::filesystem::exists(p.dir / "posterior.nc")) {
       const InferenceData idata = read_inference_data(p.dir / "posterior.nc");

@@ -184,9 +184,9 @@ MethodResult run_ensemble_initialized(const FitContext& context, const DeiOption
     if (o.dei_init.empty())
       throw InputError("--dei-start given needs --dei-init FILE (a fit's output directory or its draws.csv)");
     std::filesystem::path path = o.dei_init;
-    if (std::filesystem::is_directory(path)) path /= "draws.csv";
+    if (std::filesystem::is_directory(path)) path = run_draws_path(path);
     if (!std::filesystem::exists(path)) throw InputError(fmt::format("--dei-init: {} does not exist", path.string()));
-    const Draws networks = read_draws_csv(path, context.posterior->layout());
+    const Draws networks = read_draws_file(path, context.posterior->layout());
     if (networks.empty()) throw InputError(fmt::format("--dei-init: {} holds no networks", path.string()));
     if (!o.members) p.ensemble.members = networks.size();
     for (Index c = 0; c < p.ensemble.members; ++c) given.push_back(networks.draw(c % networks.size()));

@@ -3,6 +3,7 @@
 #include "uqnn/nn/dense_stack.hpp"
 #include "uqnn/optim/optimizer.hpp"
 #include "uqnn/predictive/thompson_sampling.hpp"
+#include "uqnn/services/fit_output.hpp"
 #include "uqnn/services/methods.hpp"
 
 namespace uqnn {
@@ -43,7 +44,8 @@ nlohmann::json vocabulary() {
           {"prior", entries(prior_kinds())},
           {"optimizer", entries(optimizer_kinds())},
           {"lr_schedule", entries(schedule_kinds())},
-          {"bandit_agent", entries(bandit_agent_kinds())}};
+          {"bandit_agent", entries(bandit_agent_kinds())},
+          {"draws_format", entries(draws_format_kinds())}};
 }
 
 }  // namespace uqnn

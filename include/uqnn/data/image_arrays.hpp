@@ -40,6 +40,19 @@ NdArray parse_idx(const std::string& bytes, const std::string& source);
 /// byte order, C or Fortran order (returned in C order).
 NdArray read_npy(const std::filesystem::path& path);
 NdArray parse_npy(const std::string& bytes, const std::string& source);
+/// What a .npy header says: the dtype (kind 'b', 'i', 'u' or 'f', its width in bytes, its byte
+/// order), the order and shape, and where the values begin. Readers of files too large to hold
+/// twice (a large model's draws.npy) parse the header from the file's first bytes and read the
+/// values themselves; `bytes` must hold at least the whole header.
+struct NpyHeader {
+  char kind = 'f';
+  int width = 8;
+  bool big_endian = false;
+  bool fortran_order = false;
+  std::vector<Index> shape;
+  std::size_t data_offset = 0;
+};
+NpyHeader parse_npy_header(const std::string& bytes, const std::string& source);
 
 /// Every array of a .npz file (np.savez or np.savez_compressed: a zip of .npy members, stored or
 /// deflated, Zip64 or not), by name without ".npy".

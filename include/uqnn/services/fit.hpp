@@ -114,6 +114,7 @@ struct FitConfig {
   /// always | never: predict the training rows (predictions.csv, metrics.json's "train" split,
   /// posterior.nc's extras). never spares a network's forward pass per draw per training image.
   std::string train_predictions = "always";
+  std::string draws_format = "auto";  ///< draws.csv or draws.npy (fit_output.hpp's draws_format_kinds)
   double max_memory_gb = 0.0;         ///< stop before a fit whose estimate is above this; 0 = 80% of physical memory
   /// Where messages and progress go instead of stderr (the Python module's logging and tqdm).
   std::shared_ptr<Reporter> reporter;

@@ -3,6 +3,8 @@
 /// Shared by every method so that outputs look the same whatever produced the draws.
 #include <optional>
 
+#include "uqnn/core/registry.hpp"
+
 #include "uqnn/diagnostics/warnings.hpp"
 #include "uqnn/services/fit.hpp"
 
@@ -39,5 +41,36 @@ void write_draws_csv(const std::filesystem::path& path, const ParamLayout& layou
 /// Reads draws.csv back by chain (checks the column names against `layout`; skips the sampler's
 /// `__` columns, so the draws come back without statistics).
 Draws read_draws_csv(const std::filesystem::path& path, const ParamLayout& layout);
+
+/// The formats a run's draws are written in (--draws-format): draws.csv, or draws.npy (the
+/// parameters, float64 [draws, K], rows in draws.csv's order) with draws_stats.csv (chain, draw and
+/// the sampler's statistics, one row per draw). auto picks npy above kNpyDrawsAboveK parameters.
+struct DrawsFormatKind {
+  std::string name;
+  std::string summary;
+};
+const Registry<DrawsFormatKind>& draws_format_kinds();
+/// Above this many parameters `--draws-format auto` writes draws.npy: a CSV row of 100,000 doubles
+/// is about 2.5 MB of text, beyond what spreadsheets open (Excel: 16,384 columns; LibreOffice:
+/// 16,384), and formatting and parsing it costs more than the sampler's step for such models.
+inline constexpr Index kNpyDrawsAboveK = 100000;
+/// The file name (draws.csv or draws.npy) `format` (csv, npy or auto) gives for K parameters.
+std::string draws_file_name(const std::string& format, Index num_parameters);
+
+/// Writes draws.npy (`path`: the parameters, one row per draw, chain after chain, written one row
+/// at a time to a temporary file renamed when complete) and, beside it, `<stem>_stats.csv` (chain,
+/// draw and the sampler's statistics, as draws.csv has them).
+void write_draws_npy(const std::filesystem::path& path, const Draws& draws);
+/// The statistics file beside a draws.npy: draws_stats.csv for draws.npy.
+std::filesystem::path draws_stats_path(const std::filesystem::path& npy_path);
+/// Reads draws.npy (and its statistics file, for the chains) back by chain, holding the draws once
+/// (the rows are read into their chains one at a time). InputError naming the file and what is
+/// wrong: not a .npy file, not float64 in C order, not [draws, K] with the layout's K, a length that
+/// disagrees with the header (truncated), rows that disagree with the statistics file.
+Draws read_draws_npy(const std::filesystem::path& path, const ParamLayout& layout);
+/// read_draws_npy for a .npy file, read_draws_csv otherwise.
+Draws read_draws_file(const std::filesystem::path& path, const ParamLayout& layout);
+/// A run directory's draws file: draws.npy when there is one, else draws.csv.
+std::filesystem::path run_draws_path(const std::filesystem::path& dir);
 
 }  // namespace uqnn
