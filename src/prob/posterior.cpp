@@ -196,7 +196,6 @@ IndexVec Posterior::shard_block(const IndexVec& rows) const {
   return IndexVec(rows.begin() + static_cast<std::ptrdiff_t>(r * n / S), rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * n / S));
 }
 
-
 void Posterior::distribute_rows(std::shared_ptr<const Communicator> shards) {
   if (!shards || shards->size() == 1) {
     shards_.reset();

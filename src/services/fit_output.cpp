@@ -279,18 +279,17 @@ Draws read_draws_npy(const std::filesystem::path& path, const ParamLayout& layou
                                  file_bytes < needed ? "truncated" : "damaged", rows, K, needed, file_bytes));
   if (stats.num_rows() != rows)
     throw InputError(fmt::format("{}: {} draws, its chains file {} has {} rows", source, rows, stats_path.string(), stats.num_rows()));
-  std::map<Index, std::vector<Index>> rows_of_chain;
+  std::map<Index, Index> draws_of_chain;
   std::vector<std::pair<Index, Index>> place(static_cast<std::size_t>(rows));  // row -> (chain, draw within it)
   for (Index r = 0; r < rows; ++r) {
     const double chain = stats.values(r, 0);
     if (!(chain >= 0 && chain < 1e15 && chain == std::floor(chain)))
       throw InputError(fmt::format("{}: row {}: chain '{}' is not a chain number (0, 1, ...)", stats_path.string(), r + 2, chain));
-    auto& of_chain = rows_of_chain[static_cast<Index>(chain)];
-    place[static_cast<std::size_t>(r)] = {static_cast<Index>(chain), static_cast<Index>(of_chain.size())};
-    of_chain.push_back(r);
+    Index& count = draws_of_chain[static_cast<Index>(chain)];
+    place[static_cast<std::size_t>(r)] = {static_cast<Index>(chain), count++};
   }
   std::map<Index, Mat> values;
-  for (const auto& entry : rows_of_chain) values[entry.first].resize(static_cast<Index>(entry.second.size()), K);
+  for (const auto& [chain, count] : draws_of_chain) values[chain].resize(count, K);
   in.seekg(static_cast<std::streamoff>(h.data_offset));
   Vec row(K);
   for (Index r = 0; r < rows; ++r) {
