@@ -257,7 +257,24 @@ Vec Posterior::hessian_vector_product(const Vec& theta, const Vec& v) const {
   return hv;
 }
 
+double Posterior::log_density(const Vec& theta) const {
+  if (theta.size() != dim())
+    throw std::invalid_argument(fmt::format("posterior: theta has {} entries, expected {}", theta.size(), dim()));
+  // With distribute_rows, this rank's rows, summed over the shards in rank order as
+  // log_density_and_grad sums them (a gradient of no entries: the value alone is reduced).
+  const double local = shards_ ? likelihood_value(theta, shard_inputs_, shard_targets_) : likelihood_value(theta, inputs_, targets_);
+  Vec no_gradient(0);
+  return sum_over_shards(local, no_gradient) + log_prior(theta);
+}
+
+double Posterior::likelihood_value(const Vec& theta, const Mat& inputs, const Mat& targets) const {
+  if (inputs.cols() == 0) return 0.0;  // a shard of no rows
+  const Mat Y = model_->forward(theta.head(model_->num_params()), inputs);
+  return likelihood_->log_likelihood(Y, targets, extra_params(theta), nullptr, nullptr);
+}
+
 double Posterior::log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets, Vec* grad) const {
+  if (!grad) return likelihood_value(theta, inputs, targets);
   Vec g;
   const double value = evaluate(theta, inputs, targets, 1.0, g, false);
   if (grad) *grad += g;

@@ -33,6 +33,11 @@ class Posterior : public StochasticLogDensity {
   const Mat& targets() const { return targets_; }
 
   double log_density_and_grad(const Vec& theta, Vec& grad) const override;
+  /// log p(theta) without its gradient: the forward pass and the likelihood only, no backward pass
+  /// (about a third of a gradient's cost). What the gradient-free kernels (adaptive and random-walk
+  /// Metropolis, slice) and SG-MCMC's exact lp__ call. Equal to log_density_and_grad's value up to
+  /// rounding (the forward pass alone may sum in another order).
+  double log_density(const Vec& theta) const override;
   /// Through the model's lane kernel when it has one (Model::has_chain_lanes; not with
   /// distribute_rows), else one by one.
   void log_density_and_grad_batch(std::span<const Vec* const> thetas, std::span<Vec* const> grads,
@@ -48,7 +53,8 @@ class Posterior : public StochasticLogDensity {
                                             std::span<Vec* const> grads, std::span<double> values) const override;
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override;
 
-  /// sum_i log p(y_i | f(x_i)) on other data (no prior, no extras' prior); gradient added when given.
+  /// sum_i log p(y_i | f(x_i)) on other data (no prior, no extras' prior); gradient added when given
+  /// (without one, the forward pass only).
   double log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets, Vec* grad = nullptr) const;
   /// log p(y_i | f(x_i)) for each example of (inputs, targets).
   Vec pointwise_log_likelihood(const Vec& theta, const Mat& inputs, const Mat& targets) const;
@@ -93,6 +99,8 @@ class Posterior : public StochasticLogDensity {
   /// (N / n) sum over the batch of log lik + log prior; grad overwritten.
   double evaluate(const Vec& theta, const Mat& inputs, const Mat& targets, double likelihood_scale, Vec& grad,
                   bool include_prior, const SubspaceGradient* model_gradient = nullptr) const;
+  /// sum_i log p(y_i | f(x_i)) over (inputs, targets) by the forward pass alone.
+  double likelihood_value(const Vec& theta, const Mat& inputs, const Mat& targets) const;
   /// inputs_float_ when `inputs` is the whole data set of a float32 network (or this rank's rows), else null.
   const MatT<float>* float_copy_of(const Mat& inputs) const;
   /// Adds the prior (with include_prior) and the extras' part to value and grad, once the network's

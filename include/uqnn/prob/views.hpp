@@ -20,6 +20,7 @@ class SubspaceView : public LogDensity {
   SubspaceView(std::shared_ptr<const LogDensity> base, IndexVec active, Vec base_point);
   Index dim() const override { return static_cast<Index>(active_.size()); }
   double log_density_and_grad(const Vec& z, Vec& grad) const override;
+  double log_density(const Vec& z) const override { return base_->log_density(expand(z)); }
   Vec hessian_vector_product(const Vec& z, const Vec& v) const override;
   /// The full parameter vector for subspace coordinates z.
   Vec expand(const Vec& z) const;
@@ -44,6 +45,7 @@ class TemperedView : public LogDensity {
   TemperedView(std::shared_ptr<const LogDensity> base, double beta);
   Index dim() const override { return base_->dim(); }
   double log_density_and_grad(const Vec& theta, Vec& grad) const override;
+  double log_density(const Vec& theta) const override { return beta_ * base_->log_density(theta); }
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override;
   double beta() const { return beta_; }
 

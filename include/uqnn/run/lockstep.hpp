@@ -36,6 +36,8 @@ class LockstepLogDensity : public LogDensity {
   explicit LockstepLogDensity(std::shared_ptr<const LogDensity> batched);
   Index dim() const override { return batched_->dim(); }
   double log_density_and_grad(const Vec& theta, Vec& grad) const override;
+  /// The value alone is not batched: `batched`'s own (a forward pass where it has one).
+  double log_density(const Vec& theta) const override { return batched_->log_density(theta); }
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override { return batched_->hessian_vector_product(theta, v); }
   const LogDensity& batched() const { return *batched_; }
 
@@ -53,6 +55,7 @@ class LockstepStochasticLogDensity : public StochasticLogDensity {
   Index num_data() const override { return batched_->num_data(); }
   double log_density_and_grad(const Vec& theta, Vec& grad) const override;
   double minibatch_log_density_and_grad(const Vec& theta, const IndexVec& batch, Vec& grad) const override;
+  double log_density(const Vec& theta) const override { return batched_->log_density(theta); }
   Vec hessian_vector_product(const Vec& theta, const Vec& v) const override { return batched_->hessian_vector_product(theta, v); }
   const StochasticLogDensity& batched() const { return *batched_; }
 

@@ -8,6 +8,7 @@
 #include "uqnn/core/error.hpp"
 #include "uqnn/nn/cnn.hpp"
 #include "uqnn/nn/cnn_layer_list.hpp"
+#include "uqnn/prob/posterior.hpp"
 
 namespace uqnn {
 namespace {
@@ -526,6 +527,26 @@ TEST(CnnDescription, BadDescriptionsAreInputErrors) {
   bad = d;
   bad["input_shape"] = {1, 5.5, 5};
   EXPECT_THROW(make_model(bad), InputError);
+}
+
+// A CNN posterior's value alone (the forward pass, in chunks of examples_per_pass) is its gradient
+// path's value, in both precisions, for a data set of one chunk and of several.
+TEST(CnnPosterior, TheValueAloneIsTheGradientPathsValueInBothPrecisions) {
+  for (const Precision precision : {Precision::Float64, Precision::Float32}) {
+    const auto model = parsed("conv16k3p1,gn4,pool2,fc8", {1, 28, 28}, 3, Activation::Relu);
+    model->set_precision(precision);
+    const Index n = model->examples_per_pass() + 7;  // two chunks
+    ASSERT_LT(n, 5000);
+    Rng rng(12);
+    Mat X(784, n), Y(1, n);
+    for (Index i = 0; i < X.size(); ++i) X.data()[i] = rng.uniform(-1, 1);
+    for (Index i = 0; i < n; ++i) Y(0, i) = static_cast<double>(rng.uniform_index(3));
+    const Posterior post(model, make_categorical_likelihood(3), GaussianPrior::isotropic(model->num_params(), 1.0), X, Y);
+    const Vec theta = post.initial_point(rng);
+    Vec grad;
+    const double value = post.log_density_and_grad(theta, grad);
+    EXPECT_NEAR(post.log_density(theta), value, 1e-12 * std::abs(value)) << (precision == Precision::Float32 ? "float32" : "float64");
+  }
 }
 
 }  // namespace

@@ -80,6 +80,25 @@ TEST_P(PosteriorDerivatives, GradientMatchesFiniteDifferences) {
   }
 }
 
+// The value alone (a forward pass: what Metropolis, slice and SG-MCMC's lp__ use) is the gradient
+// path's value, prior and likelihood extras included, here and through the subspace and tempered views.
+TEST_P(PosteriorDerivatives, TheValueAloneIsTheGradientPathsValue) {
+  const auto post = make_posterior(GetParam());
+  for (std::uint64_t seed : {5, 6}) {
+    const Vec theta = random_point(*post, seed);
+    Vec grad;
+    const double value = post->log_density_and_grad(theta, grad);
+    EXPECT_NEAR(post->log_density(theta), value, 1e-12 * (1 + std::abs(value))) << GetParam().name;
+    EXPECT_NEAR(post->log_likelihood(theta, post->inputs(), post->targets()), value - post->log_prior(theta), 1e-12 * (1 + std::abs(value)))
+        << GetParam().name;
+    const IndexVec active{0, 5, theta.size() - 1};
+    const SubspaceView view(post, active, theta);
+    EXPECT_NEAR(view.log_density(view.restrict(theta)), value, 1e-12 * (1 + std::abs(value))) << GetParam().name;
+    const TemperedView cold(post, 0.4);
+    EXPECT_NEAR(cold.log_density(theta), 0.4 * value, 1e-12 * (1 + std::abs(value))) << GetParam().name;
+  }
+}
+
 TEST_P(PosteriorDerivatives, HessianVectorProductMatchesFiniteDifferences) {
   const auto post = make_posterior(GetParam());
   const Vec theta = random_point(*post, 4);
