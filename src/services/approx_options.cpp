@@ -131,4 +131,19 @@ std::optional<diagnostics::Warning> narrow_spread_warning(const Posterior& poste
                                           method, list, narrow.size() == 1 ? "" : "s", remedy)};
 }
 
+void check_narrow_spread(const Posterior& posterior, const Draws& draws, const std::string& method, const std::string& remedy,
+                         MethodResult& r) {
+  const double work = static_cast<double>(posterior.num_data()) * static_cast<double>(posterior.dim());
+  if (draws.size() < 2) {
+    r.info["narrow_spread_check"] = "skipped: fewer than 2 draws";
+  } else if (work > kNarrowSpreadWork) {
+    r.info["narrow_spread_check"] = fmt::format("skipped: {} rows x {} parameters is above {:.0e} (the check's Hessian-vector "
+                                                "products would cost more than the fit)",
+                                                posterior.num_data(), posterior.dim(), kNarrowSpreadWork);
+  } else {
+    r.info["narrow_spread_check"] = "done";
+    if (auto w = narrow_spread_warning(posterior, draws, method, remedy)) r.warnings.push_back(*w);
+  }
+}
+
 }  // namespace uqnn::detail

@@ -241,8 +241,7 @@ MethodResult run_swag(const FitContext& c) {
   // SGD's stationary spread is set by the rate and the gradient noise, not by the posterior's shape
   // (Mandt et al. 2017): measured against the posterior's curvature, not assumed.
   if (!no_spread)
-    if (auto w = detail::narrow_spread_warning(*c.posterior, r.draws, "swag", "or set --swag-lr and --swag-batch-size"))
-      r.warnings.push_back(*w);
+    detail::check_narrow_spread(*c.posterior, r.draws, "swag", "or set --swag-lr and --swag-batch-size", r);
   return r;
 }
 

@@ -176,7 +176,7 @@ MethodResult run_flow_vi(const FitContext& c, const ViOptions& o) {
   }
   r.info["optimizer"] = training_info(report);
   if (const auto warning = not_converged_warning({report}, "the flow's variational fit (-ELBO)")) r.warnings.push_back(*warning);
-  if (auto w = detail::narrow_spread_warning(*c.posterior, r.draws, "vi (flow)", "or a longer fit (--epochs)")) r.warnings.push_back(*w);
+  detail::check_narrow_spread(*c.posterior, r.draws, "vi (flow)", "or a longer fit (--epochs)", r);
   if (fit.rejected_draws > 0)
     r.warnings.push_back({"non_finite_draws", fmt::format("vi (flow): {} draws had a non-finite log density or gradient and were "
                                                           "left out of their steps", fit.rejected_draws)});
@@ -209,9 +209,7 @@ MethodResult run_vi(const FitContext& c) {
   r.info["optimizer"] = training_info(convergence);
   r.info["resumed_at_epoch"] = fit.resumed_at_epoch;
   if (const auto w = not_converged_warning({convergence}, "the variational fit (-ELBO)")) r.warnings.push_back(*w);
-  if (auto w = detail::narrow_spread_warning(*c.posterior, r.draws, "vi",
-                                             "or --vi-family flow, which learns the correlations that mean field leaves out"))
-    r.warnings.push_back(*w);
+  detail::check_narrow_spread(*c.posterior, r.draws, "vi", "or --vi-family flow, which learns the correlations that mean field leaves out", r);
   return r;
 }
 

@@ -379,6 +379,33 @@ TEST(NarrowSpread, ExactDrawsPassAndShrunkDrawsAreWarnedAbout) {
   EXPECT_NE(w->message.find(", flattest (0.1"), std::string::npos) << w->message;
 }
 
+// The check runs where its Hessian-vector products are affordable (rows x parameters at most
+// kNarrowSpreadWork), and says so in the method's info; above that it is skipped, saying why,
+// even for draws it would warn about.
+TEST(NarrowSpread, TheCheckRunsWhereItIsAffordableAndSaysWhenItIsSkipped) {
+  const testing::IllConditionedRegression target = testing::ill_conditioned_regression();
+  Draws shrunk;
+  shrunk.add_chain(0, Mat(target.mean.transpose().replicate(3, 1)) + 1e-9 * Mat::Random(3, 5));
+  MethodResult small;
+  detail::check_narrow_spread(*target.posterior, shrunk, "test", "or not", small);
+  EXPECT_EQ(small.info.at("narrow_spread_check"), "done");
+  ASSERT_EQ(small.warnings.size(), 1u);
+  EXPECT_EQ(small.warnings[0].code, "narrow_spread");
+
+  // 20,161 weights on 10,000 rows: 2.02e8, just above the bound.
+  auto model = std::make_shared<Mlp>(MlpSpec{1, {140, 140}, 1, Activation::Tanh, InitScheme::Glorot});
+  ASSERT_EQ(model->num_params(), 20161);
+  const Posterior large(model, make_gaussian_likelihood(0.1), GaussianPrior::isotropic(model->num_params(), 1.0), Mat::Zero(1, 10000),
+                        Mat::Zero(1, 10000));
+  Draws narrow;
+  narrow.add_chain(0, 1e-9 * Mat::Random(3, model->num_params()));
+  MethodResult big;
+  detail::check_narrow_spread(large, narrow, "test", "or not", big);
+  EXPECT_TRUE(big.warnings.empty());
+  EXPECT_NE(big.info.at("narrow_spread_check").get<std::string>().find("skipped: 10000 rows x 20161 parameters"), std::string::npos)
+      << big.info.dump();
+}
+
 // rms at the fit's defaults is randomize-then-optimize with 30 members: exact posterior draws of the
 // ill-conditioned regression (correlation -0.96, sds 30x apart), with no warning. The moments are
 // checked on 400 members (30 are too few to tell 10% from the truth).
