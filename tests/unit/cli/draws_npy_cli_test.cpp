@@ -69,6 +69,46 @@ TEST_F(DrawsNpyCli, ARunsDrawsInNpyAreTheCsvRunsBitwiseAndPredictTheSame) {
   EXPECT_FALSE(testing::TempDir::read(dir_ / "npy_p.csv").empty());
 }
 
+// The other readers of a run's draws take draws.npy as they take draws.csv: `uqnn merge` of --part
+// runs (whose merged run writes draws.npy again), `uqnn evaluate --model` of the merged run, and
+// --dei-init from it give the same draws and the same files.
+TEST_F(DrawsNpyCli, MergeEvaluateAndDeiInitReadAnNpyRunAsTheyReadItsCsvTwin) {
+  const std::string data = write_sine_csv(30);
+  for (const std::string format : {"csv", "npy"}) {
+    for (int k = 1; k <= 2; ++k) {
+      const CliRun r = run_cli(fmt::format("fit --quiet --figure none --data {} --method nuts --arch 4 --chains 2 --warmup 20 --draws 12 --seed 3 "
+                                           "--part {}/2 --draws-format {} --out {}",
+                                           data, k, format, (dir_ / fmt::format("{}_part{}", format, k)).string()));
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+    }
+    const fs::path merged = dir_ / (format + "_merged");
+    CliRun r = run_cli(fmt::format("merge --quiet {} {} --out {}", (dir_ / (format + "_part1")).string(), (dir_ / (format + "_part2")).string(),
+                                   merged.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(fs::exists(merged / ("draws." + format))) << format;
+    r = run_cli(fmt::format("evaluate --model {} --data {} --no-figures --out {}", merged.string(), data, (dir_ / (format + "_evaluation")).string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = run_cli(fmt::format("fit --quiet --figure none --data {} --method dei-nuts --dei-start given --dei-init {} --arch 4 --warmup 5 --draws 5 "
+                            "--seed 2 --out {}",
+                            data, merged.string(), (dir_ / (format + "_dei")).string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const FittedModel csv = FittedModel::load(dir_ / "csv_merged"), npy = FittedModel::load(dir_ / "npy_merged");
+  ASSERT_EQ(csv.draws().num_chains(), 2);
+  ASSERT_EQ(npy.draws().num_chains(), 2);
+  for (Index c = 0; c < 2; ++c) EXPECT_TRUE(npy.draws().chain(c).values == csv.draws().chain(c).values) << "chain " << c;
+  EXPECT_EQ(testing::TempDir::read(dir_ / "npy_merged" / "predictions.csv"), testing::TempDir::read(dir_ / "csv_merged" / "predictions.csv"));
+  auto scores = [&](const std::string& format) {
+    nlohmann::json m = json(dir_ / (format + "_evaluation") / "metrics.json");
+    m.erase("source");  // the run's directory
+    return m;
+  };
+  EXPECT_EQ(scores("npy"), scores("csv"));
+  EXPECT_EQ(scores("npy").at("num_draws"), 24);
+  EXPECT_EQ(testing::TempDir::read(dir_ / "npy_dei" / "draws.csv"), testing::TempDir::read(dir_ / "csv_dei" / "draws.csv"));
+  EXPECT_EQ(json(dir_ / "npy_dei" / "dei_chains.json"), json(dir_ / "csv_dei" / "dei_chains.json"));
+}
+
 // auto writes npy above 100,000 parameters; a format that is not one is exit code 2 with the valid names.
 TEST_F(DrawsNpyCli, AutoPicksNpyAboveTheThresholdAndAnUnknownFormatIsExit2) {
   EXPECT_EQ(draws_file_name("auto", 100000), "draws.csv");
