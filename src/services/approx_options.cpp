@@ -137,8 +137,8 @@ void check_narrow_spread(const Posterior& posterior, const Draws& draws, const s
   if (draws.size() < 2) {
     r.info["narrow_spread_check"] = "skipped: fewer than 2 draws";
   } else if (work > kNarrowSpreadWork) {
-    r.info["narrow_spread_check"] = fmt::format("skipped: {} rows x {} parameters is above {:.0e} (the check's Hessian-vector "
-                                                "products would cost more than the fit)",
+    r.info["narrow_spread_check"] = fmt::format("skipped: {} rows x {} parameters is above {:.0e} (the check's ~660 "
+                                                "Hessian-vector products over every row cost too much at this size)",
                                                 posterior.num_data(), posterior.dim(), kNarrowSpreadWork);
   } else {
     r.info["narrow_spread_check"] = "done";
