@@ -277,7 +277,7 @@ double Posterior::log_likelihood(const Vec& theta, const Mat& inputs, const Mat&
   if (!grad) return likelihood_value(theta, inputs, targets);
   Vec g;
   const double value = evaluate(theta, inputs, targets, 1.0, g, false);
-  if (grad) *grad += g;
+  *grad += g;
   return value;
 }
 

@@ -106,8 +106,9 @@ std::optional<diagnostics::Warning> narrow_spread_warning(const Posterior& poste
 
 /// narrow_spread_warning where it is affordable: the warning goes to r.warnings, and
 /// r.info["narrow_spread_check"] says whether the check ran. Its ~660 Hessian-vector products over
-/// all training rows cost about 660 N K multiply-adds times a network's reuse of its weights; it runs when N x K is at most kNarrowSpreadWork (2e8: a
-/// 20,000-weight network on 10,000 rows, seconds to a minute) and is skipped, saying so, above it:
+/// all training rows cost about 660 N K multiply-adds times a network's reuse of its weights; it
+/// runs when N x K is at most kNarrowSpreadWork (2e8: a 20,000-weight network on 10,000 rows,
+/// seconds to a minute) and is skipped, saying so, above it:
 /// on a ResNet over 4,000 images it took longer than the fit itself, and at so many weights 100
 /// subspace iterations do not resolve the flattest directions anyway.
 void check_narrow_spread(const Posterior& posterior, const Draws& draws, const std::string& method, const std::string& remedy,
